@@ -1,0 +1,25 @@
+export {
+  BodyTooLargeError,
+  ConfigError,
+  HandlerTimeoutError,
+  LeaseLostError,
+  OnceonlyError,
+  type RejectionCode,
+  StoreFullError,
+  StoreUnavailableError,
+  VerificationError,
+} from './errors.js';
+export {
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Duration,
+  type Lease,
+  parseDuration,
+  type RecordOptions,
+  type RecordView,
+  type Store,
+} from './lease/index.js';
+export { hmac, type HmacOptions } from './providers/hmac.js';
+export type { DeliveryInput, Provider, Verified } from './providers/types.js';
+export { memoryStore, type MemoryStoreOptions } from './stores/memory.js';

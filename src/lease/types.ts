@@ -1,0 +1,133 @@
+/**
+ * The store contract. Every store (memory, Redis, PostgreSQL, MySQL, SQLite, or your own) keeps a
+ * record per key that moves through these states, on the store's own clock:
+ *
+ * ```
+ * absent ──claim──▶ processing(token, attempt, expiresAt = now + lease)
+ * processing ──extend(token)──▶ processing(expiresAt = now + lease)
+ * processing ──confirm(token)──▶ completed(expiresAt = now + retention)
+ * processing ──release(token)──▶ absent
+ * processing ──lease runs out──▶ takeable ──claim──▶ processing(new token, attempt + 1)
+ * completed ──retention runs out──▶ absent
+ * ```
+ *
+ * A store is correct when it passes `onceonly/testing`'s conformance suite.
+ */
+
+/**
+ * A claim held by one owner. Key, token, attempt and fingerprint are fixed at claim: nothing the
+ * handler does changes what is confirmed or released. Lease handles are frozen.
+ */
+export interface Lease {
+  /** The deduplication key this lease holds. */
+  readonly key: string;
+  /** Random 128-bit owner id; every later write must present it. */
+  readonly token: string;
+  /** 1 for the first claim of a key, +1 on every takeover after expiry: a fencing number. */
+  readonly attempt: number;
+  /** SHA-256 of the delivery's body (or whatever the caller fingerprinted), if any. */
+  readonly fingerprint: string | undefined;
+  /** When the lease runs out unless extended, on the store's clock. */
+  readonly expiresAt: Date;
+}
+
+/** What `claim` found. */
+export type Claim =
+  | { readonly status: 'acquired'; readonly lease: Lease }
+  | {
+      readonly status: 'in-flight';
+      /** The attempt number of the live owner. */
+      readonly attempt: number;
+      /** When the live owner's lease runs out (store clock). */
+      readonly expiresAt: Date;
+      /** Whether the live owner claimed the same fingerprint (true when either side has none). */
+      readonly sameFingerprint: boolean;
+    }
+  | {
+      readonly status: 'completed';
+      /** Whether the completed record has the same fingerprint (true when either side has none). */
+      readonly sameFingerprint: boolean;
+    };
+
+/** A read-only view of one record, for operators and tests. */
+export interface RecordView {
+  readonly key: string;
+  /** `processing` with `expiresAt` in the past means the lease ran out and the key is takeable. */
+  readonly state: 'processing' | 'completed';
+  readonly attempt: number;
+  readonly fingerprint: string | undefined;
+  /** End of the lease (processing) or of retention (completed), store clock. */
+  readonly expiresAt: Date;
+  /** When the record was last written (claim, extend or confirm), store clock, where the store knows it. */
+  readonly updatedAt?: Date | undefined;
+}
+
+export interface ClaimOptions {
+  /** How long the lease lasts unless extended, in ms. */
+  leaseMs: number;
+  /** Fingerprint of the work (SHA-256 of the body); the same key with another fingerprint is a conflict. */
+  fingerprint?: string | undefined;
+}
+
+export interface RecordOptions {
+  /** How long the key is remembered, in ms. */
+  retentionMs: number;
+  fingerprint?: string | undefined;
+  /** A transaction of the caller's to join (SQL stores only; see each store's docs). */
+  tx?: unknown;
+}
+
+export interface Store {
+  /** Claims `key` for a new owner, or reports who holds it. Takes over a lease that ran out (attempt + 1). */
+  claim(key: string, options: ClaimOptions): Promise<Claim>;
+  /**
+   * Marks the work done and keeps the key for `retentionMs`. `false` when another owner holds the key
+   * (our lease was lost): nothing changes then. If the record vanished (our lease ran out and nobody
+   * took over), it is written as completed, since the work is done and a retry must see a duplicate.
+   */
+  confirm(lease: Lease, options: { retentionMs: number }): Promise<boolean>;
+  /** Deletes the record so the next delivery gets in. `false` (and no change) unless we are the owner. */
+  release(lease: Lease): Promise<boolean>;
+  /** Pushes the lease's end to now + `leaseMs`. `false` (and no change) unless we are the live owner. */
+  extend(lease: Lease, options: { leaseMs: number }): Promise<boolean>;
+  /** Single-shot dedup: claim and confirm in one step. `duplicate: true` when the key was already there. */
+  record(key: string, options: RecordOptions): Promise<{ duplicate: boolean }>;
+  /** Ordering guard: stores `version` for `entity` only when it is newer than the stored one. */
+  advance(entity: string, version: number): Promise<boolean>;
+  /** The record for `key`, or `undefined`. Expired completed records read as absent. */
+  inspect(key: string): Promise<RecordView | undefined>;
+  /** Releases what the store itself opened (never the client the user passed in). */
+  close(): Promise<void>;
+}
+
+/** Builds the frozen lease handle every store returns from `claim`. */
+export function createLease(fields: {
+  key: string;
+  token: string;
+  attempt: number;
+  fingerprint: string | undefined;
+  expiresAt: Date;
+}): Lease {
+  return Object.freeze({
+    key: fields.key,
+    token: fields.token,
+    attempt: fields.attempt,
+    fingerprint: fields.fingerprint,
+    expiresAt: fields.expiresAt,
+  });
+}
+
+/** Fingerprints match when they are equal or when either side has none. */
+export function sameFingerprint(
+  stored: string | undefined | null,
+  offered: string | undefined | null,
+): boolean {
+  return stored == null || offered == null || stored === offered;
+}
+
+/** Versions of the ordering guard are finite numbers (a counter, a timestamp in ms). */
+export function assertVersion(version: number): void {
+  if (typeof version !== 'number' || !Number.isFinite(version)) {
+    throw new TypeError(`onceonly: advance() needs a finite number as version, got ${String(version)}`);
+  }
+}

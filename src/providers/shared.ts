@@ -1,0 +1,169 @@
+/**
+ * Building blocks every provider shares: secrets, header access, HMAC, constant-time matching of
+ * several candidate signatures, timestamp tolerance in both directions, and strict JSON bodies.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { ConfigError, VerificationError } from '../errors.js';
+import { type Duration, parseDuration } from '../lease/duration.js';
+
+/** One secret, or several during a rotation (any one may match). */
+export type SecretInput = string | readonly string[];
+
+/** The default timestamp tolerance, applied in both directions. */
+export const DEFAULT_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * Normalises secrets to key bytes at construction. Surrounding whitespace (a trailing newline from
+ * an env file) is trimmed. `decode` turns the dashboard form into key bytes and throws on a
+ * malformed secret, so a bad secret is a configuration error, never a failed delivery.
+ */
+export function secretKeys(
+  provider: string,
+  secret: SecretInput | undefined,
+  decode: (secret: string) => Uint8Array = (s) => Buffer.from(s, 'utf8'),
+): Buffer[] {
+  const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined;
+  if (!list || list.length === 0) {
+    throw new ConfigError(
+      'invalid_secret',
+      `onceonly: ${provider} needs a secret (a string, or an array of strings while rotating)`,
+    );
+  }
+  return list.map((raw, i) => {
+    if (typeof raw !== 'string' || raw.trim() === '') {
+      throw new ConfigError(
+        'invalid_secret',
+        `onceonly: ${provider} secret #${i + 1} is empty; copy it from the provider's dashboard`,
+      );
+    }
+    const bytes = decode(raw.trim());
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  });
+}
+
+/** A header's value, or `undefined` when missing or empty. */
+export function header(headers: Headers, name: string): string | undefined {
+  const value = headers.get(name);
+  return value === null || value === '' ? undefined : value;
+}
+
+/** A header's value; a `missing_header` rejection naming the header when absent. */
+export function requireHeader(headers: Headers, name: string): string {
+  const value = header(headers, name);
+  if (value === undefined)
+    throw new VerificationError('missing_header', `onceonly: the ${name} header is missing`);
+  return value;
+}
+
+/** Raw body bytes as a Buffer view (no copy). */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+export type HmacAlgorithm = 'sha1' | 'sha256' | 'sha512';
+
+/** HMAC over the concatenation of `parts`, without joining them into a new buffer first. */
+export function hmac(
+  algorithm: HmacAlgorithm,
+  key: Uint8Array,
+  parts: readonly (Uint8Array | string)[],
+): Buffer {
+  const mac = createHmac(algorithm, key);
+  for (const part of parts) mac.update(part);
+  return mac.digest();
+}
+
+const HEX = /^[0-9a-fA-F]+$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
+
+/** Decodes one signature; `undefined` when it is not valid in that encoding. */
+export function decodeSignature(value: string, encoding: 'hex' | 'base64'): Buffer | undefined {
+  if (value.length === 0 || value.length > 1024) return undefined;
+  if (encoding === 'hex')
+    return value.length % 2 === 0 && HEX.test(value) ? Buffer.from(value, 'hex') : undefined;
+  return BASE64.test(value) ? Buffer.from(value, 'base64') : undefined;
+}
+
+/**
+ * True when any expected signature equals any candidate, compared in constant time. Every pair is
+ * compared (no early exit on the first match), so timing reveals neither which nor whether.
+ */
+export function anyMatch(expected: readonly Buffer[], candidates: readonly Buffer[]): boolean {
+  let found = false;
+  for (const e of expected) {
+    for (const c of candidates) {
+      if (e.length === c.length && timingSafeEqual(e, c)) found = true;
+    }
+  }
+  return found;
+}
+
+/** Throws `invalid_signature` unless one of the candidates matches. */
+export function requireMatch(
+  provider: string,
+  expected: readonly Buffer[],
+  candidates: readonly Buffer[],
+): void {
+  if (!anyMatch(expected, candidates)) {
+    throw new VerificationError(
+      'invalid_signature',
+      `onceonly: no ${provider} signature matched; check the secret and that the body reaches onceonly unparsed`,
+    );
+  }
+}
+
+/** Parses an integer timestamp header (seconds or ms) into ms since the epoch. */
+export function parseTimestamp(name: string, value: string, unit: 's' | 'ms' = 's'): number {
+  if (!/^\d{1,16}$/.test(value)) {
+    throw new VerificationError(
+      'malformed_header',
+      `onceonly: the ${name} header is not an integer timestamp`,
+    );
+  }
+  return Number(value) * (unit === 's' ? 1000 : 1);
+}
+
+/** Rejects a timestamp outside ±`toleranceMs` of `receivedAt`, saying which side it fell off. */
+export function checkTolerance(timestampMs: number, receivedAt: Date, toleranceMs: number): void {
+  const skew = receivedAt.getTime() - timestampMs;
+  if (skew > toleranceMs) {
+    throw new VerificationError(
+      'timestamp_too_old',
+      `onceonly: the delivery's timestamp is ${Math.round(skew / 1000)} s old, over the ${toleranceMs / 1000} s tolerance (a replay, or a queued delivery: pass receivedAt)`,
+    );
+  }
+  if (-skew > toleranceMs) {
+    throw new VerificationError(
+      'timestamp_too_new',
+      `onceonly: the delivery's timestamp is ${Math.round(-skew / 1000)} s in the future, over the ${toleranceMs / 1000} s tolerance (check the server clock)`,
+    );
+  }
+}
+
+/** A tolerance option parsed once at construction. */
+export function toleranceMs(value: Duration | undefined): number {
+  return value === undefined ? DEFAULT_TOLERANCE_MS : parseDuration(value, 'tolerance');
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** Parses the body as a JSON object; `invalid_body` for invalid UTF-8, invalid JSON or a non-object. */
+export function parseJsonObject(rawBody: Uint8Array): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(utf8.decode(rawBody));
+  } catch {
+    throw new VerificationError('invalid_body', 'onceonly: the body is not valid UTF-8 JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new VerificationError('invalid_body', 'onceonly: the body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A string or number field of an object as a string; `undefined` otherwise. */
+export function stringField(value: unknown, field: string): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = (value as Record<string, unknown>)[field];
+  return typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined;
+}

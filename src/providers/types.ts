@@ -1,0 +1,56 @@
+/**
+ * The provider interface: how a webhook sender signs its deliveries and where its event id lives.
+ * A provider only verifies and describes; it never touches storage.
+ */
+
+/** One delivery as the receiver hands it to a provider: raw bytes, never re-serialised JSON. */
+export interface DeliveryInput {
+  /** The exact bytes of the request body. */
+  readonly rawBody: Uint8Array;
+  /** The request headers (case-insensitive). */
+  readonly headers: Headers;
+  /** The full URL the provider called (needed by Twilio and Square, which sign it). */
+  readonly url?: string | undefined;
+  /** When the delivery was received; timestamp tolerance is measured against this. */
+  readonly receivedAt: Date;
+}
+
+/** A delivery whose signature checked out. */
+export interface Verified<E = unknown> {
+  /** The parsed event (usually the JSON body). */
+  readonly event: E;
+  /** The event's type (`invoice.paid`, `push`), used to route `on: { [type]: handler }`. */
+  readonly type?: string | undefined;
+  /** The provider's event id, when it sends one. */
+  readonly id?: string | undefined;
+  /**
+   * What the dedup key is built from:
+   * - `'id'`: the signed event id (`key` when given, else `id`): `provider:id`.
+   * - `'body'`: a digest of the signed body, because the id is unsigned or absent and a replayer
+   *   could mint a fresh one: `provider:body:<sha256>`.
+   * - `'none'`: nothing usable; the delivery is `unkeyed`.
+   */
+  readonly dedup: 'id' | 'body' | 'none';
+  /** Overrides `id` as the key material when `dedup` is `'id'`. */
+  readonly key?: string | undefined;
+}
+
+/**
+ * A webhook provider. `E` is the event type; `M` maps event type names to event shapes for typed
+ * `on` handlers (defaults to "any name, event E").
+ */
+export interface Provider<E = unknown, M extends Record<string, unknown> = Record<string, E>> {
+  /** Short stable name; the first segment of every dedup key (`stripe`, `github`). */
+  readonly name: string;
+  /** How long a completed key is remembered by default: the provider's retry window plus a margin (ms). */
+  readonly retentionMs: number;
+  /** Verifies a delivery over its raw bytes; throws a `VerificationError` with a stable code when it fails. */
+  verify(input: DeliveryInput): Verified<E> | Promise<Verified<E>>;
+  /** Type-level only: the event map for typed `on` handlers. Never set at run time. */
+  readonly __events?: M;
+}
+
+/** The event type of a provider. */
+export type EventOf<P> = P extends Provider<infer E, Record<string, unknown>> ? E : unknown;
+/** The event map of a provider. */
+export type EventMapOf<P> = P extends Provider<unknown, infer M> ? M : Record<string, unknown>;

@@ -1,0 +1,124 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { StoreFullError } from '../errors.js';
+import type { Store } from '../lease/types.js';
+import { conformanceCases, runCase, runConformance } from '../testing/index.js';
+import { memoryStore } from './memory.js';
+
+// Every call of the factory must see the same data, like clients of one server.
+const shared = memoryStore();
+await runConformance({
+  name: 'memoryStore conformance',
+  factory: () => ({ ...shared, close: async () => {} }),
+});
+
+describe('memoryStore bounds', () => {
+  it('evicts the oldest completed key first when full', async () => {
+    // Prepare
+    const store = memoryStore({ maxEntries: 3 });
+    for (const key of ['a', 'b']) {
+      const claim = await store.claim(key, { leaseMs: 60_000 });
+      assert.equal(claim.status, 'acquired');
+      if (claim.status === 'acquired') await store.confirm(claim.lease, { retentionMs: 60_000 });
+    }
+    await store.claim('live', { leaseMs: 60_000 });
+    // Act
+    const next = await store.claim('c', { leaseMs: 60_000 });
+    // Assess
+    assert.equal(next.status, 'acquired');
+    assert.equal(await store.inspect('a'), undefined, 'oldest completed evicted');
+    assert.equal((await store.inspect('b'))?.state, 'completed');
+    assert.equal((await store.inspect('live'))?.state, 'processing', 'live lease kept');
+    assert.equal(store.size, 3);
+  });
+
+  it('never drops a live lease: claim throws StoreFullError when every entry is live', async () => {
+    const store = memoryStore({ maxEntries: 2 });
+    await store.claim('a', { leaseMs: 60_000 });
+    await store.claim('b', { leaseMs: 60_000 });
+    await assert.rejects(store.claim('c', { leaseMs: 60_000 }), (err: unknown) => {
+      assert.ok(err instanceof StoreFullError);
+      assert.equal(err.code, 'store_full');
+      assert.equal(err.status, 503);
+      return true;
+    });
+    await assert.rejects(store.record('c', { retentionMs: 1 }), StoreFullError);
+    assert.equal((await store.inspect('a'))?.state, 'processing');
+    assert.equal((await store.inspect('b'))?.state, 'processing');
+  });
+
+  it('makes room by dropping a lease that already ran out', async () => {
+    let now = 1_000;
+    const store = memoryStore({ maxEntries: 2, now: () => now });
+    await store.claim('a', { leaseMs: 100 });
+    await store.claim('b', { leaseMs: 10_000 });
+    now += 200;
+    assert.equal((await store.claim('c', { leaseMs: 100 })).status, 'acquired');
+    assert.equal(await store.inspect('a'), undefined);
+    assert.equal((await store.inspect('b'))?.state, 'processing');
+  });
+
+  it('uses the injected clock for leases and retention', async () => {
+    let now = 0;
+    const store = memoryStore({ now: () => now });
+    const claim = await store.claim('k', { leaseMs: 1_000 });
+    assert.equal(claim.status, 'acquired');
+    now = 999;
+    assert.equal((await store.claim('k', { leaseMs: 1_000 })).status, 'in-flight');
+    now = 1_000;
+    const takeover = await store.claim('k', { leaseMs: 1_000 });
+    assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
+  });
+
+  it('rejects a bad maxEntries and a non-finite version', async () => {
+    assert.throws(() => memoryStore({ maxEntries: 0 }), /maxEntries/);
+    await assert.rejects(memoryStore().advance('e', Number.NaN), /finite number/);
+  });
+
+  it('keeps no timer that holds the process open', async () => {
+    const before = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const store = memoryStore();
+    await store.claim('k', { leaseMs: 60_000 });
+    assert.equal(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length, before);
+  });
+});
+
+describe('the conformance suite catches a broken store', () => {
+  // A naive store whose confirm skips the owner check (the usual `SET key done` after the handler):
+  // a stale worker then overwrites a newer owner's claim.
+  function confirmWithoutTokenCheck(): Store {
+    const inner = memoryStore();
+    const records = new Map<string, { completed: boolean; expiresAt: number }>();
+    return {
+      ...inner,
+      async claim(key, options) {
+        const claim = await inner.claim(key, options);
+        if (claim.status === 'acquired')
+          records.set(key, { completed: false, expiresAt: Date.now() + options.leaseMs });
+        const naive = records.get(key);
+        if (claim.status !== 'acquired' && naive?.completed)
+          return { status: 'completed', sameFingerprint: true };
+        return claim;
+      },
+      async confirm(lease, options) {
+        records.set(lease.key, { completed: true, expiresAt: Date.now() + options.retentionMs });
+        await inner.release(lease);
+        return true;
+      },
+    };
+  }
+
+  it("fails the stale owner's case on a confirm without the token check", async () => {
+    const staleCase = conformanceCases.find((c) => c.name.startsWith("a stale owner's confirm"))!;
+    const broken = confirmWithoutTokenCheck();
+    await assert.rejects(
+      runCase(staleCase, () => broken, { shortMs: 50 }),
+      /stale confirm/,
+    );
+  });
+
+  it('passes the same case on the real memoryStore', async () => {
+    const staleCase = conformanceCases.find((c) => c.name.startsWith("a stale owner's confirm"))!;
+    await runCase(staleCase, () => memoryStore(), { shortMs: 50 });
+  });
+});

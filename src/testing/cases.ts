@@ -1,0 +1,409 @@
+import { randomBytes } from 'node:crypto';
+import { strict as assert } from 'node:assert';
+import type { Claim, Lease, Store } from '../lease/types.js';
+
+/** What each conformance case receives. */
+export interface CaseContext {
+  /** A key unique to this case and this run, so runs against a shared server never collide. */
+  key(suffix?: string): string;
+  /** Lease length short enough to wait out in a test (ms). */
+  shortMs: number;
+  /** Waits long enough for a `shortMs` lease or retention to run out on any store's clock. */
+  waitOut(): Promise<void>;
+  /** A fresh store from the factory under test (closed by the suite after the case). */
+  store(): Promise<Store>;
+}
+
+export interface ConformanceCase {
+  name: string;
+  run(store: Store, ctx: CaseContext): Promise<void>;
+}
+
+const LONG = 60_000;
+const fp = (c: string) => c.repeat(64);
+
+function acquired(claim: Claim): Lease {
+  assert.equal(claim.status, 'acquired', `expected acquired, got ${JSON.stringify(claim)}`);
+  return (claim as Extract<Claim, { status: 'acquired' }>).lease;
+}
+
+async function claimLong(store: Store, key: string, fingerprint?: string): Promise<Lease> {
+  return acquired(await store.claim(key, { leaseMs: LONG, fingerprint }));
+}
+
+/**
+ * The cases every store must pass. Each names the behaviour it proves; `runConformance` registers
+ * them with your test runner. They are exported so a failing case can be run on its own.
+ */
+export const conformanceCases: readonly ConformanceCase[] = [
+  {
+    name: 'a first claim acquires attempt 1 with a frozen lease handle',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const before = Date.now();
+      const lease = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(lease.key, key);
+      assert.equal(lease.attempt, 1);
+      assert.equal(lease.fingerprint, fp('a'));
+      assert.match(lease.token, /^[0-9a-f]{32,}$/, 'token must be at least 128 random bits, hex');
+      assert.ok(lease.expiresAt instanceof Date);
+      // Store clocks may differ from ours by a little; the lease must be about leaseMs long.
+      assert.ok(lease.expiresAt.getTime() > before + LONG - 5_000, 'expiresAt must be about now + leaseMs');
+      assert.ok(Object.isFrozen(lease), 'lease handles are frozen');
+    },
+  },
+  {
+    name: 'owner tokens are random per claim',
+    async run(store, ctx) {
+      const a = await claimLong(store, ctx.key('a'));
+      const b = await claimLong(store, ctx.key('b'));
+      assert.notEqual(a.token, b.token);
+    },
+  },
+  {
+    name: '100 concurrent claims of one key give exactly one acquired',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const claims = await Promise.all(
+        Array.from({ length: 100 }, () => store.claim(key, { leaseMs: LONG, fingerprint: fp('c') })),
+      );
+      const winners = claims.filter((c) => c.status === 'acquired');
+      assert.equal(winners.length, 1, 'exactly one claim may acquire');
+      for (const c of claims) {
+        if (c.status === 'acquired') continue;
+        assert.equal(c.status, 'in-flight');
+        if (c.status === 'in-flight') {
+          assert.equal(c.attempt, 1);
+          assert.equal(c.sameFingerprint, true);
+        }
+      }
+    },
+  },
+  {
+    name: 'a live lease is reported in-flight with attempt, expiry and fingerprint match',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('a'));
+      const same = await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') });
+      assert.equal(same.status, 'in-flight');
+      if (same.status !== 'in-flight') return;
+      assert.equal(same.attempt, 1);
+      assert.equal(same.sameFingerprint, true);
+      assert.ok(Math.abs(same.expiresAt.getTime() - lease.expiresAt.getTime()) < 1_000);
+      const other = await store.claim(key, { leaseMs: LONG, fingerprint: fp('b') });
+      assert.equal(other.status, 'in-flight');
+      assert.equal(
+        other.status === 'in-flight' && other.sameFingerprint,
+        false,
+        'fingerprint mismatch on in-flight',
+      );
+      const none = await store.claim(key, { leaseMs: LONG });
+      assert.equal(
+        none.status === 'in-flight' && none.sameFingerprint,
+        true,
+        'no fingerprint offered is not a mismatch',
+      );
+    },
+  },
+  {
+    name: 'confirm by the owner completes the key; a mismatched fingerprint is reported on completed',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('a'));
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      assert.deepEqual(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }), {
+        status: 'completed',
+        sameFingerprint: true,
+      });
+      assert.deepEqual(await store.claim(key, { leaseMs: LONG, fingerprint: fp('b') }), {
+        status: 'completed',
+        sameFingerprint: false,
+      });
+      assert.deepEqual(await store.claim(key, { leaseMs: LONG }), {
+        status: 'completed',
+        sameFingerprint: true,
+      });
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.attempt, 1);
+      assert.equal(view?.fingerprint, fp('a'));
+    },
+  },
+  {
+    name: "a stale owner's confirm, release and extend return false and change nothing",
+    async run(store, ctx) {
+      const key = ctx.key();
+      const stale = acquired(await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a') }));
+      await ctx.waitOut();
+      const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(current.attempt, 2);
+      const before = await store.inspect(key);
+
+      assert.equal(await store.extend(stale, { leaseMs: 10 * LONG }), false, 'stale extend');
+      assert.equal(await store.confirm(stale, { retentionMs: LONG }), false, 'stale confirm');
+      assert.equal(await store.release(stale), false, 'stale release');
+
+      const after = await store.inspect(key);
+      assert.equal(after?.state, 'processing');
+      assert.equal(after?.attempt, 2);
+      assert.equal(
+        after?.expiresAt.getTime(),
+        before?.expiresAt.getTime(),
+        'stale writes must not move the expiry',
+      );
+      const again = await store.claim(key, { leaseMs: LONG });
+      assert.equal(again.status, 'in-flight', 'the current owner still holds the key');
+      assert.equal(await store.confirm(current, { retentionMs: LONG }), true);
+      assert.equal(await store.release(stale), false, 'stale release after completion');
+      assert.equal((await store.inspect(key))?.state, 'completed');
+    },
+  },
+  {
+    name: 'a forged token cannot confirm, release or extend a live lease',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key);
+      const forged = { ...lease, token: 'f'.repeat(lease.token.length) };
+      assert.equal(await store.confirm(forged, { retentionMs: LONG }), false);
+      assert.equal(await store.release(forged), false);
+      assert.equal(await store.extend(forged, { leaseMs: LONG }), false);
+      assert.equal((await store.inspect(key))?.state, 'processing');
+    },
+  },
+  {
+    name: 'takeover after expiry gives attempt + 1, every time',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const first = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      assert.equal(first.attempt, 1);
+      const live = await store.claim(key, { leaseMs: ctx.shortMs });
+      assert.equal(live.status, 'in-flight', 'before expiry the key is in-flight');
+      await ctx.waitOut();
+      const second = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      assert.equal(second.attempt, 2);
+      assert.notEqual(second.token, first.token);
+      await ctx.waitOut();
+      const third = acquired(await store.claim(key, { leaseMs: LONG }));
+      assert.equal(third.attempt, 3);
+      assert.equal((await store.inspect(key))?.attempt, 3);
+    },
+  },
+  {
+    name: 'concurrent claims on an expired lease give exactly one takeover',
+    async run(store, ctx) {
+      const key = ctx.key();
+      acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      await ctx.waitOut();
+      const claims = await Promise.all(Array.from({ length: 50 }, () => store.claim(key, { leaseMs: LONG })));
+      const winners = claims.filter((c) => c.status === 'acquired');
+      assert.equal(winners.length, 1);
+      assert.equal(acquired(winners[0]!).attempt, 2);
+    },
+  },
+  {
+    name: 'release by the owner lets the next claim in',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key);
+      assert.equal(await store.release(lease), true);
+      assert.equal(await store.inspect(key), undefined);
+      const next = acquired(await store.claim(key, { leaseMs: LONG }));
+      assert.notEqual(next.token, lease.token);
+      assert.equal(await store.release(lease), false, 'the released lease is no longer the owner');
+    },
+  },
+  {
+    name: 'extend by the owner keeps the lease alive past its first expiry',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      assert.equal(await store.extend(lease, { leaseMs: LONG }), true);
+      await ctx.waitOut();
+      const other = await store.claim(key, { leaseMs: LONG });
+      assert.equal(other.status, 'in-flight');
+      const view = await store.inspect(key);
+      assert.ok(view && view.expiresAt.getTime() > Date.now() + LONG / 2, 'extend moved the expiry');
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+    },
+  },
+  {
+    name: 'confirm after the record vanished writes it as completed',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('d'));
+      assert.equal(await store.release(lease), true);
+      assert.equal(await store.inspect(key), undefined, 'vanished');
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.fingerprint, fp('d'), 'the fingerprint comes from the lease handle');
+      assert.deepEqual(await store.claim(key, { leaseMs: LONG, fingerprint: fp('d') }), {
+        status: 'completed',
+        sameFingerprint: true,
+      });
+    },
+  },
+  {
+    name: 'confirm after the lease ran out with nobody taking over completes the key',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      await ctx.waitOut();
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      assert.equal((await store.claim(key, { leaseMs: LONG })).status, 'completed');
+    },
+  },
+  {
+    name: 'a repeated confirm by the same owner is still true',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key);
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true, 'confirm must be safe to retry');
+      assert.equal(await store.release(lease), false, 'a completed key cannot be released');
+      assert.equal((await store.inspect(key))?.state, 'completed');
+    },
+  },
+  {
+    name: 'leases and retention are honoured',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = acquired(await store.claim(key, { leaseMs: LONG }));
+      assert.equal(await store.confirm(lease, { retentionMs: ctx.shortMs }), true);
+      assert.equal((await store.claim(key, { leaseMs: LONG })).status, 'completed', 'within retention');
+      await ctx.waitOut();
+      assert.equal(await store.inspect(key), undefined, 'expired completed records read as absent');
+      const again = acquired(await store.claim(key, { leaseMs: LONG }));
+      assert.equal(again.attempt, 1, 'a key that expired starts over');
+    },
+  },
+  {
+    name: 'record() dedups exactly once under 100 concurrent calls',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const results = await Promise.all(
+        Array.from({ length: 100 }, () => store.record(key, { retentionMs: LONG, fingerprint: fp('r') })),
+      );
+      assert.equal(results.filter((r) => !r.duplicate).length, 1);
+      assert.deepEqual(await store.record(key, { retentionMs: LONG }), { duplicate: true });
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.fingerprint, fp('r'));
+    },
+  },
+  {
+    name: 'record() sees a live lease as a duplicate and honours retention',
+    async run(store, ctx) {
+      const key = ctx.key();
+      await claimLong(store, key);
+      assert.deepEqual(await store.record(key, { retentionMs: LONG }), { duplicate: true });
+      const other = ctx.key('short');
+      assert.deepEqual(await store.record(other, { retentionMs: ctx.shortMs }), { duplicate: false });
+      assert.equal((await store.claim(other, { leaseMs: LONG })).status, 'completed');
+      await ctx.waitOut();
+      assert.deepEqual(await store.record(other, { retentionMs: LONG }), { duplicate: false });
+    },
+  },
+  {
+    name: 'advance() accepts only newer versions',
+    async run(store, ctx) {
+      const entity = ctx.key();
+      assert.equal(await store.advance(entity, 5), true);
+      assert.equal(await store.advance(entity, 5), false, 'same version');
+      assert.equal(await store.advance(entity, 4), false, 'older version');
+      assert.equal(await store.advance(entity, 6), true);
+      assert.equal(await store.advance(entity, 1_700_000_000_123), true, 'timestamps in ms fit');
+      assert.equal(await store.advance(entity, 1_700_000_000_122), false);
+      assert.equal(
+        await store.claim(entity, { leaseMs: LONG }).then((c) => c.status),
+        'acquired',
+        'versions do not block claims',
+      );
+    },
+  },
+  {
+    name: 'advance() accepts only newer versions under concurrency',
+    async run(store, ctx) {
+      const same = ctx.key('same');
+      const results = await Promise.all(Array.from({ length: 50 }, () => store.advance(same, 7)));
+      assert.equal(results.filter(Boolean).length, 1, 'one of 50 equal versions wins');
+
+      const entity = ctx.key('mixed');
+      const versions = Array.from({ length: 60 }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
+      const accepted = await Promise.all(versions.map((v) => store.advance(entity, v)));
+      assert.ok(accepted.some(Boolean));
+      assert.equal(accepted[versions.indexOf(60)], true, 'the newest version is always accepted');
+      for (let v = 1; v <= 60; v++)
+        assert.equal(await store.advance(entity, v), false, `v${v} is not newer than 60`);
+      assert.equal(await store.advance(entity, 61), true);
+    },
+  },
+  {
+    name: 'awkward keys (unicode, 1 KiB, colons and braces) go through the whole life',
+    async run(store, ctx) {
+      const base = ctx.key();
+      const keys = [
+        `${base}:ключ:🔑:événement:事件`,
+        `${base}:${'x'.repeat(1024 - base.length - 1)}`,
+        `${base}:{tag}:a:b::c:{{}}:}{`,
+        `${base}:'"\\%_*?[]$\`;--`,
+      ];
+      for (const key of keys) {
+        const lease = await claimLong(store, key, fp('e'));
+        assert.equal(lease.key, key);
+        assert.equal((await store.claim(key, { leaseMs: LONG })).status, 'in-flight');
+        assert.equal(await store.extend(lease, { leaseMs: LONG }), true);
+        assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+        assert.equal((await store.claim(key, { leaseMs: LONG, fingerprint: fp('e') })).status, 'completed');
+        const view = await store.inspect(key);
+        assert.equal(view?.key, key);
+        assert.equal(view?.state, 'completed');
+        assert.deepEqual(await store.record(key, { retentionMs: LONG }), { duplicate: true });
+        assert.equal(await store.advance(key, 1), true);
+      }
+      assert.equal(keys[1]!.length, 1024);
+    },
+  },
+  {
+    name: 'inspect shows absent, processing and completed records',
+    async run(store, ctx) {
+      const key = ctx.key();
+      assert.equal(await store.inspect(key), undefined);
+      const lease = await claimLong(store, key, fp('f'));
+      const processing = await store.inspect(key);
+      assert.equal(processing?.key, key);
+      assert.equal(processing?.state, 'processing');
+      assert.equal(processing?.attempt, 1);
+      assert.equal(processing?.fingerprint, fp('f'));
+      assert.ok(processing && processing.expiresAt.getTime() > Date.now());
+      await store.confirm(lease, { retentionMs: 3 * LONG });
+      const completed = await store.inspect(key);
+      assert.equal(completed?.state, 'completed');
+      assert.ok(
+        completed && completed.expiresAt.getTime() > Date.now() + 2 * LONG,
+        'retention sets the expiry',
+      );
+    },
+  },
+  {
+    name: 'two store instances over the same backing data see each other',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const second = await ctx.store();
+      const lease = await claimLong(store, key);
+      assert.equal((await second.claim(key, { leaseMs: LONG })).status, 'in-flight');
+      assert.equal(await second.confirm({ ...lease, token: '0'.repeat(32) }, { retentionMs: LONG }), false);
+      assert.equal(
+        await second.confirm(lease, { retentionMs: LONG }),
+        true,
+        'the token, not the instance, is the owner',
+      );
+      assert.equal((await store.claim(key, { leaseMs: LONG })).status, 'completed');
+    },
+  },
+];
+
+/** A prefix unique to this process and run. */
+export function runPrefix(): string {
+  return `oo-conf-${randomBytes(4).toString('hex')}`;
+}

@@ -1,0 +1,99 @@
+/**
+ * `onceonly/testing`: the conformance suite every store passes. Run it against your own store:
+ *
+ * ```ts
+ * import { runConformance } from 'onceonly/testing';
+ * await runConformance({ name: 'my store', factory: () => myStore({ client }) });
+ * ```
+ *
+ * Works with node:test (detected by default), Vitest or Jest globals, Mocha, or any runner passed as
+ * `runner: { describe, it }`.
+ */
+import type { Store } from '../lease/types.js';
+import { type CaseContext, type ConformanceCase, conformanceCases, runPrefix } from './cases.js';
+
+export type { CaseContext, ConformanceCase } from './cases.js';
+export { conformanceCases } from './cases.js';
+
+/** The two functions of a BDD-style test runner the suite needs. */
+export interface TestRunner {
+  describe(name: string, body: () => void): unknown;
+  it(name: string, body: () => Promise<void>): unknown;
+}
+
+export interface ConformanceOptions {
+  /** Shown as the suite's name. @default 'store conformance' */
+  name?: string;
+  /**
+   * Makes a store. Every call must return a store over the same backing data (a new client, or a
+   * new store object over the same client); each case closes the stores it made. Keys are unique
+   * per case and per run, so a shared server or table is fine.
+   */
+  factory: () => Store | Promise<Store>;
+  /** The test runner; by default Vitest/Jest/Mocha globals when present, else node:test. */
+  runner?: TestRunner;
+  /**
+   * The short lease and retention used by the time-based cases, in ms. Raise it for a store on a
+   * slow or distant server. Waits are 2.5 times this.
+   * @default 250
+   */
+  shortMs?: number;
+  /** Run only the cases whose names include this text. */
+  only?: string;
+}
+
+/** Runs one case against stores from `factory`; throws what the case throws. Closes every store it opened. */
+export async function runCase(
+  testCase: ConformanceCase,
+  factory: () => Store | Promise<Store>,
+  options: { shortMs?: number; prefix?: string } = {},
+): Promise<void> {
+  const shortMs = options.shortMs ?? 250;
+  const prefix = options.prefix ?? runPrefix();
+  const opened: Store[] = [];
+  const open = async () => {
+    const store = await factory();
+    opened.push(store);
+    return store;
+  };
+  let n = 0;
+  const slug = testCase.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
+  const ctx: CaseContext = {
+    key: (suffix) => `${prefix}:${slug}:${n++}${suffix ? `:${suffix}` : ''}`,
+    shortMs,
+    waitOut: () => new Promise((resolve) => setTimeout(resolve, Math.ceil(shortMs * 2.5))),
+    store: open,
+  };
+  try {
+    await testCase.run(await open(), ctx);
+  } finally {
+    await Promise.allSettled(opened.map((s) => s.close()));
+  }
+}
+
+/**
+ * Registers the conformance suite with the test runner. Await it at the top level of a test file.
+ */
+export async function runConformance(options: ConformanceOptions): Promise<void> {
+  const runner = options.runner ?? (await detectRunner());
+  const prefix = runPrefix();
+  const cases = conformanceCases.filter((c) => !options.only || c.name.includes(options.only));
+  runner.describe(options.name ?? 'store conformance', () => {
+    for (const testCase of cases) {
+      runner.it(testCase.name, () =>
+        runCase(testCase, options.factory, { shortMs: options.shortMs, prefix }),
+      );
+    }
+  });
+}
+
+async function detectRunner(): Promise<TestRunner> {
+  const g = globalThis as { describe?: TestRunner['describe']; it?: TestRunner['it'] };
+  if (typeof g.describe === 'function' && typeof g.it === 'function')
+    return { describe: g.describe, it: g.it };
+  const nodeTest = await import('node:test');
+  return {
+    describe: (name, body) => nodeTest.describe(name, body),
+    it: (name, body) => nodeTest.it(name, body),
+  };
+}
