@@ -23,3 +23,22 @@ export {
 export { hmac, type HmacOptions } from './providers/hmac.js';
 export type { DeliveryInput, Provider, Verified } from './providers/types.js';
 export { memoryStore, type MemoryStoreOptions } from './stores/memory.js';
+export type { DegradedReason, WorkContext } from './lease/engine.js';
+export { once, type OnceOptions, type OnceResult } from './once.js';
+export {
+  createReceiver,
+  DEGRADED_HEADER,
+  type DeliveryResult,
+  type Handler,
+  type HandlerContext,
+  type HeadersInput,
+  OUTCOME_HEADER,
+  type Outcome,
+  outcomeBody,
+  outcomeHeaders,
+  type RawBody,
+  type ReceiveInput,
+  type Receiver,
+  type ReceiverOptions,
+  toResponse,
+} from './receiver/index.js';

@@ -1,0 +1,11 @@
+export { type HeadersInput, type RawBody, readBody } from './body.js';
+export { DEGRADED_HEADER, OUTCOME_HEADER, type Outcome, outcomeBody, outcomeHeaders, toResponse } from './http.js';
+export {
+  createReceiver,
+  type DeliveryResult,
+  type Handler,
+  type HandlerContext,
+  type ReceiveInput,
+  type Receiver,
+  type ReceiverOptions,
+} from './receiver.js';
