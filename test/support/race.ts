@@ -1,0 +1,165 @@
+/**
+ * The multi-process race and SIGKILL crash harness every shared store runs. A store's test gives
+ * a spec module (see {@link RaceSpecModule}); workers are real processes forked from
+ * race-worker.ts, and every effect is counted from the store's own database, not from counters.
+ */
+import { strict as assert } from 'node:assert';
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { once } from '../../src/once.js';
+import type { Store } from '../../src/lease/types.js';
+
+/** What a store's spec module exports. */
+export interface RaceSpecModule {
+  open(runId: string): Promise<{
+    store: Store;
+    effect(eventId: string, attempt: number): Promise<void>;
+    close(): Promise<void>;
+  }>;
+  effects(runId: string): Promise<Map<string, number>>;
+  cleanup(runId: string): Promise<void>;
+}
+
+const worker = fileURLToPath(new URL('./race-worker.ts', import.meta.url));
+
+function spawnWorker(env: Record<string, string>) {
+  return fork(worker, [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+export interface RaceReport {
+  runId: string;
+  events: number;
+  deliveries: number;
+  processes: number;
+  /** Effects written per event id, read back from the store's database. */
+  effectsPerEvent: Map<string, number>;
+  /** Outcomes of every once() call, summed over all workers. */
+  outcomes: Record<string, number>;
+}
+
+/**
+ * Forks `processes` workers that each deliver every one of `events` events `deliveries` times
+ * through `once()`, retrying in-flight and failed ones as a provider would, then reads the effects.
+ */
+export async function runRace(options: {
+  spec: string;
+  processes?: number;
+  events?: number;
+  deliveries?: number;
+}): Promise<RaceReport> {
+  const processes = options.processes ?? 4;
+  const events = options.events ?? 2000;
+  const deliveries = options.deliveries ?? 3;
+  const runId = `race${randomBytes(4).toString('hex')}`;
+  const spec: RaceSpecModule = await import(options.spec);
+  const outcomes: Record<string, number> = {};
+  try {
+    const exits = Array.from({ length: processes }, (_, n) => {
+      const child = spawnWorker({
+        RACE_ROLE: 'race',
+        RACE_SPEC: options.spec,
+        RACE_RUN: runId,
+        RACE_EVENTS: String(events),
+        RACE_DELIVERIES: String(deliveries),
+        RACE_SEED: String(n),
+      });
+      return new Promise<void>((resolve, reject) => {
+        child.on('message', (message: { outcomes?: Record<string, number> }) => {
+          for (const [k, v] of Object.entries(message.outcomes ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
+        });
+        child.on('error', reject);
+        child.on('exit', (code) =>
+          code === 0 ? resolve() : reject(new Error(`race worker ${n} exited with ${code}`)),
+        );
+      });
+    });
+    await Promise.all(exits);
+    const effectsPerEvent = await spec.effects(runId);
+    return { runId, events, deliveries, processes, effectsPerEvent, outcomes };
+  } finally {
+    await spec.cleanup(runId);
+  }
+}
+
+/** Asserts the race's promise: every event has exactly one effect. */
+export function assertExactlyOnce(report: RaceReport): void {
+  const missing: string[] = [];
+  const doubled: string[] = [];
+  for (let i = 0; i < report.events; i++) {
+    const n = report.effectsPerEvent.get(`evt-${i}`) ?? 0;
+    if (n === 0) missing.push(`evt-${i}`);
+    if (n > 1) doubled.push(`evt-${i}`);
+  }
+  assert.deepEqual(
+    { missing: missing.slice(0, 10), doubled: doubled.slice(0, 10) },
+    { missing: [], doubled: [] },
+  );
+  assert.equal(report.effectsPerEvent.size, report.events, 'no effect for an unknown event');
+  assert.equal(report.outcomes.processed, report.events, 'one processed outcome per event');
+}
+
+/**
+ * A worker claims a key and is SIGKILLed inside its handler. A delivery while its lease lives gets
+ * `in-flight`; once the lease runs out, the next takes over with attempt 2 and completes; then a
+ * duplicate. Exactly one effect is written (the takeover's).
+ */
+export async function runCrash(options: { spec: string; leaseMs?: number }): Promise<void> {
+  const leaseMs = options.leaseMs ?? 1500;
+  const runId = `crash${randomBytes(4).toString('hex')}`;
+  const key = `${runId}:evt-crash`;
+  const spec: RaceSpecModule = await import(options.spec);
+  const handle = await spec.open(runId);
+  try {
+    const child = spawnWorker({
+      RACE_ROLE: 'crash',
+      RACE_SPEC: options.spec,
+      RACE_RUN: runId,
+      RACE_KEY: key,
+      RACE_LEASE: String(leaseMs),
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_code, signal) => resolve(signal)),
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.on('message', (m: string) => m === 'in-handler' && resolve());
+      child.on('exit', (code) => reject(new Error(`crash worker exited early with ${code}`)));
+    });
+    child.kill('SIGKILL');
+    assert.equal(await exited, 'SIGKILL');
+
+    let runs = 0;
+    const work = async ({ attempt }: { attempt: number }) => {
+      runs++;
+      await handle.effect('evt-crash', attempt);
+      return attempt;
+    };
+    const during = await once(handle.store, key, work, { lease: leaseMs, timeout: '10s' });
+    assert.equal(during.outcome, 'in-flight', 'the dead worker still holds its lease');
+    assert.equal(during.outcome === 'in-flight' && during.attempt, 1);
+
+    const view = await handle.store.inspect(key);
+    assert.equal(view?.state, 'processing');
+    // Wait out the lease on the store's clock, with a margin for clock granularity.
+    await new Promise((resolve) => setTimeout(resolve, leaseMs + 500));
+    const after = await once(handle.store, key, work, { lease: leaseMs, timeout: '10s' });
+    assert.equal(after.outcome, 'processed', 'the retry after the lease takes over');
+    assert.equal(after.outcome === 'processed' && after.attempt, 2);
+    assert.equal(after.outcome === 'processed' && after.value, 2);
+    assert.equal((await once(handle.store, key, work, { lease: leaseMs })).outcome, 'duplicate');
+    assert.equal(runs, 1);
+    const effects = await spec.effects(runId);
+    assert.equal(
+      effects.get('evt-crash'),
+      1,
+      'exactly one effect: the dead worker wrote none, the takeover one',
+    );
+  } finally {
+    await handle.close();
+    await spec.cleanup(runId);
+  }
+}
