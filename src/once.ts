@@ -52,8 +52,7 @@ export type OnceResult<T> =
 /** Durations resolved to ms, shared by `once()` and the receiver. */
 export function resolveTimings(options: { timeout?: Duration; lease?: Duration; retention?: Duration }) {
   const timeoutMs = parsePositiveDuration(options.timeout ?? DEFAULT_TIMEOUT, 'timeout');
-  const leaseMs =
-    options.lease === undefined ? 4 * timeoutMs : parsePositiveDuration(options.lease, 'lease');
+  const leaseMs = options.lease === undefined ? 4 * timeoutMs : parsePositiveDuration(options.lease, 'lease');
   const retentionMs =
     options.retention === undefined ? undefined : parsePositiveDuration(options.retention, 'retention');
   return { timeoutMs, leaseMs, retentionMs };

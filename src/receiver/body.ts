@@ -32,7 +32,11 @@ export function toHeaders(input: HeadersInput | undefined): Headers {
       else headers.append(name, String(value));
     }
   } catch (cause) {
-    throw new VerificationError('malformed_header', 'onceonly: a request header has an invalid name or value', { cause });
+    throw new VerificationError(
+      'malformed_header',
+      'onceonly: a request header has an invalid name or value',
+      { cause },
+    );
   }
   return headers;
 }

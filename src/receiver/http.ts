@@ -28,7 +28,10 @@ const MESSAGES: Partial<Record<Outcome, string>> = {
 };
 
 /** Outcome headers (and `Retry-After`) for a result: what adapters set on their own responses. */
-export function outcomeHeaders(result: DeliveryResult, extra?: Record<string, string>): Record<string, string> {
+export function outcomeHeaders(
+  result: DeliveryResult,
+  extra?: Record<string, string>,
+): Record<string, string> {
   const headers: Record<string, string> = { [OUTCOME_HEADER]: result.outcome, ...extra };
   if (result.degraded) headers[DEGRADED_HEADER] = result.degraded;
   if (result.retryAfter !== undefined) headers['Retry-After'] = String(result.retryAfter);

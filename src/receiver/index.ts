@@ -1,5 +1,12 @@
 export { type HeadersInput, type RawBody, readBody } from './body.js';
-export { DEGRADED_HEADER, OUTCOME_HEADER, type Outcome, outcomeBody, outcomeHeaders, toResponse } from './http.js';
+export {
+  DEGRADED_HEADER,
+  OUTCOME_HEADER,
+  type Outcome,
+  outcomeBody,
+  outcomeHeaders,
+  toResponse,
+} from './http.js';
 export {
   createReceiver,
   type DeliveryResult,

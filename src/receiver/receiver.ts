@@ -1,4 +1,10 @@
-import { BodyTooLargeError, ConfigError, OnceonlyError, StoreUnavailableError, VerificationError } from '../errors.js';
+import {
+  BodyTooLargeError,
+  ConfigError,
+  OnceonlyError,
+  StoreUnavailableError,
+  VerificationError,
+} from '../errors.js';
 import { sha256Hex } from '../lease/crypto.js';
 import type { Duration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
@@ -155,21 +161,33 @@ const DEFAULT_MAX_BODY = 1024 * 1024;
 export function createReceiver<P extends Provider<any, any>>(options: ReceiverOptions<P>): Receiver {
   const { provider, store } = options;
   if (!provider || typeof provider.verify !== 'function') {
-    throw new ConfigError('invalid_option', 'onceonly: createReceiver needs a provider, e.g. stripe({ secret })');
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: createReceiver needs a provider, e.g. stripe({ secret })',
+    );
   }
   if (!store || typeof store.claim !== 'function') {
     throw new ConfigError('invalid_option', 'onceonly: createReceiver needs a store, e.g. memoryStore()');
   }
   if (!options.handler && !options.on) {
-    throw new ConfigError('invalid_option', 'onceonly: createReceiver needs a handler or an `on` map of handlers');
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: createReceiver needs a handler or an `on` map of handlers',
+    );
   }
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1) {
-    throw new ConfigError('invalid_option', `onceonly: maxBodyBytes must be a positive integer, got ${maxBodyBytes}`);
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: maxBodyBytes must be a positive integer, got ${maxBodyBytes}`,
+    );
   }
   const timings = resolveTimings(options);
   const retentionMs = timings.retentionMs ?? provider.retentionMs;
-  const retryAfterS = Math.max(1, Math.ceil(resolveTimings({ timeout: options.retryAfter ?? '5s' }).timeoutMs / 1000));
+  const retryAfterS = Math.max(
+    1,
+    Math.ceil(resolveTimings({ timeout: options.retryAfter ?? '5s' }).timeoutMs / 1000),
+  );
   const onInFlight = options.onInFlight ?? 'retry';
   const onStoreError = options.onStoreError ?? 'closed';
   const onConflict = options.onConflict ?? 'reject';
@@ -177,7 +195,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   const handlers = (options.on ?? {}) as Record<string, Handler<unknown> | undefined>;
 
   function pickHandler(type: string | undefined): Handler<unknown> | undefined {
-    const byType = type === undefined ? undefined : Object.hasOwn(handlers, type) ? handlers[type] : undefined;
+    const byType =
+      type === undefined ? undefined : Object.hasOwn(handlers, type) ? handlers[type] : undefined;
     return byType ?? (options.handler as Handler<unknown> | undefined);
   }
 
@@ -193,7 +212,13 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     return result;
   }
 
-  async function pipeline(bytes: Uint8Array, headers: Headers, url: string | undefined, receivedAt: Date, started: number) {
+  async function pipeline(
+    bytes: Uint8Array,
+    headers: Headers,
+    url: string | undefined,
+    receivedAt: Date,
+    started: number,
+  ) {
     const base = {
       provider: provider.name,
       key: undefined as string | undefined,
@@ -227,7 +252,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     // 2. Key and fingerprint.
     const fingerprint = sha256Hex(bytes);
     let key: string | undefined;
-    if (verified.dedup === 'id' && (verified.key ?? verified.id)) key = `${provider.name}:${verified.key ?? verified.id}`;
+    if (verified.dedup === 'id' && (verified.key ?? verified.id))
+      key = `${provider.name}:${verified.key ?? verified.id}`;
     else if (verified.dedup === 'body') key = `${provider.name}:body:${fingerprint}`;
     base.key = key;
     const delivery = { rawBody: bytes, headers, receivedAt };
@@ -246,7 +272,10 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       if (onUnkeyed === 'reject') {
         return done('rejected', 422, {
           code: 'unkeyed',
-          error: new VerificationError('unkeyed', 'onceonly: the delivery has no usable event id and onUnkeyed is reject'),
+          error: new VerificationError(
+            'unkeyed',
+            'onceonly: the delivery has no usable event id and onUnkeyed is reject',
+          ),
         });
       }
       return runUnguarded('unkeyed', undefined);
@@ -262,18 +291,30 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         fingerprint,
       });
     } catch (cause) {
-      const error = cause instanceof StoreUnavailableError ? cause : new StoreUnavailableError('store claim failed', { cause });
+      const error =
+        cause instanceof StoreUnavailableError
+          ? cause
+          : new StoreUnavailableError('store claim failed', { cause });
       if (onStoreError === 'open') return runUnguarded(undefined, 'store-unavailable', error);
       return done('store-unavailable', 503, { code: error.code, error, retryAfter: retryAfterS });
     }
 
     switch (result.outcome) {
       case 'processed':
-        return done('processed', 200, { attempt: result.attempt, degraded: result.degraded, response: asResponse(result.value) });
+        return done('processed', 200, {
+          attempt: result.attempt,
+          degraded: result.degraded,
+          response: asResponse(result.value),
+        });
       case 'lease-lost':
         return done('lease-lost', 200, { attempt: result.attempt, response: asResponse(result.value) });
       case 'failed':
-        return done('failed', 500, { attempt: result.attempt, degraded: result.degraded, code: failureCode(result.error), error: result.error });
+        return done('failed', 500, {
+          attempt: result.attempt,
+          degraded: result.degraded,
+          code: failureCode(result.error),
+          error: result.error,
+        });
       case 'duplicate':
         return done('duplicate', 200);
       case 'in-flight':
@@ -288,14 +329,26 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     }
 
     // Run without a lease: unkeyed deliveries, and fail-open when the store is down.
-    async function runUnguarded(outcome: 'unkeyed' | undefined, degraded: DegradedReason | undefined, storeError?: unknown) {
+    async function runUnguarded(
+      outcome: 'unkeyed' | undefined,
+      degraded: DegradedReason | undefined,
+      storeError?: unknown,
+    ) {
       const timeout = AbortSignal.timeout(timings.timeoutMs);
       try {
         const value = await Promise.race([
-          Promise.resolve().then(() => handler!(contextFor({ attempt: 1, signal: timeout, lease: undefined as never }))),
-          new Promise<never>((_, reject) => timeout.addEventListener('abort', () => reject(timeout.reason), { once: true })),
+          Promise.resolve().then(() =>
+            handler!(contextFor({ attempt: 1, signal: timeout, lease: undefined as never })),
+          ),
+          new Promise<never>((_, reject) =>
+            timeout.addEventListener('abort', () => reject(timeout.reason), { once: true }),
+          ),
         ]);
-        return done(outcome ?? 'processed', 200, { degraded, response: asResponse(value), error: storeError });
+        return done(outcome ?? 'processed', 200, {
+          degraded,
+          response: asResponse(value),
+          error: storeError,
+        });
       } catch (error) {
         return done('failed', 500, { degraded, code: failureCode(error), error });
       }
@@ -316,8 +369,27 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
 
   function rejectionResult(error: unknown, started: number): DeliveryResult {
-    const base = { provider: provider.name, key: undefined, id: undefined, type: undefined, attempt: undefined, degraded: undefined, response: undefined, retryAfter: undefined };
-    return rejection(error, (outcome, status, extra) => report({ ...base, code: undefined, error: undefined, ...extra, outcome, status, durationMs: Date.now() - started }));
+    const base = {
+      provider: provider.name,
+      key: undefined,
+      id: undefined,
+      type: undefined,
+      attempt: undefined,
+      degraded: undefined,
+      response: undefined,
+      retryAfter: undefined,
+    };
+    return rejection(error, (outcome, status, extra) =>
+      report({
+        ...base,
+        code: undefined,
+        error: undefined,
+        ...extra,
+        outcome,
+        status,
+        durationMs: Date.now() - started,
+      }),
+    );
   }
 
   return {
@@ -325,7 +397,10 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
       if (request.method !== 'POST') {
-        const result = rejectionResult(new VerificationError('method_not_allowed', 'onceonly: webhooks are delivered with POST'), started);
+        const result = rejectionResult(
+          new VerificationError('method_not_allowed', 'onceonly: webhooks are delivered with POST'),
+          started,
+        );
         return toResponse(result, { allow: 'POST' });
       }
       let bytes: Uint8Array;
