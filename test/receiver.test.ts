@@ -44,13 +44,19 @@ function delivery(event: object | string, headers?: Record<string, string>): Req
 /** A store that counts every call, to prove what never reached it. */
 function spyStore(inner: Store = memoryStore()) {
   const calls: string[] = [];
+  const spy =
+    <K extends keyof Store>(name: K) =>
+    (...args: Parameters<Store[K]>) => {
+      calls.push(name);
+      return (inner[name] as (...a: Parameters<Store[K]>) => ReturnType<Store[K]>)(...args);
+    };
   const store: Store = {
-    claim: (...a) => (calls.push('claim'), inner.claim(...a)),
-    confirm: (...a) => (calls.push('confirm'), inner.confirm(...a)),
-    release: (...a) => (calls.push('release'), inner.release(...a)),
-    extend: (...a) => (calls.push('extend'), inner.extend(...a)),
-    record: (...a) => (calls.push('record'), inner.record(...a)),
-    advance: (...a) => (calls.push('advance'), inner.advance(...a)),
+    claim: spy('claim'),
+    confirm: spy('confirm'),
+    release: spy('release'),
+    extend: spy('extend'),
+    record: spy('record'),
+    advance: spy('advance'),
     inspect: (...a) => inner.inspect(...a),
     close: () => inner.close(),
   };
