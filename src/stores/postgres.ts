@@ -1,0 +1,626 @@
+/**
+ * `onceonly/postgres`: a store over PostgreSQL (9.5 or later) for a `pg` Pool, PoolClient or Client,
+ * or a `postgres` (postgres.js) instance. The store imports no driver: it talks to the client you
+ * already have through the small structural interfaces below.
+ *
+ * Every state change is one SQL statement, and all time is the server's `clock_timestamp()`.
+ */
+import { createHash } from 'node:crypto';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { newToken } from '../lease/crypto.js';
+import {
+  assertVersion,
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Lease,
+  type RecordOptions,
+  type RecordView,
+  type Store,
+  sameFingerprint,
+} from '../lease/types.js';
+
+/** A row as both drivers return it. */
+type Row = Record<string, unknown>;
+
+/**
+ * What the store needs of a `pg` client: `Pool`, `PoolClient` and `Client` all fit.
+ * The result of {@link kyselyTx} and {@link drizzleTx} fits too.
+ */
+export interface PgQueryable {
+  query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: Row[] }>;
+}
+
+/** What the store needs of a postgres.js `sql` instance (or the transaction `sql` of `sql.begin`). */
+export interface PostgresJsSql {
+  unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<readonly Row[]>;
+}
+
+/** A client the store accepts: a `pg` Pool, PoolClient or Client, or a postgres.js `sql`. */
+export type PostgresClient = PgQueryable | PostgresJsSql;
+
+/**
+ * The transaction `record(key, { tx })` joins: a `pg` PoolClient or Client inside `BEGIN`, the
+ * postgres.js `sql` passed to your `sql.begin(...)` callback, `kyselyTx(trx)` or `drizzleTx(tx, sql)`.
+ */
+export type PostgresTransaction = PostgresClient;
+
+export interface PostgresStoreOptions {
+  /**
+   * The client the store runs its statements on. The store never ends it: `close()` leaves it open.
+   * @example postgresStore({ client: new pg.Pool({ connectionString }) })
+   * @example postgresStore({ client: postgres(connectionString) })
+   */
+  client: PostgresClient;
+  /**
+   * The table of keys, optionally schema-qualified. The ordering guard's versions live in
+   * `<table>_versions`. Plain identifiers only (letters, digits, underscores).
+   * @default 'onceonly'
+   * @example postgresStore({ client, table: 'billing.webhook_keys' })
+   */
+  table?: string;
+  /**
+   * Create the tables on first use (`CREATE TABLE IF NOT EXISTS`, serialised between processes by an
+   * advisory lock). Turn off when your migrations create them from {@link postgresMigration}, or when
+   * the database user may not run DDL.
+   * @default true
+   * @example postgresStore({ client, autoCreate: false })
+   */
+  autoCreate?: boolean;
+  /**
+   * Use named prepared statements (`pg`) or prepared queries (postgres.js): each statement is parsed
+   * once per connection. Turn off behind PgBouncer in transaction mode older than 1.21.
+   * postgres.js's own `prepare: false` option also turns it off.
+   * @default true
+   * @example postgresStore({ client, prepare: false })
+   */
+  prepare?: boolean;
+}
+
+export interface PurgeOptions {
+  /**
+   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
+   * still raises the attempt (the fencing number must never go back while a stale worker might still
+   * write). Completed keys are deleted as soon as their retention ends.
+   * @default 86_400_000 (one day)
+   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
+   */
+  leaseGraceMs?: number;
+  /**
+   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
+   * @default undefined
+   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
+   */
+  versionsUnusedForMs?: number;
+  /**
+   * Rows deleted per statement; the purge repeats until a batch comes back short, so no statement
+   * holds many row locks for long.
+   * @default 1_000
+   * @example store.purgeExpired({ batchSize: 10_000 })
+   */
+  batchSize?: number;
+}
+
+/** A PostgreSQL store: the {@link Store} contract plus housekeeping. */
+export interface PostgresStore extends Store {
+  /**
+   * Deletes completed keys past their retention and takeable leases that ran out more than
+   * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it (cron, pg_cron, a timer): see
+   * docs/postgres.md.
+   */
+  purgeExpired(options?: PurgeOptions): Promise<number>;
+  /** Creates the tables now instead of on first use (a no-op after the first success). */
+  ready(): Promise<void>;
+  /** The (quoted) table names the store uses. */
+  readonly tables: { readonly keys: string; readonly versions: string };
+}
+
+const DEFAULT_TABLE = 'onceonly';
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface TableNames {
+  keys: string;
+  versions: string;
+  index: string;
+  lockName: string;
+}
+
+function tableNames(table: string): TableNames {
+  const parts = table.split('.');
+  if (parts.length > 2 || !parts.every((p) => identifier.test(p) && p.length <= 54)) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: postgresStore table must be a plain identifier or schema.table (letters, digits, underscores, at most 54 characters each), got ${JSON.stringify(table)}`,
+    );
+  }
+  const quote = (p: string) => `"${p}"`;
+  const last = parts[parts.length - 1]!;
+  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
+  return {
+    keys: schema + quote(last),
+    versions: schema + quote(`${last}_versions`),
+    index: quote(`${last}_expires_at_idx`),
+    lockName: `onceonly:${table}`,
+  };
+}
+
+function ddl(t: TableNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${t.keys} (
+  key text PRIMARY KEY,
+  state text NOT NULL CHECK (state IN ('processing', 'completed')),
+  token text NOT NULL,
+  attempt integer NOT NULL,
+  fingerprint text,
+  expires_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.keys} (expires_at);
+CREATE TABLE IF NOT EXISTS ${t.versions} (
+  entity text PRIMARY KEY,
+  version double precision NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`;
+}
+
+/**
+ * The SQL that creates the store's tables, for teams whose migrations manage the schema (then pass
+ * `autoCreate: false`). Idempotent. `version` is `double precision`, which holds every JS number
+ * exactly (counters, timestamps in ms up to 2^53).
+ *
+ * @example
+ * // migrations/20260101_onceonly.sql, generated once:
+ * writeFileSync('migrations/20260101_onceonly.sql', postgresMigration('onceonly'));
+ */
+export function postgresMigration(table: string = DEFAULT_TABLE): string {
+  return ddl(tableNames(table));
+}
+
+/** All statements, built once per table. `$n` placeholders; the ms amounts are cast explicitly. */
+function statements(t: TableNames) {
+  const ms = (n: number) => `($${n}::float8 * interval '1 millisecond')`;
+  const epochMs = (col: string) => `floor(extract(epoch FROM ${col}) * 1000)::int8`;
+  return {
+    // One statement: `found` reads the row from the statement's snapshot, `taken` inserts a new
+    // lease or takes over one that ran out. Under READ COMMITTED, ON CONFLICT DO UPDATE locks the
+    // newest version of the row and re-checks the WHERE on it, so of any number of concurrent claims
+    // (first claims or takeovers) exactly one gets a row back. A loser whose snapshot cannot explain
+    // its loss (the row appeared or changed after the snapshot) retries; see claim().
+    claim: `WITH found AS (
+  SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AS live, ${epochMs('expires_at')} AS expires_ms
+  FROM ${t.keys} WHERE key = $1
+), taken AS (
+  INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
+  VALUES ($1, 'processing', $2, 1, $3, clock_timestamp() + ${ms(4)}, clock_timestamp())
+  ON CONFLICT (key) DO UPDATE SET
+    state = 'processing',
+    token = excluded.token,
+    attempt = CASE WHEN r.state = 'processing' THEN r.attempt + 1 ELSE 1 END,
+    fingerprint = excluded.fingerprint,
+    expires_at = clock_timestamp() + ${ms(4)},
+    updated_at = clock_timestamp()
+  WHERE r.expires_at <= clock_timestamp()
+  RETURNING attempt, ${epochMs('expires_at')} AS expires_ms
+)
+SELECT 'acquired' AS state, attempt, NULL::text AS fingerprint, true AS live, expires_ms FROM taken
+UNION ALL
+SELECT state, attempt, fingerprint, live, expires_ms FROM found WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+
+    // Owner-checked. The INSERT covers a record that vanished (released, or expired and purged):
+    // the work is done, so it is written completed. The same owner confirming again just renews.
+    confirm: `INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
+VALUES ($1, 'completed', $2, $3, $4, clock_timestamp() + ${ms(5)}, clock_timestamp())
+ON CONFLICT (key) DO UPDATE SET
+  state = 'completed',
+  expires_at = clock_timestamp() + ${ms(5)},
+  updated_at = clock_timestamp()
+WHERE r.token = excluded.token
+RETURNING 1 AS ok`,
+
+    release: `DELETE FROM ${t.keys} WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
+
+    extend: `UPDATE ${t.keys} SET expires_at = clock_timestamp() + ${ms(3)}, updated_at = clock_timestamp()
+WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
+
+    // Claim and confirm in one statement. Inside a caller's transaction the inserted row stays
+    // locked until it commits: a second transaction on the same key waits on that lock, then sees
+    // the committed row (a duplicate) or, after a rollback, inserts its own.
+    record: `INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
+VALUES ($1, 'completed', $2, 1, $3, clock_timestamp() + ${ms(4)}, clock_timestamp())
+ON CONFLICT (key) DO UPDATE SET
+  state = 'completed',
+  token = excluded.token,
+  attempt = CASE WHEN r.state = 'processing' THEN r.attempt + 1 ELSE 1 END,
+  fingerprint = excluded.fingerprint,
+  expires_at = clock_timestamp() + ${ms(4)},
+  updated_at = clock_timestamp()
+WHERE r.expires_at <= clock_timestamp()
+RETURNING 1 AS ok`,
+
+    advance: `INSERT INTO ${t.versions} AS r (entity, version, updated_at)
+VALUES ($1, $2::float8, clock_timestamp())
+ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
+WHERE r.version < excluded.version
+RETURNING 1 AS ok`,
+
+    inspect: `SELECT state, attempt, fingerprint, ${epochMs('expires_at')} AS expires_ms, ${epochMs('updated_at')} AS updated_ms
+FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_timestamp())`,
+
+    // The outer WHERE repeats the conditions: under READ COMMITTED a row changed after the inner
+    // SELECT (a takeover renewed it) is re-checked on its newest version and then kept.
+    purge: `DELETE FROM ${t.keys} WHERE key IN (
+  SELECT key FROM ${t.keys}
+  WHERE expires_at <= clock_timestamp() AND (state = 'completed' OR expires_at <= clock_timestamp() - ${ms(1)})
+  LIMIT $2 FOR UPDATE SKIP LOCKED
+) AND expires_at <= clock_timestamp() AND (state = 'completed' OR expires_at <= clock_timestamp() - ${ms(1)})`,
+
+    purgeVersions: `DELETE FROM ${t.versions} WHERE entity IN (
+  SELECT entity FROM ${t.versions} WHERE updated_at <= clock_timestamp() - ${ms(1)}
+  LIMIT $2 FOR UPDATE SKIP LOCKED
+) AND updated_at <= clock_timestamp() - ${ms(1)}`,
+
+    // Simple-query protocol: the statements run in one implicit transaction, so the advisory lock
+    // serialises concurrent first uses (CREATE TABLE IF NOT EXISTS alone can still collide on
+    // pg_type when two sessions create at once) and SET LOCAL hides the "already exists" notices.
+    ensure: `SET LOCAL client_min_messages = warning;
+SELECT pg_advisory_xact_lock(hashtext('${t.lockName}'));
+${ddl(t)}`,
+  } as const;
+}
+
+type StatementName = keyof ReturnType<typeof statements>;
+
+/** Runs one statement on a client: rows back, and the number of affected rows when the driver says. */
+type Runner = (
+  statement: StatementName,
+  text: string,
+  values: unknown[],
+) => Promise<{ rows: Row[]; count: number | undefined }>;
+
+function isPostgresJs(client: unknown): client is PostgresJsSql {
+  return typeof client === 'function' && typeof (client as { unsafe?: unknown }).unsafe === 'function';
+}
+
+function isPg(client: unknown): client is PgQueryable {
+  return (
+    typeof client === 'object' &&
+    client !== null &&
+    typeof (client as { query?: unknown }).query === 'function'
+  );
+}
+
+function runnerFor(client: unknown, prepare: boolean, what: string): Runner {
+  if (isPostgresJs(client)) {
+    return async (statement, text, values) => {
+      const simple = values.length === 0;
+      const rows = (await client.unsafe(text, values, { prepare: prepare && !simple })) as readonly Row[] & {
+        count?: number;
+      };
+      return { rows: Array.isArray(rows) ? [...rows] : [], count: rows.count };
+    };
+  }
+  if (isPg(client)) {
+    return async (statement, text, values) => {
+      const result = (await client.query(
+        prepare && values.length > 0
+          ? { name: statementName(statement, text), text, values }
+          : { text, values },
+      )) as { rows?: Row[]; rowCount?: number | null };
+      return { rows: Array.isArray(result.rows) ? result.rows : [], count: result.rowCount ?? undefined };
+    };
+  }
+  throw new ConfigError(
+    'invalid_option',
+    `onceonly: ${what} must be a pg Pool, PoolClient or Client, a postgres.js sql instance, kyselyTx(trx) or drizzleTx(tx, sql)`,
+  );
+}
+
+const names = new Map<string, string>();
+/** Named prepared statements must not share a name with another text on one connection. */
+function statementName(statement: string, text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `onceonly_${statement}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/** Tables created per client and table, so many store objects over one pool run the DDL once. */
+const created = new WeakMap<object, Map<string, Promise<void>>>();
+
+/** SQLSTATEs of two sessions creating the same table at once without our advisory lock. */
+const creationRaces = new Set(['23505', '42P07', '42710']);
+
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function unavailable(action: string, err: unknown): StoreUnavailableError {
+  if (err instanceof StoreUnavailableError) return err;
+  const code = sqlState(err);
+  const detail = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError(
+    `onceonly: PostgreSQL store could not ${action}${code ? ` (SQLSTATE ${code})` : ''}: ${detail}; check that the server is reachable and the table exists (or leave autoCreate on)`,
+    { cause: err },
+  );
+}
+
+const toNumber = (v: unknown): number => Number(v);
+const toOptionalString = (v: unknown): string | undefined => (v == null ? undefined : String(v));
+
+/**
+ * A store over PostgreSQL. Takes the client you already have; `close()` never ends it.
+ *
+ * @example
+ * import pg from 'pg';
+ * const store = postgresStore({ client: new pg.Pool({ connectionString: process.env.DATABASE_URL }) });
+ *
+ * @example
+ * import postgres from 'postgres';
+ * const store = postgresStore({ client: postgres(process.env.DATABASE_URL!) });
+ */
+export function postgresStore(options: PostgresStoreOptions): PostgresStore {
+  const client = options?.client;
+  const run = runnerFor(client, options.prepare ?? true, 'postgresStore client');
+  const prepare = options.prepare ?? true;
+  const table = options.table ?? DEFAULT_TABLE;
+  const t = tableNames(table);
+  const sql = statements(t);
+  const autoCreate = options.autoCreate ?? true;
+
+  async function createTables(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await run('ensure', sql.ensure, []);
+        return;
+      } catch (err) {
+        // Someone else's CREATE (a migration without our lock) won the race: ours now finds the table.
+        if (attempt < 3 && creationRaces.has(sqlState(err) ?? '')) continue;
+        throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err);
+      }
+    }
+  }
+
+  function ready(): Promise<void> {
+    if (!autoCreate) return Promise.resolve();
+    const key = client as object;
+    let perClient = created.get(key);
+    if (!perClient) {
+      perClient = new Map();
+      created.set(key, perClient);
+    }
+    let pending = perClient.get(table);
+    if (!pending) {
+      pending = createTables();
+      perClient.set(table, pending);
+      const cache = perClient;
+      pending.catch(() => cache.delete(table));
+    }
+    return pending;
+  }
+
+  async function exec(
+    action: string,
+    statement: StatementName,
+    values: unknown[],
+    runner: Runner = run,
+  ): Promise<{ rows: Row[]; count: number | undefined }> {
+    await ready();
+    try {
+      return await runner(statement, sql[statement], values);
+    } catch (err) {
+      throw unavailable(action, err);
+    }
+  }
+
+  return {
+    tables: { keys: t.keys, versions: t.versions },
+    ready,
+
+    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+      const token = newToken();
+      // A loser whose snapshot showed no row, or an expired one, lost to a write that committed after
+      // its snapshot; the next statement sees that write. Repeats only while the key keeps changing.
+      for (let round = 1; round <= 10; round++) {
+        const { rows } = await exec('claim a key', 'claim', [key, token, fingerprint ?? null, leaseMs]);
+        const row = rows[0];
+        if (row?.state === 'acquired') {
+          return {
+            status: 'acquired',
+            lease: createLease({
+              key,
+              token,
+              attempt: toNumber(row.attempt),
+              fingerprint,
+              expiresAt: new Date(toNumber(row.expires_ms)),
+            }),
+          };
+        }
+        if (row?.live === true) {
+          const same = sameFingerprint(toOptionalString(row.fingerprint), fingerprint);
+          if (row.state === 'completed') return { status: 'completed', sameFingerprint: same };
+          return {
+            status: 'in-flight',
+            attempt: toNumber(row.attempt),
+            expiresAt: new Date(toNumber(row.expires_ms)),
+            sameFingerprint: same,
+          };
+        }
+      }
+      throw new StoreUnavailableError(
+        `onceonly: PostgreSQL store could not claim "${key}": it changed under every one of 10 tries; retry the delivery later`,
+      );
+    },
+
+    async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      const { rows } = await exec('confirm a lease', 'confirm', [
+        lease.key,
+        lease.token,
+        lease.attempt,
+        lease.fingerprint ?? null,
+        retentionMs,
+      ]);
+      return rows.length > 0;
+    },
+
+    async release(lease: Lease): Promise<boolean> {
+      const { rows } = await exec('release a lease', 'release', [lease.key, lease.token]);
+      return rows.length > 0;
+    },
+
+    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+      const { rows } = await exec('extend a lease', 'extend', [lease.key, lease.token, leaseMs]);
+      return rows.length > 0;
+    },
+
+    async record(
+      key: string,
+      { retentionMs, fingerprint, tx }: RecordOptions,
+    ): Promise<{ duplicate: boolean }> {
+      const runner = tx === undefined ? run : runnerFor(tx, prepare, 'record() tx');
+      const { rows } = await exec(
+        'record a key',
+        'record',
+        [key, newToken(), fingerprint ?? null, retentionMs],
+        runner,
+      );
+      return { duplicate: rows.length === 0 };
+    },
+
+    async advance(entity: string, version: number): Promise<boolean> {
+      assertVersion(version);
+      const { rows } = await exec('advance a version', 'advance', [entity, version]);
+      return rows.length > 0;
+    },
+
+    async inspect(key: string): Promise<RecordView | undefined> {
+      const { rows } = await exec('read a key', 'inspect', [key]);
+      const row = rows[0];
+      if (!row) return undefined;
+      return {
+        key,
+        state: row.state === 'completed' ? 'completed' : 'processing',
+        attempt: toNumber(row.attempt),
+        fingerprint: toOptionalString(row.fingerprint),
+        expiresAt: new Date(toNumber(row.expires_ms)),
+        updatedAt: new Date(toNumber(row.updated_ms)),
+      };
+    },
+
+    async purgeExpired(purge: PurgeOptions = {}): Promise<number> {
+      const grace = purge.leaseGraceMs ?? 86_400_000;
+      const batch = purge.batchSize ?? 1_000;
+      if (!(grace >= 0) || !Number.isInteger(batch) || batch < 1) {
+        throw new ConfigError(
+          'invalid_option',
+          'onceonly: purgeExpired needs leaseGraceMs >= 0 and a positive integer batchSize',
+        );
+      }
+      let deleted = 0;
+      for (;;) {
+        const { count } = await exec('purge expired keys', 'purge', [grace, batch]);
+        deleted += count ?? 0;
+        if ((count ?? 0) < batch) break;
+      }
+      if (purge.versionsUnusedForMs !== undefined) {
+        for (;;) {
+          const { count } = await exec('purge old versions', 'purgeVersions', [
+            purge.versionsUnusedForMs,
+            batch,
+          ]);
+          deleted += count ?? 0;
+          if ((count ?? 0) < batch) break;
+        }
+      }
+      return deleted;
+    },
+
+    async close(): Promise<void> {},
+  };
+}
+
+/**
+ * What {@link kyselyTx} needs of a Kysely transaction (or a Kysely instance): `executeQuery` with a
+ * compiled query. Kysely's `Transaction<DB>` fits.
+ */
+export interface KyselyExecutor {
+  executeQuery(query: {
+    readonly sql: string;
+    readonly parameters: ReadonlyArray<unknown>;
+    readonly query: any;
+    readonly queryId: any;
+  }): Promise<{ rows: unknown[] }>;
+}
+
+let kyselyQueries = 0;
+
+/**
+ * Lets `record()` join a Kysely transaction (Kysely over `pg` with `PostgresDialect`, or any dialect
+ * speaking PostgreSQL).
+ *
+ * @example
+ * await db.transaction().execute(async (trx) => {
+ *   const { duplicate } = await store.record(key, { retentionMs, tx: kyselyTx(trx) });
+ *   if (!duplicate) await trx.insertInto('orders').values(order).execute();
+ * });
+ */
+export function kyselyTx(trx: KyselyExecutor): PgQueryable {
+  return {
+    async query({ text, values = [] }) {
+      // A compiled raw query, the same object Kysely's `CompiledQuery.raw(text, values)` builds.
+      const result = await trx.executeQuery({
+        sql: text,
+        parameters: values,
+        query: { kind: 'RawNode', sqlFragments: [text], parameters: [] },
+        queryId: { queryId: `onceonly-${++kyselyQueries}` },
+      });
+      return { rows: result.rows as Row[] };
+    },
+  };
+}
+
+/** What {@link drizzleTx} needs of a Drizzle transaction (node-postgres or postgres-js driver). */
+export interface DrizzleExecutor {
+  execute(query: any): PromiseLike<unknown>;
+}
+
+/** Drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`), called as a function. */
+export type DrizzleSqlTag = (strings: TemplateStringsArray, ...params: unknown[]) => unknown;
+
+/**
+ * Lets `record()` join a Drizzle transaction. Pass Drizzle's `sql` tag too: the store builds its
+ * statement with it, so every value is a bound parameter and the store still imports nothing.
+ *
+ * @example
+ * import { sql } from 'drizzle-orm';
+ * await db.transaction(async (tx) => {
+ *   const { duplicate } = await store.record(key, { retentionMs, tx: drizzleTx(tx, sql) });
+ *   if (!duplicate) await tx.insert(orders).values(order);
+ * });
+ */
+export function drizzleTx(tx: DrizzleExecutor, sql: DrizzleSqlTag): PgQueryable {
+  if (typeof sql !== 'function') {
+    throw new ConfigError(
+      'invalid_option',
+      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
+    );
+  }
+  return {
+    async query({ text, values = [] }) {
+      // Turn `$n` placeholders into template parts so Drizzle binds each value as a parameter.
+      const pieces = text.split(/\$(\d+)/);
+      const strings: string[] = [];
+      const params: unknown[] = [];
+      for (let i = 0; i < pieces.length; i++) {
+        if (i % 2 === 0) strings.push(pieces[i]!);
+        else params.push(values[Number(pieces[i]) - 1]);
+      }
+      const template = Object.assign([...strings], { raw: [...strings] }) as unknown as TemplateStringsArray;
+      const result = await tx.execute(sql(template, ...params));
+      const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
+      return { rows: rows as Row[] };
+    },
+  };
+}
