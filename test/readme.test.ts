@@ -1,0 +1,36 @@
+import { strict as assert } from 'node:assert';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+describe('README', () => {
+  it('runs the quick start as pasted (only the package import is pointed at the source)', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const block = /<!-- quickstart[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(block, 'README has a quickstart block');
+    assert.ok(block.split('\n').length <= 20, 'the quick start stays short');
+    const dir = join(root, '.tmp', `readme-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'quickstart.ts');
+    writeFileSync(file, block.replaceAll("from 'onceonly'", `from '${join(root, 'src/index.ts')}'`));
+    try {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', file], { encoding: 'utf8' });
+      assert.match(out, /charging once for evt_1 attempt 1/);
+      assert.match(out, /200 processed\n200 duplicate/);
+      assert.equal(out.match(/charging once/g)?.length, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm start runs the quick start example and ends with no loss and no double', () => {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'examples/quickstart.ts')], { encoding: 'utf8' });
+    assert.match(out, /events lost 0, effects applied twice 0/);
+    assert.match(out, /evt_1 retried \(duplicate\)\s+200\s+duplicate/);
+    assert.match(out, /forged \(wrong secret\)\s+401\s+rejected/);
+  });
+});
