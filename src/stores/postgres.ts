@@ -291,7 +291,7 @@ function isPg(client: unknown): client is PgQueryable {
 
 function runnerFor(client: unknown, prepare: boolean, what: string): Runner {
   if (isPostgresJs(client)) {
-    return async (statement, text, values) => {
+    return async (_statement, text, values) => {
       const simple = values.length === 0;
       const rows = (await client.unsafe(text, values, { prepare: prepare && !simple })) as readonly Row[] & {
         count?: number;

@@ -1,0 +1,30 @@
+import { strict as assert } from 'node:assert';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { assertExactlyOnce, runCrash, runRace } from '../support/race.js';
+import { reachable, servers } from '../support/servers.js';
+
+const spec = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
+
+const probe = new pg.Pool({ connectionString: servers.postgres, max: 1 });
+const up = await reachable('PostgreSQL multi-process race', servers.postgres, () => probe.query('SELECT 1'));
+await probe.end();
+
+if (up) {
+  describe('postgresStore across processes', () => {
+    it('4 processes racing 2,000 events with 3 deliveries each write exactly one effect per event (pg)', async () => {
+      // Act
+      const report = await runRace({ spec: spec('race-spec.ts'), processes: 4, events: 2000, deliveries: 3 });
+      // Assess
+      assertExactlyOnce(report);
+      assert.equal(report.outcomes['lease-lost'] ?? 0, 0, 'no lease ran out with 30 s leases');
+    });
+
+    for (const name of ['race-spec.ts', 'race-spec-postgresjs.ts']) {
+      it(`a worker SIGKILLed mid-handler blocks retries until its lease runs out, then attempt 2 completes (${name})`, async () => {
+        await runCrash({ spec: spec(name), leaseMs: 1_000 });
+      });
+    }
+  });
+}
