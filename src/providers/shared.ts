@@ -2,9 +2,10 @@
  * Building blocks every provider shares: secrets, header access, HMAC, constant-time matching of
  * several candidate signatures, timestamp tolerance in both directions, and strict JSON bodies.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError, VerificationError } from '../errors.js';
 import { type Duration, parseDuration } from '../lease/duration.js';
+import type { Verified } from './types.js';
 
 /** One secret, or several during a rotation (any one may match). */
 export type SecretInput = string | readonly string[];
@@ -166,4 +167,176 @@ export function stringField(value: unknown, field: string): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const v = (value as Record<string, unknown>)[field];
   return typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the named providers (added with issue 3). Existing exports above keep their behaviour.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A verified delivery that may also say what identifies its content for conflict detection.
+ * Some providers change a field on every retry (Intercom's `delivery_attempts`, Linear's
+ * `webhookTimestamp`), so a digest of the raw body would differ between two deliveries of one event.
+ * `fingerprint`, when set, is a digest of the content with those per-attempt fields left out.
+ */
+export interface VerifiedContent<E = unknown> extends Verified<E> {
+  /** A stable digest of the event's content; the receiver may use it instead of SHA-256 of the raw body. */
+  readonly fingerprint?: string | undefined;
+}
+
+/**
+ * Maps a union of events discriminated by `type` to `{ [type]: event }`, so typed `on` handlers
+ * narrow: `EventMapOfUnion<Stripe.Event>['invoice.paid']` is `Stripe.InvoicePaidEvent`.
+ */
+export type EventMapOfUnion<E extends { type: string }> = {
+  [K in E['type']]: Extract<E, { type: K }>;
+};
+
+/** A retention option parsed once at construction, with the provider's default. */
+export function retentionMs(value: Duration | undefined, fallback: Duration): number {
+  return parseDuration(value ?? fallback, 'retention');
+}
+
+/**
+ * Refuses secrets that look like another credential of the same provider (an API key pasted where
+ * the webhook signing secret belongs): a configuration error naming what to copy instead.
+ */
+export function refuseLookalikes(
+  provider: string,
+  secret: string,
+  lookalikes: readonly (readonly [prefix: string, what: string])[],
+  expected: string,
+): void {
+  for (const [prefix, what] of lookalikes) {
+    if (secret.startsWith(prefix)) {
+      throw new ConfigError(
+        'invalid_secret',
+        `onceonly: the ${provider} secret starts with '${prefix}', which is ${what}; use ${expected}`,
+      );
+    }
+  }
+}
+
+/** Decodes the body as UTF-8 text; `invalid_body` when it is not valid UTF-8. */
+export function decodeUtf8(rawBody: Uint8Array): string {
+  try {
+    return utf8.decode(rawBody);
+  } catch {
+    throw new VerificationError('invalid_body', 'onceonly: the body is not valid UTF-8');
+  }
+}
+
+/** Parses the body as any JSON value; `invalid_body` for invalid UTF-8 or invalid JSON. */
+export function parseJson(rawBody: Uint8Array): unknown {
+  const text = decodeUtf8(rawBody);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new VerificationError('invalid_body', 'onceonly: the body is not valid JSON');
+  }
+}
+
+/** Parses a JSON object from text (a form field holding JSON); `invalid_body` otherwise. */
+export function parseJsonObjectText(text: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new VerificationError('invalid_body', `onceonly: ${what} is not valid JSON`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new VerificationError('invalid_body', `onceonly: ${what} must be a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** True when the request says its body is `application/x-www-form-urlencoded`. */
+export function isForm(headers: Headers): boolean {
+  const type = headers.get('content-type');
+  return type?.toLowerCase().startsWith('application/x-www-form-urlencoded') === true;
+}
+
+/** Parses a form-encoded body (`a=1&b=2`, `+` as space); `invalid_body` for invalid UTF-8. */
+export function parseForm(rawBody: Uint8Array): URLSearchParams {
+  return new URLSearchParams(decodeUtf8(rawBody));
+}
+
+/** SHA-256 over the concatenation of `parts`, hex encoded. */
+export function sha256Parts(parts: readonly (Uint8Array | string)[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part);
+  return hash.digest('hex');
+}
+
+/** HMAC of `parts` under every key (one per secret during a rotation). */
+export function hmacEach(
+  algorithm: HmacAlgorithm,
+  keys: readonly Buffer[],
+  parts: readonly (Uint8Array | string)[],
+): Buffer[] {
+  const out: Buffer[] = [];
+  for (const key of keys) out.push(hmac(algorithm, key, parts));
+  return out;
+}
+
+/**
+ * Decodes each offered signature (after stripping `prefix`; values without it are ignored) and
+ * throws `malformed_header` when none is valid in `encoding`.
+ */
+export function offeredSignatures(
+  headerName: string,
+  values: readonly string[],
+  encoding: 'hex' | 'base64',
+  prefix = '',
+): Buffer[] {
+  const out: Buffer[] = [];
+  for (const raw of values) {
+    const value = raw.trim();
+    if (!value.startsWith(prefix)) continue;
+    const decoded = decodeSignature(value.slice(prefix.length), encoding);
+    if (decoded) out.push(decoded);
+  }
+  if (out.length === 0) {
+    throw new VerificationError(
+      'malformed_header',
+      `onceonly: the ${headerName} header holds no ${encoding} signature${prefix ? ` prefixed '${prefix}'` : ''}`,
+    );
+  }
+  return out;
+}
+
+/**
+ * Splits a `k=v<sep>k=v` header (Stripe's `t=..,v1=..`, Paddle's `ts=..;h1=..`) into its pairs,
+ * splitting each at its first `=` so base64 padding survives.
+ */
+export function keyValuePairs(value: string, separator: string): [string, string][] {
+  const out: [string, string][] = [];
+  for (const item of value.split(separator)) {
+    const at = item.indexOf('=');
+    if (at <= 0) continue;
+    out.push([item.slice(0, at).trim(), item.slice(at + 1).trim()]);
+  }
+  return out;
+}
+
+/** Throws `missing_event_id` naming the field when a provider that always sends an id sent none. */
+export function requireId(provider: string, id: string | undefined, field: string): string {
+  if (id === undefined || id === '') {
+    throw new VerificationError(
+      'missing_event_id',
+      `onceonly: the ${provider} event has no ${field}; it always sends one, so this delivery is refused`,
+    );
+  }
+  return id;
+}
+
+/**
+ * A digest of a parsed JSON object with the named per-attempt fields removed, for providers that
+ * rewrite a field on every retry: two deliveries of one event give the same digest. The object was
+ * parsed from signed bytes, so the digest is of signed material.
+ */
+export function digestWithout(event: Record<string, unknown>, fields: readonly string[]): string {
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(event)) if (!fields.includes(k)) copy[k] = v;
+  return sha256Parts([JSON.stringify(copy)]);
 }
