@@ -35,11 +35,10 @@ const receiver = createReceiver({
 });
 const log: DeliveryResult[] = [];
 
-// A bare node:http server: read the raw bytes, hand them to the receiver, write its response.
+// A bare node:http server: hand the request stream to the receiver (it reads the raw bytes with a
+// hard bound), then write its response.
 const server = createServer(async (req, res) => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const result = await receiver.receive({ rawBody: Buffer.concat(chunks), headers: req.headers });
+  const result = await receiver.receive({ rawBody: req, headers: req.headers });
   const response = toResponse(result);
   res.writeHead(response.status, Object.fromEntries(response.headers));
   res.end(Buffer.from(await response.arrayBuffer()));
@@ -50,14 +49,22 @@ const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks
 async function deliver(label: string, event: object, opts: { secret?: string } = {}) {
   const body = JSON.stringify(event);
   const ts = Math.floor(Date.now() / 1000);
-  const sig = createHmac('sha256', opts.secret ?? SECRET).update(`${ts}.${body}`).digest('hex');
+  const sig = createHmac('sha256', opts.secret ?? SECRET)
+    .update(`${ts}.${body}`)
+    .digest('hex');
   const res = await fetch(url, {
     method: 'POST',
     body,
-    headers: { 'content-type': 'application/json', 'x-acme-signature': `sha256=${sig}`, 'x-acme-timestamp': String(ts) },
+    headers: {
+      'content-type': 'application/json',
+      'x-acme-signature': `sha256=${sig}`,
+      'x-acme-timestamp': String(ts),
+    },
   });
   const row = `${label.padEnd(38)} ${String(res.status).padEnd(4)} ${res.headers.get('onceonly-outcome')}`;
-  console.log(row + (res.headers.get('retry-after') ? `  (Retry-After: ${res.headers.get('retry-after')} s)` : ''));
+  console.log(
+    row + (res.headers.get('retry-after') ? `  (Retry-After: ${res.headers.get('retry-after')} s)` : ''),
+  );
   return res.status;
 }
 
@@ -65,7 +72,9 @@ console.log(`onceonly quick start: receiver on ${url}\n`);
 console.log(`${'delivery'.padEnd(38)} HTTP outcome`);
 await deliver('evt_1 first delivery', { id: 'evt_1', type: 'order.paid' });
 await deliver('evt_1 retried (duplicate)', { id: 'evt_1', type: 'order.paid' });
-await Promise.all([1, 2, 3].map((n) => deliver(`evt_2 concurrent copy ${n}`, { id: 'evt_2', type: 'order.paid' })));
+await Promise.all(
+  [1, 2, 3].map((n) => deliver(`evt_2 concurrent copy ${n}`, { id: 'evt_2', type: 'order.paid' })),
+);
 await deliver('evt_2 provider retries after 409', { id: 'evt_2', type: 'order.paid' });
 await deliver('evt_3 handler throws', { id: 'evt_3', type: 'order.flaky' });
 await deliver('evt_3 provider retries after 500', { id: 'evt_3', type: 'order.flaky' });
@@ -76,5 +85,7 @@ server.close();
 console.log('\neffects applied per event:', Object.fromEntries(effects));
 const doubled = [...effects.values()].some((n) => n > 1);
 const lost = ['evt_1', 'evt_2', 'evt_3'].filter((id) => !effects.has(id));
-console.log(`deliveries ${log.length}, events lost ${lost.length}, effects applied twice ${doubled ? 'YES' : 0}`);
+console.log(
+  `deliveries ${log.length}, events lost ${lost.length}, effects applied twice ${doubled ? 'YES' : 0}`,
+);
 process.exitCode = doubled || lost.length > 0 ? 1 : 0;

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { createHmac } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import {
   createReceiver,
@@ -520,6 +521,33 @@ describe('receiver: bad input never reaches the store or the handler', () => {
     assert.equal(result.outcome, 'too-large');
     assert.equal(result.status, 413);
     assert.deepEqual(calls, []);
+  });
+
+  it('receive() reads a Node stream body with the same bound, leaving an oversized one unread', async () => {
+    const { receiver, calls } = setup({ maxBodyBytes: 1024 });
+    const body = JSON.stringify({ id: 'evt_stream', type: 't' });
+    const ok = await receiver.receive({
+      rawBody: Readable.from([Buffer.from(body.slice(0, 5)), Buffer.from(body.slice(5))]),
+      headers: sign(body),
+    });
+    assert.equal(ok.outcome, 'processed');
+    let produced = 0;
+    const endless = new Readable({
+      read() {
+        produced++;
+        this.push(Buffer.alloc(512));
+      },
+    });
+    const big = await receiver.receive({ rawBody: endless, headers: sign(body) });
+    assert.equal(big.outcome, 'too-large');
+    assert.ok(produced < 10, `read ${produced} chunks`);
+    assert.equal(endless.destroyed, false, 'left for the server to answer 413 on, not destroyed');
+    const declared = await receiver.receive({
+      rawBody: Readable.from([Buffer.alloc(10)]),
+      headers: { ...sign(body), 'content-length': '5000' },
+    });
+    assert.equal(declared.outcome, 'too-large');
+    assert.deepEqual(calls, ['claim', 'confirm']);
   });
 
   it('refuses a header value Headers cannot hold as malformed, not a crash', async () => {

@@ -3,6 +3,12 @@ import { BodyTooLargeError, VerificationError } from '../errors.js';
 /** Raw bodies accepted by `receive()`. A string is taken as UTF-8; prefer bytes. */
 export type RawBody = Uint8Array | ArrayBuffer | string;
 
+/**
+ * A body still to be read: a Node `IncomingMessage` (or any async iterable of byte chunks) or a web
+ * `ReadableStream`. `receive()` reads it with the same hard bound as `fetch()`.
+ */
+export type BodySource = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
+
 /** Header shapes accepted by `receive()`: web `Headers`, Node's `IncomingHttpHeaders`, or pairs. */
 export type HeadersInput =
   | Headers
@@ -47,24 +53,45 @@ export function toHeaders(input: HeadersInput | undefined): Headers {
  * and the rest is never buffered.
  */
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > limit) {
-    await request.body?.cancel().catch(() => {});
+  if (!request.body) return new Uint8Array(0);
+  return readBounded(request.body, limit, request.headers.get('content-length'));
+}
+
+/**
+ * Reads a body source up to `limit` bytes (see {@link readBody}). A web stream is cancelled at the
+ * limit; a Node stream is only left unread (not destroyed), so the server can still answer 413 on it.
+ */
+export async function readBounded(
+  source: BodySource,
+  limit: number,
+  contentLength?: string | null,
+): Promise<Uint8Array> {
+  const web = typeof (source as ReadableStream).getReader === 'function';
+  if (contentLength != null && /^\d+$/.test(contentLength) && Number(contentLength) > limit) {
+    if (web) await (source as ReadableStream).cancel().catch(() => {});
     throw new BodyTooLargeError(limit);
   }
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
+  const next: () => Promise<IteratorResult<Uint8Array>> = web
+    ? (() => {
+        const reader = (source as ReadableStream<Uint8Array>).getReader();
+        return () => reader.read() as Promise<IteratorResult<Uint8Array>>;
+      })()
+    : (() => {
+        const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+        return () => iterator.next();
+      })();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await next();
     if (done) break;
-    size += value.byteLength;
+    const chunk = typeof value === 'string' ? encoder.encode(value) : value;
+    size += chunk.byteLength;
     if (size > limit) {
-      await reader.cancel().catch(() => {});
+      if (web) await (source as ReadableStream).cancel().catch(() => {});
       throw new BodyTooLargeError(limit);
     }
-    chunks.push(value);
+    chunks.push(chunk);
   }
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);

@@ -1,4 +1,4 @@
-export { type HeadersInput, type RawBody, readBody } from './body.js';
+export { type BodySource, type HeadersInput, type RawBody, readBody, readBounded } from './body.js';
 export {
   DEGRADED_HEADER,
   OUTCOME_HEADER,

@@ -11,7 +11,15 @@ import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engi
 import type { Lease, Store } from '../lease/types.js';
 import { resolveTimings } from '../once.js';
 import type { EventMapOf, EventOf, Provider, Verified } from '../providers/types.js';
-import { type HeadersInput, type RawBody, readBody, toBytes, toHeaders } from './body.js';
+import {
+  type BodySource,
+  type HeadersInput,
+  type RawBody,
+  readBody,
+  readBounded,
+  toBytes,
+  toHeaders,
+} from './body.js';
 import { type Outcome, toResponse } from './http.js';
 
 export type { Outcome } from './http.js';
@@ -128,8 +136,12 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
 }
 
 export interface ReceiveInput {
-  /** The exact bytes of the body. */
-  rawBody: RawBody;
+  /**
+   * The exact bytes of the body, or a stream still to be read (a Node `IncomingMessage`, a web
+   * `ReadableStream`): a stream is read with the `maxBodyBytes` bound, refusing a declared
+   * Content-Length over it before reading anything.
+   */
+  rawBody: RawBody | BodySource;
   headers: HeadersInput;
   /** The full URL the provider called (Twilio and Square sign it). */
   url?: string;
@@ -138,6 +150,8 @@ export interface ReceiveInput {
 }
 
 export interface Receiver {
+  /** The body size limit in bytes, for adapters that must enforce it while reading. */
+  readonly maxBodyBytes: number;
   /** Web-standard handler: Next.js route handlers, Hono, Bun, Deno, Workers. */
   fetch(request: Request): Promise<Response>;
   /** Framework-free: give the raw body and headers, get the outcome and the response to send. */
@@ -360,8 +374,11 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     let bytes: Uint8Array;
     let headers: Headers;
     try {
-      bytes = toBytes(input.rawBody);
       headers = toHeaders(input.headers);
+      const raw = input.rawBody;
+      bytes = isBodySource(raw)
+        ? await readBounded(raw, maxBodyBytes, headers.get('content-length'))
+        : toBytes(raw);
     } catch (error) {
       return rejectionResult(error, started);
     }
@@ -393,6 +410,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
 
   return {
+    maxBodyBytes,
     receive,
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
@@ -436,4 +454,15 @@ function asResponse(value: unknown): Response | undefined {
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T> | undefined)?.then === 'function';
+}
+
+function isBodySource(value: unknown): value is BodySource {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    value instanceof Uint8Array ||
+    value instanceof ArrayBuffer
+  )
+    return false;
+  return Symbol.asyncIterator in value || typeof (value as ReadableStream).getReader === 'function';
 }
