@@ -1,0 +1,57 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { intercom } from '../../src/providers/index.js';
+import type { VerifiedContent } from '../../src/providers/shared.js';
+import { type Delivery, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+
+// Intercom's documented algorithm: X-Hub-Signature: sha1=hex(HMAC-SHA1(client secret, raw body)).
+const secret = () => randomBytes(16).toString('hex');
+const body = (attempts = 1) =>
+  `{"type": "notification_event", "app_id": "abc", "id": "notif_ccd8a4d0", "topic": "conversation.user.created", "delivery_attempts": ${attempts}, "first_sent_at": 1764478800, "data": {"item": {"body": ${TRICKY_JSON}}}}`;
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: {
+      'x-hub-signature': `sha1=${createHmac('sha1', key).update(payload, 'utf8').digest('hex')}`,
+      'content-type': 'application/json',
+    },
+  };
+}
+
+describe('intercom provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'intercom',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => intercom({ secret: config }),
+    body: () => body(),
+    sign,
+    expect: { dedup: 'id', id: 'notif_ccd8a4d0', type: 'conversation.user.created' },
+    noteOf: (event) => (event as { data: { item: { body: unknown } } }).data.item.body,
+    toleranceMs: undefined,
+    signatureHeader: 'x-hub-signature',
+    malformed: ['', ' '],
+  });
+
+  it('gives a retry (delivery_attempts bumped) the same key and the same content fingerprint', async () => {
+    const key = secret();
+    const first = (await verifyAt(intercom({ secret: key }), sign(body(1), key))) as VerifiedContent;
+    const retry = (await verifyAt(intercom({ secret: key }), sign(body(2), key))) as VerifiedContent;
+    assert.equal(first.id, retry.id);
+    assert.match(first.fingerprint ?? '', /^[0-9a-f]{64}$/);
+    assert.equal(first.fingerprint, retry.fingerprint);
+  });
+
+  it('rejects a signed notification without an id as missing_event_id', async () => {
+    const key = secret();
+    await rejects(intercom({ secret: key }), sign('{"type":"notification_event","topic":"x"}', key), 'missing_event_id');
+  });
+
+  it('defaults retention to 3 days (retry window undocumented)', () => {
+    assert.equal(intercom({ secret: secret() }).retentionMs, 3 * 86_400_000);
+  });
+});

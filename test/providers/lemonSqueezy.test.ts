@@ -1,0 +1,49 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { lemonSqueezy } from '../../src/providers/index.js';
+import { type Delivery, providerCases, verifyAt, TRICKY_JSON, withHeader } from './kit.js';
+
+// Lemon Squeezy's documented algorithm: hex(HMAC-SHA256(signing secret, raw body)) in X-Signature.
+const secret = () => randomBytes(12).toString('base64url');
+const body = () =>
+  `{"meta": {"event_name": "order_created", "custom_data": {"note": ${TRICKY_JSON}}}, "data": {"type": "orders", "id": "1"}}`;
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: {
+      'x-signature': createHmac('sha256', key).update(payload, 'utf8').digest('hex'),
+      'x-event-name': 'order_created',
+      'content-type': 'application/json',
+    },
+  };
+}
+
+describe('lemonSqueezy provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'lemonsqueezy',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => lemonSqueezy({ secret: config }),
+    body,
+    sign,
+    expect: { dedup: 'body', type: 'order_created' },
+    noteOf: (event) => (event as { meta: { custom_data: { note: unknown } } }).meta.custom_data.note,
+    toleranceMs: undefined,
+    signatureHeader: 'x-signature',
+    malformed: ['', '\n'],
+  });
+
+  it('takes the type from the signed meta.event_name, not the unsigned X-Event-Name header', async () => {
+    const key = secret();
+    const d = withHeader(sign(body(), key), 'x-event-name', 'subscription_cancelled');
+    assert.equal((await verifyAt(lemonSqueezy({ secret: key }), d)).type, 'order_created');
+  });
+
+  it('defaults retention to 1 day (3 retries within minutes)', () => {
+    assert.equal(lemonSqueezy({ secret: secret() }).retentionMs, 86_400_000);
+  });
+});
