@@ -28,7 +28,7 @@ import {
  * and so do the results of {@link kyselyTx} and {@link drizzleTx}.
  */
 export interface MysqlQueryable {
-  // biome-ignore lint/suspicious/noExplicitAny: mysql2 overloads query() per result type.
+  // `any`: mysql2 overloads query() per result type, and every overload must fit.
   query(sql: string, values?: any): Promise<[any, any]>;
 }
 

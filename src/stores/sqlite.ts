@@ -1,0 +1,642 @@
+/**
+ * `onceonly/sqlite`: a store over SQLite for a `better-sqlite3` (11 or later) `Database`. The store
+ * imports no driver: it talks to the database you already opened through the small structural
+ * interface below.
+ *
+ * Safe for several processes on one host sharing one database file: the journal is switched to WAL,
+ * every read-modify-write runs in `BEGIN IMMEDIATE` (the write lock is taken before the row is read, so
+ * two processes never decide on the same stale row), and a busy timeout makes a process wait for the
+ * lock instead of failing. All time is SQLite's own clock (`julianday('now')`, in ms).
+ *
+ * better-sqlite3 is synchronous: each method does its work before it returns, and returns a settled
+ * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
+ * the event loop for up to the busy timeout.
+ */
+import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { newToken } from '../lease/crypto.js';
+import {
+  assertVersion,
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Lease,
+  type RecordOptions,
+  type RecordView,
+  type Store,
+  sameFingerprint,
+} from '../lease/types.js';
+
+/** What the store needs of a prepared statement of better-sqlite3. */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/** What the store needs of a better-sqlite3 `Database`. */
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  readonly inTransaction: boolean;
+}
+
+/**
+ * A transaction `record(key, { tx })` joins: the better-sqlite3 `Database` inside your
+ * `db.transaction(...)` (or `drizzleTx(tx)`), or `kyselyTx(trx)`.
+ */
+export type SqliteTransaction = SqliteDatabase | SqliteAsyncTransaction;
+
+/** A transaction that runs statements asynchronously (Kysely's); made by {@link kyselyTx}. */
+export interface SqliteAsyncTransaction {
+  readonly onceonlySqliteTx: (sql: string, params: unknown[]) => Promise<readonly unknown[]>;
+}
+
+export interface SqliteStoreOptions {
+  /**
+   * The better-sqlite3 database the store runs its statements on. The store never closes it.
+   * @example sqliteStore({ client: new Database('app.db') })
+   */
+  client: SqliteDatabase;
+  /**
+   * The table of keys, optionally schema-qualified (`main`, or an attached database). The ordering
+   * guard's versions live in `<table>_versions`. Plain identifiers only.
+   * @default 'onceonly'
+   * @example sqliteStore({ client, table: 'webhook_keys' })
+   */
+  table?: string;
+  /**
+   * Create the tables on first use (`CREATE TABLE IF NOT EXISTS`). Turn off when your migrations
+   * create them from {@link sqliteMigration}.
+   * @default true
+   * @example sqliteStore({ client, autoCreate: false })
+   */
+  autoCreate?: boolean;
+  /**
+   * Switch the database to WAL on first use (`PRAGMA journal_mode = WAL`, which stays set in the file):
+   * readers then never block the writer, which is what several processes on one file need. Turn off
+   * only if you manage the journal mode yourself.
+   * @default true
+   * @example sqliteStore({ client, wal: false })
+   */
+  wal?: boolean;
+  /**
+   * How long a statement waits for another connection's write lock before failing with SQLITE_BUSY
+   * (`PRAGMA busy_timeout`, set on your connection). When not given, a connection's timeout below 5 s is
+   * raised to 5 s and a longer one is kept.
+   * @default 5000 (better-sqlite3's own default)
+   * @example sqliteStore({ client, busyTimeout: 10_000 })
+   */
+  busyTimeout?: number;
+}
+
+export interface SqlitePurgeOptions {
+  /**
+   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
+   * still raises the attempt (the fencing number must never go back while a stale worker might still
+   * write). Completed keys are deleted as soon as their retention ends.
+   * @default 86_400_000 (one day)
+   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
+   */
+  leaseGraceMs?: number;
+  /**
+   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
+   * @default undefined
+   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
+   */
+  versionsUnusedForMs?: number;
+  /**
+   * Rows deleted per statement; the purge repeats until a batch comes back short, so other processes
+   * get the write lock between batches.
+   * @default 1_000
+   * @example store.purgeExpired({ batchSize: 10_000 })
+   */
+  batchSize?: number;
+}
+
+/** A SQLite store: the {@link Store} contract plus housekeeping and a synchronous `record`. */
+export interface SqliteStore extends Store {
+  /**
+   * `record()` for use inside `db.transaction(() => ...)`, whose function must be synchronous: the
+   * answer comes back at once, so the transaction can skip its writes on a duplicate. With `tx` (the
+   * database, inside its transaction) the dedup row commits or rolls back with your writes.
+   *
+   * @example
+   * db.transaction(() => {
+   *   if (store.recordSync(`order:${id}`, { retentionMs, tx: db }).duplicate) return;
+   *   insertOrder.run(order);
+   * })();
+   */
+  recordSync(
+    key: string,
+    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase },
+  ): { duplicate: boolean };
+  /**
+   * Deletes completed keys past their retention and takeable leases that ran out more than
+   * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it: see docs/sqlite.md.
+   */
+  purgeExpired(options?: SqlitePurgeOptions): Promise<number>;
+  /** Creates the tables (and switches to WAL) now instead of on first use. */
+  ready(): Promise<void>;
+  /** The (quoted) table names the store uses. */
+  readonly tables: { readonly keys: string; readonly versions: string };
+}
+
+const DEFAULT_TABLE = 'onceonly';
+const DEFAULT_BUSY_TIMEOUT = 5_000;
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface TableNames {
+  keys: string;
+  versions: string;
+  index: string;
+  /** The keys table without its schema, as `CREATE INDEX ... ON` wants it. */
+  bareKeys: string;
+}
+
+function tableNames(table: string): TableNames {
+  const parts = table.split('.');
+  if (parts.length > 2 || !parts.every((p) => identifier.test(p) && p.length <= 100)) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: sqliteStore table must be a plain identifier or schema.table (letters, digits, underscores), got ${JSON.stringify(table)}`,
+    );
+  }
+  const quote = (p: string) => `"${p}"`;
+  const last = parts[parts.length - 1]!;
+  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
+  return {
+    keys: schema + quote(last),
+    versions: schema + quote(`${last}_versions`),
+    index: schema + quote(`${last}_expires_at_idx`),
+    bareKeys: quote(last),
+  };
+}
+
+function ddl(t: TableNames): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t.keys} (
+  key TEXT NOT NULL PRIMARY KEY,
+  state INTEGER NOT NULL, -- 0 processing, 1 completed
+  token TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  fingerprint TEXT,
+  expires_at INTEGER NOT NULL, -- ms since the epoch, SQLite's clock
+  updated_at INTEGER NOT NULL
+) WITHOUT ROWID`,
+    `CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.bareKeys} (expires_at)`,
+    `CREATE TABLE IF NOT EXISTS ${t.versions} (
+  entity TEXT NOT NULL PRIMARY KEY,
+  version REAL NOT NULL,
+  updated_at INTEGER NOT NULL
+) WITHOUT ROWID`,
+  ];
+}
+
+/**
+ * The SQL that creates the store's tables, for teams whose migrations manage the schema (then pass
+ * `autoCreate: false`). Idempotent. `version` is `REAL`, an 8-byte float that holds every JS number
+ * exactly. Run `PRAGMA journal_mode = WAL` once on the file as well when several processes share it.
+ *
+ * @example
+ * db.exec(sqliteMigration());
+ */
+export function sqliteMigration(table: string = DEFAULT_TABLE): string {
+  return `${ddl(tableNames(table)).join(';\n\n')};\n`;
+}
+
+/**
+ * SQLite's clock in ms since the epoch. `julianday('now')` works on every SQLite version (unlike
+ * `unixepoch('subsec')`, 3.42+) and is fixed for the duration of one statement; its double has about
+ * 0.05 ms of resolution, so rounding gives the exact millisecond SQLite holds internally.
+ */
+const NOW = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
+
+function statements(t: TableNames) {
+  const cols = '(key, state, token, attempt, fingerprint, expires_at, updated_at)';
+  return {
+    found: `SELECT state, token, attempt, fingerprint, expires_at, ${NOW} AS now_ms FROM ${t.keys} WHERE key = ?`,
+    put: `INSERT OR REPLACE INTO ${t.keys} ${cols} VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    release: `DELETE FROM ${t.keys} WHERE key = ? AND token = ? AND state = 0`,
+    extend: `UPDATE ${t.keys} SET expires_at = ${NOW} + ?, updated_at = ${NOW} WHERE key = ? AND token = ? AND state = 0`,
+    // One statement, so it also runs through an asynchronous transaction (Kysely). A row comes back
+    // only when it was inserted or when it took over a key that ran out; UPDATE SET reads the old row.
+    record: `INSERT INTO ${t.keys} AS r ${cols} VALUES (?, 1, ?, 1, ?, ${NOW} + ?, ${NOW})
+ON CONFLICT (key) DO UPDATE SET
+  state = 1,
+  token = excluded.token,
+  attempt = CASE WHEN r.state = 0 THEN r.attempt + 1 ELSE 1 END,
+  fingerprint = excluded.fingerprint,
+  expires_at = excluded.expires_at,
+  updated_at = excluded.updated_at
+WHERE r.expires_at <= excluded.updated_at
+RETURNING 1 AS ok`,
+    advance: `INSERT INTO ${t.versions} AS v (entity, version, updated_at) VALUES (?, ?, ${NOW})
+ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
+WHERE v.version < excluded.version
+RETURNING 1 AS ok`,
+    inspect: `SELECT state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+WHERE key = ? AND (state = 0 OR expires_at > ${NOW})`,
+    purge: `DELETE FROM ${t.keys} WHERE key IN (
+  SELECT key FROM ${t.keys} WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at <= ${NOW} - ?) LIMIT ?
+)`,
+    purgeVersions: `DELETE FROM ${t.versions} WHERE entity IN (
+  SELECT entity FROM ${t.versions} WHERE updated_at <= ${NOW} - ? LIMIT ?
+)`,
+  } as const;
+}
+
+type StatementName = keyof ReturnType<typeof statements>;
+
+interface FoundRow {
+  state: number;
+  token: string;
+  attempt: number;
+  fingerprint: string | null;
+  expires_at: number;
+  now_ms: number;
+}
+
+interface ViewRow {
+  state: number;
+  attempt: number;
+  fingerprint: string | null;
+  expires_at: number;
+  updated_at: number;
+}
+
+function isDatabase(value: unknown): value is SqliteDatabase {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { prepare?: unknown }).prepare === 'function' &&
+    typeof (value as { inTransaction?: unknown }).inTransaction === 'boolean'
+  );
+}
+
+function isAsyncTx(value: unknown): value is SqliteAsyncTransaction {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { onceonlySqliteTx?: unknown }).onceonlySqliteTx === 'function'
+  );
+}
+
+function unavailable(action: string, err: unknown): StoreUnavailableError | ConfigError {
+  if (err instanceof StoreUnavailableError || err instanceof ConfigError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  const detail = err instanceof Error ? err.message : String(err);
+  const hint =
+    code === 'SQLITE_BUSY'
+      ? 'another connection held the write lock past the busy timeout; raise busyTimeout or shorten your own write transactions'
+      : 'check that the database is open and writable and the table exists (or leave autoCreate on)';
+  return new StoreUnavailableError(
+    `onceonly: SQLite store could not ${action}${typeof code === 'string' ? ` (${code})` : ''}: ${detail}; ${hint}`,
+    { cause: err },
+  );
+}
+
+/** Prepared statements per database and table, shared by every store object over them. */
+const prepared = new WeakMap<object, Map<string, SqliteStatement>>();
+
+function prepare(db: SqliteDatabase, sql: string): SqliteStatement {
+  let perDb = prepared.get(db);
+  if (!perDb) {
+    perDb = new Map();
+    prepared.set(db, perDb);
+  }
+  let statement = perDb.get(sql);
+  if (!statement) {
+    statement = db.prepare(sql);
+    perDb.set(sql, statement);
+  }
+  return statement;
+}
+
+/** Databases whose tables (per table name) exist already. */
+const created = new WeakMap<object, Set<string>>();
+
+/**
+ * A store over SQLite for a better-sqlite3 `Database`; `close()` never closes it.
+ *
+ * @example
+ * import Database from 'better-sqlite3';
+ * const store = sqliteStore({ client: new Database('onceonly.db') });
+ */
+export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
+  const db = options?.client;
+  if (!isDatabase(db)) {
+    throw new ConfigError(
+      'invalid_option',
+      "onceonly: sqliteStore needs { client }: a better-sqlite3 Database (import Database from 'better-sqlite3')",
+    );
+  }
+  const table = options.table ?? DEFAULT_TABLE;
+  const t = tableNames(table);
+  const sql = statements(t);
+  const autoCreate = options.autoCreate ?? true;
+  const wal = options.wal ?? true;
+  const busyTimeout = options.busyTimeout;
+  if (busyTimeout !== undefined && (!Number.isInteger(busyTimeout) || busyTimeout < 0)) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: sqliteStore busyTimeout must be a non-negative integer of ms, got ${busyTimeout}`,
+    );
+  }
+  let isReady = false;
+
+  function ensureReady(): void {
+    if (isReady) return;
+    const current = Number(db.pragma('busy_timeout', { simple: true }));
+    if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${busyTimeout}`);
+    else if (!(current >= DEFAULT_BUSY_TIMEOUT)) db.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT}`);
+    if (wal && !db.inTransaction) {
+      const mode = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+      // An in-memory database has no WAL; any file does.
+      if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
+    }
+    let done = created.get(db);
+    if (!done) {
+      done = new Set();
+      created.set(db, done);
+    }
+    if (autoCreate && !done.has(table)) {
+      write(db, () => {
+        for (const statement of ddl(t)) db.prepare(statement).run();
+      });
+      done.add(table);
+    }
+    isReady = true;
+  }
+
+  function run<T>(action: string, fn: () => T): T {
+    try {
+      ensureReady();
+      return fn();
+    } catch (err) {
+      throw unavailable(action, err);
+    }
+  }
+
+  const stmt = (name: StatementName, on: SqliteDatabase = db) => prepare(on, sql[name]);
+
+  function recordOn(on: SqliteDatabase, key: string, retentionMs: number, fingerprint?: string): boolean {
+    const row = stmt('record', on).get(key, newToken(), fingerprint ?? null, retentionMs);
+    return row === undefined;
+  }
+
+  function recordSync(
+    key: string,
+    { retentionMs, fingerprint, tx }: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase },
+  ): { duplicate: boolean } {
+    if (tx === undefined) {
+      return run('record a key', () => ({
+        duplicate: write(db, () => recordOn(db, key, retentionMs, fingerprint)),
+      }));
+    }
+    if (!isDatabase(tx) || !tx.inTransaction) {
+      throw new ConfigError(
+        'tx_not_in_transaction',
+        'onceonly: record() with { tx: db } must be called inside db.transaction(...); outside one the row would not join your writes',
+      );
+    }
+    return run('record a key in your transaction', () => ({
+      duplicate: recordOn(tx, key, retentionMs, fingerprint),
+    }));
+  }
+
+  return {
+    tables: { keys: t.keys, versions: t.versions },
+
+    async ready() {
+      run('create its tables', () => undefined);
+    },
+
+    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+      return run('claim a key', () =>
+        write(db, (): Claim => {
+          const row = stmt('found').get(key) as FoundRow | undefined;
+          if (row && row.expires_at > row.now_ms) {
+            const same = sameFingerprint(row.fingerprint, fingerprint);
+            if (row.state === 1) return { status: 'completed', sameFingerprint: same };
+            return {
+              status: 'in-flight',
+              attempt: row.attempt,
+              expiresAt: new Date(row.expires_at),
+              sameFingerprint: same,
+            };
+          }
+          // Absent, or ran out: a lease that ran out is taken over with attempt + 1, a completed key
+          // whose retention ran out starts over at 1.
+          const at = row ? row.now_ms : clock(db);
+          const attempt = row && row.state === 0 ? row.attempt + 1 : 1;
+          const token = newToken();
+          const expiresAt = at + leaseMs;
+          stmt('put').run(key, 0, token, attempt, fingerprint ?? null, expiresAt, at);
+          return {
+            status: 'acquired',
+            lease: createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresAt) }),
+          };
+        }),
+      );
+    },
+
+    async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      return run('confirm a lease', () =>
+        write(db, () => {
+          const row = stmt('found').get(lease.key) as FoundRow | undefined;
+          const at = row ? row.now_ms : clock(db);
+          // Ours, or nobody's: vanished, or a completed key whose retention ran out. The work is
+          // done, so it is written completed and a retry sees a duplicate.
+          const ours = !row || row.token === lease.token || (row.state === 1 && row.expires_at <= row.now_ms);
+          if (!ours) return false;
+          stmt('put').run(
+            lease.key,
+            1,
+            lease.token,
+            lease.attempt,
+            lease.fingerprint ?? null,
+            at + retentionMs,
+            at,
+          );
+          return true;
+        }),
+      );
+    },
+
+    async release(lease: Lease): Promise<boolean> {
+      return run('release a lease', () => stmt('release').run(lease.key, lease.token).changes > 0);
+    },
+
+    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+      return run('extend a lease', () => stmt('extend').run(leaseMs, lease.key, lease.token).changes > 0);
+    },
+
+    recordSync,
+
+    async record(
+      key: string,
+      { retentionMs, fingerprint, tx }: RecordOptions,
+    ): Promise<{ duplicate: boolean }> {
+      if (tx === undefined || isDatabase(tx)) return recordSync(key, { retentionMs, fingerprint, tx });
+      if (!isAsyncTx(tx)) {
+        throw new ConfigError(
+          'invalid_option',
+          'onceonly: record() tx must be the better-sqlite3 Database inside db.transaction(...), drizzleTx(tx) or kyselyTx(trx)',
+        );
+      }
+      run('create its tables', () => undefined);
+      try {
+        const rows = await tx.onceonlySqliteTx(sql.record, [
+          key,
+          newToken(),
+          fingerprint ?? null,
+          retentionMs,
+        ]);
+        return { duplicate: rows.length === 0 };
+      } catch (err) {
+        throw unavailable('record a key in your transaction', err);
+      }
+    },
+
+    async advance(entity: string, version: number): Promise<boolean> {
+      assertVersion(version);
+      return run('advance a version', () =>
+        write(db, () => stmt('advance').get(entity, version) !== undefined),
+      );
+    },
+
+    async inspect(key: string): Promise<RecordView | undefined> {
+      const row = run('read a key', () => stmt('inspect').get(key) as ViewRow | undefined);
+      if (!row) return undefined;
+      return {
+        key,
+        state: row.state === 1 ? 'completed' : 'processing',
+        attempt: row.attempt,
+        fingerprint: row.fingerprint ?? undefined,
+        expiresAt: new Date(row.expires_at),
+        updatedAt: new Date(row.updated_at),
+      };
+    },
+
+    async purgeExpired(purge: SqlitePurgeOptions = {}): Promise<number> {
+      const grace = purge.leaseGraceMs ?? 86_400_000;
+      const batch = purge.batchSize ?? 1_000;
+      const unused = purge.versionsUnusedForMs;
+      if (
+        !(grace >= 0) ||
+        !Number.isInteger(batch) ||
+        batch < 1 ||
+        (unused !== undefined && !(unused >= 0))
+      ) {
+        throw new ConfigError(
+          'invalid_option',
+          'onceonly: purgeExpired needs leaseGraceMs >= 0, versionsUnusedForMs >= 0 and a positive integer batchSize',
+        );
+      }
+      let deleted = 0;
+      const drain = (name: 'purge' | 'purgeVersions', ms: number) => {
+        for (;;) {
+          const { changes } = run('purge expired keys', () => write(db, () => stmt(name).run(ms, batch)));
+          deleted += changes;
+          if (changes < batch) return;
+        }
+      };
+      drain('purge', grace);
+      if (unused !== undefined) drain('purgeVersions', unused);
+      return deleted;
+    },
+
+    async close(): Promise<void> {
+      // The database is the caller's: nothing of ours to close.
+    },
+  };
+}
+
+function clock(db: SqliteDatabase): number {
+  return (prepare(db, `SELECT ${NOW} AS now_ms`).get() as { now_ms: number }).now_ms;
+}
+
+/**
+ * Runs `fn` holding the write lock: `BEGIN IMMEDIATE` takes it before anything is read (a deferred
+ * transaction reading first could find its snapshot stale at the write, which the busy timeout does not
+ * cover). Inside a transaction of the caller's, a savepoint instead: the work joins it.
+ */
+function write<T>(db: SqliteDatabase, fn: () => T): T {
+  const nested = db.inTransaction;
+  prepare(db, nested ? 'SAVEPOINT onceonly' : 'BEGIN IMMEDIATE').run();
+  let result: T;
+  try {
+    result = fn();
+  } catch (err) {
+    if (nested) {
+      prepare(db, 'ROLLBACK TO onceonly').run();
+      prepare(db, 'RELEASE onceonly').run();
+    } else if (db.inTransaction) {
+      prepare(db, 'ROLLBACK').run();
+    }
+    throw err;
+  }
+  prepare(db, nested ? 'RELEASE onceonly' : 'COMMIT').run();
+  return result;
+}
+
+/** What {@link kyselyTx} needs of a Kysely `Transaction` over `SqliteDialect`. */
+export interface KyselyExecutor {
+  executeQuery(query: {
+    readonly sql: string;
+    readonly parameters: readonly unknown[];
+    readonly query: {
+      readonly kind: 'RawNode';
+      readonly sqlFragments: readonly string[];
+      readonly parameters: readonly [];
+    };
+    readonly queryId: { readonly queryId: string };
+  }): Promise<{ readonly rows: readonly unknown[] }>;
+}
+
+/**
+ * Lets `record(key, { tx })` join a Kysely transaction over `SqliteDialect`: the dedup row commits or
+ * rolls back with your writes.
+ *
+ * @example
+ * await db.transaction().execute(async (trx) => {
+ *   if ((await store.record(`order:${id}`, { retentionMs, tx: kyselyTx(trx) })).duplicate) return;
+ *   await trx.insertInto('orders').values(order).execute();
+ * });
+ */
+export function kyselyTx(trx: KyselyExecutor): SqliteAsyncTransaction {
+  let n = 0;
+  return {
+    async onceonlySqliteTx(sql, params) {
+      const result = await trx.executeQuery({
+        sql,
+        parameters: params,
+        query: { kind: 'RawNode', sqlFragments: [sql], parameters: [] },
+        queryId: { queryId: `onceonly-${++n}` },
+      });
+      return result.rows;
+    },
+  };
+}
+
+/**
+ * Lets `record(key, { tx })` and `recordSync` join a Drizzle transaction over better-sqlite3
+ * (`drizzle-orm/better-sqlite3`): Drizzle runs it on the Database, which is what the store writes to.
+ *
+ * @example
+ * db.transaction((tx) => {
+ *   if (store.recordSync(`order:${id}`, { retentionMs, tx: drizzleTx(tx) }).duplicate) return;
+ *   tx.insert(orders).values(order).run();
+ * });
+ */
+export function drizzleTx(tx: object): SqliteDatabase {
+  // Drizzle's better-sqlite3 session keeps the Database as `session.client`.
+  const database = (tx as { session?: { client?: unknown } }).session?.client;
+  if (!isDatabase(database)) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: drizzleTx(tx) needs the tx of db.transaction((tx) => ...) from drizzle-orm/better-sqlite3',
+    );
+  }
+  return database;
+}
