@@ -59,8 +59,8 @@ export interface ProviderSpec<S> {
   malformed: string[];
   /** The signature header, for the missing-header case. */
   signatureHeader?: string;
-  /** False when the body is not what is signed (Mailgun): no re-serialisation case. */
-  bodySigned?: boolean;
+  /** False when a re-serialised JSON body is not a meaningful case (Mailgun signs no body bytes; form bodies). */
+  reserialisable?: boolean;
 }
 
 export async function verifyAt(
@@ -142,7 +142,7 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     assert.equal(spec.noteOf(verified.event), TRICKY_TEXT);
   });
 
-  if (spec.bodySigned !== false) {
+  if (spec.reserialisable !== false) {
     it('rejects the same event re-serialised (as a body-parsing framework would) as invalid_signature', async () => {
       const reserialised = JSON.stringify(JSON.parse(body));
       assert.notEqual(reserialised, body);

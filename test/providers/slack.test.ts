@@ -1,0 +1,78 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { slack } from '../../src/providers/index.js';
+import { type Delivery, NOW, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+
+// Slack's documented algorithm: v0=hex(HMAC-SHA256(signing secret, "v0:" + ts + ":" + raw body)).
+const secret = () => randomBytes(16).toString('hex');
+const body = () =>
+  `{"token": "x", "team_id": "T1", "type": "event_callback", "event_id": "Ev08MFMKH6", "event_time": 1764478800, "event": {"type": "app_mention", "text": ${TRICKY_JSON}}}`;
+
+function sign(payload: string, key: string, at: Date, contentType = 'application/json'): Delivery {
+  const ts = String(Math.floor(at.getTime() / 1000));
+  const sig = createHmac('sha256', key).update(`v0:${ts}:${payload}`, 'utf8').digest('hex');
+  return {
+    body: payload,
+    headers: { 'x-slack-signature': `v0=${sig}`, 'x-slack-request-timestamp': ts, 'content-type': contentType },
+  };
+}
+
+describe('slack provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'slack',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => slack({ secret: config }),
+    body,
+    sign: (payload, key, at) => sign(payload, key, at),
+    expect: { dedup: 'id', id: 'Ev08MFMKH6', type: 'app_mention' },
+    noteOf: (event) => (event as { event: { text: unknown } }).event.text,
+    toleranceMs: 5 * 60_000,
+    signatureHeader: 'x-slack-signature',
+    malformed: ['xoxb-123-456-abc', 'xoxp-1', 'xapp-1-A', ''],
+  });
+
+  it('keys a retry (new timestamp, X-Slack-Retry-Num) on the signed event_id: a duplicate', async () => {
+    const key = secret();
+    const retry = sign(body(), key, new Date(NOW.getTime() + 60_000));
+    retry.headers['x-slack-retry-num'] = '1';
+    const { results, runs } = await receiveAll(slack({ secret: key }), [sign(body(), key, NOW), retry]);
+    assert.deepEqual(results.map((r) => r.outcome), ['processed', 'duplicate']);
+    assert.equal(runs, 1);
+  });
+
+  it('verifies a slash command (form fields) and keys it on the body digest', async () => {
+    const key = secret();
+    const form = 'command=%2Fdeploy&text=caf%C3%A9+%F0%9F%98%80&user_id=U1';
+    const verified = await verifyAt(slack({ secret: key }), sign(form, key, NOW, 'application/x-www-form-urlencoded'));
+    assert.equal(verified.type, 'slash_command');
+    assert.equal(verified.dedup, 'body');
+    assert.equal((verified.event as { text: string }).text, 'café 😀');
+  });
+
+  it('verifies an interactivity payload and types it by the payload type', async () => {
+    const key = secret();
+    const form = `payload=${encodeURIComponent('{"type":"block_actions","actions":[]}')}`;
+    const verified = await verifyAt(slack({ secret: key }), sign(form, key, NOW, 'application/x-www-form-urlencoded'));
+    assert.equal(verified.type, 'block_actions');
+  });
+
+  it('verifies url_verification (no event_id) and keys it on the body', async () => {
+    const key = secret();
+    const verified = await verifyAt(slack({ secret: key }), sign('{"type":"url_verification","challenge":"c"}', key, NOW));
+    assert.equal(verified.type, 'url_verification');
+    assert.equal(verified.dedup, 'body');
+  });
+
+  it('rejects an event_callback without event_id as missing_event_id', async () => {
+    const key = secret();
+    await rejects(slack({ secret: key }), sign('{"type":"event_callback","event":{"type":"x"}}', key, NOW), 'missing_event_id');
+  });
+
+  it('defaults retention to 1 day (3 retries within minutes)', () => {
+    assert.equal(slack({ secret: secret() }).retentionMs, 86_400_000);
+  });
+});
