@@ -70,6 +70,29 @@ describe('memoryStore bounds', () => {
     assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
   });
 
+  it('keeps any fingerprint and token intact in packed completed entries', async () => {
+    const store = memoryStore();
+    const odd = 'not-hex: ключ 🔑 {}'.repeat(3);
+    assert.equal((await store.record('a', { retentionMs: 60_000, fingerprint: odd })).duplicate, false);
+    assert.equal((await store.inspect('a'))?.fingerprint, odd);
+    assert.deepEqual(await store.claim('a', { leaseMs: 1, fingerprint: odd }), {
+      status: 'completed',
+      sameFingerprint: true,
+    });
+    const claim = await store.claim('b', { leaseMs: 60_000, fingerprint: 'ABCDEF' });
+    assert.equal(claim.status, 'acquired');
+    if (claim.status !== 'acquired') return;
+    const lease = { ...claim.lease, token: 'Upper-Case-Token' };
+    await store.release(claim.lease);
+    assert.equal(await store.confirm(lease, { retentionMs: 60_000 }), true, 'vanished: written as completed');
+    assert.equal(await store.confirm(lease, { retentionMs: 60_000 }), true, 'same owner again');
+    assert.equal(await store.confirm({ ...lease, token: 'other' }, { retentionMs: 60_000 }), false);
+    const view = await store.inspect('b');
+    assert.equal(view?.fingerprint, 'ABCDEF');
+    assert.equal(view?.attempt, 1);
+    assert.ok(view && view.expiresAt.getTime() > Date.now() + 50_000);
+  });
+
   it('rejects a bad maxEntries and a non-finite version', async () => {
     assert.throws(() => memoryStore({ maxEntries: 0 }), /maxEntries/);
     await assert.rejects(memoryStore().advance('e', Number.NaN), /finite number/);

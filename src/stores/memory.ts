@@ -60,16 +60,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   // Two insertion-ordered maps: the first entry of `completed` is always the oldest completion,
   // which makes "evict the oldest completed key first" O(1). A key lives in at most one of them.
   const processing = new Map<string, Entry>();
-  const completed = new Map<string, Entry>();
+  // Completed keys are the bulk of a busy store, so each is packed into one one-byte string
+  // (about 60 bytes instead of an object with three strings): see pack() below.
+  const completed = new Map<string, string>();
   const versions = new Map<string, number>();
 
   function liveCompleted(key: string, at: number): Entry | undefined {
-    const entry = completed.get(key);
-    if (entry && entry.expiresAt <= at) {
+    const packed = completed.get(key);
+    if (packed === undefined) return undefined;
+    if (expiresAtOf(packed) <= at) {
       completed.delete(key);
       return undefined;
     }
-    return entry;
+    return unpack(packed);
   }
 
   function makeRoom(at: number): void {
@@ -96,7 +99,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     completed.delete(key);
     entry.expiresAt = at + retentionMs;
     entry.updatedAt = at;
-    completed.set(key, entry);
+    completed.set(key, pack(entry));
   }
 
   return {
@@ -229,5 +232,63 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       completed.clear();
       versions.clear();
     },
+  };
+}
+
+// Packing of completed entries: one flat one-byte string of
+//   expiresAt (6 bytes, 48-bit ms) · updatedAt (6) · attempt (4) · token field · fingerprint field
+// where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 2-byte
+// length + UTF-8 text otherwise, or 0x00 when absent. Built through a Buffer so the string is flat
+// (concatenation would leave a rope of many small strings).
+const HEX_FIELD = /^(?:[0-9a-f]{2}){1,255}$/;
+
+function fieldBytes(value: string | undefined): Buffer {
+  if (value === undefined) return Buffer.from([0]);
+  if (HEX_FIELD.test(value)) {
+    const raw = Buffer.from(value, 'hex');
+    return Buffer.concat([Buffer.from([1, raw.length]), raw]);
+  }
+  const text = Buffer.from(value, 'utf8');
+  const head = Buffer.alloc(3);
+  head[0] = 2;
+  head.writeUInt16BE(text.length, 1);
+  return Buffer.concat([head, text]);
+}
+
+function pack(entry: Entry): string {
+  const head = Buffer.alloc(16);
+  head.writeUIntBE(entry.expiresAt, 0, 6);
+  head.writeUIntBE(entry.updatedAt, 6, 6);
+  head.writeUInt32BE(entry.attempt, 12);
+  return Buffer.concat([head, fieldBytes(entry.token), fieldBytes(entry.fingerprint)]).toString('latin1');
+}
+
+function expiresAtOf(packed: string): number {
+  let value = 0;
+  for (let i = 0; i < 6; i++) value = value * 256 + packed.charCodeAt(i);
+  return value;
+}
+
+function readField(buf: Buffer, at: number): [string | undefined, number] {
+  const kind = buf[at];
+  if (kind === 0) return [undefined, at + 1];
+  if (kind === 1) {
+    const n = buf[at + 1]!;
+    return [buf.toString('hex', at + 2, at + 2 + n), at + 2 + n];
+  }
+  const n = buf.readUInt16BE(at + 1);
+  return [buf.toString('utf8', at + 3, at + 3 + n), at + 3 + n];
+}
+
+function unpack(packed: string): Entry {
+  const buf = Buffer.from(packed, 'latin1');
+  const [token, next] = readField(buf, 16);
+  const [fingerprint] = readField(buf, next);
+  return {
+    expiresAt: buf.readUIntBE(0, 6),
+    updatedAt: buf.readUIntBE(6, 6),
+    attempt: buf.readUInt32BE(12),
+    token: token ?? '',
+    fingerprint,
   };
 }

@@ -1,0 +1,24 @@
+/**
+ * `npm run bench [-- name ...]`: runs every bench/*.bench.ts (or the named ones) one after another,
+ * each in its own process so one's heap and JIT state never colours another's figures.
+ * BENCH_SMALL=1 runs each quickly (smaller sizes, fewer iterations).
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const dir = fileURLToPath(new URL('.', import.meta.url));
+const wanted = process.argv.slice(2);
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
+  .sort();
+let failed = 0;
+for (const file of files) {
+  console.log(`\n### ${file}\n`);
+  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', `${dir}${file}`], {
+    stdio: 'inherit',
+  });
+  if (run.status !== 0) failed++;
+}
+process.exit(failed > 0 ? 1 : 0);
