@@ -30,7 +30,9 @@ export async function reachable(label: string, url: string, probe: () => Promise
         });
       });
     } else {
-      console.warn(`\n*** SKIPPED ${label}: no server at ${url} (${why}). Start it, or set CI=true to make this fail. ***\n`);
+      console.warn(
+        `\n*** SKIPPED ${label}: no server at ${url} (${why}). Start it, or set CI=true to make this fail. ***\n`,
+      );
     }
     return false;
   }
