@@ -1,0 +1,56 @@
+/**
+ * Express 5 and 4: `app.post('/webhooks', webhook(receiver))`.
+ *
+ * The route reads the request stream itself, so it gets the exact bytes when it is registered before
+ * any global body parser. Where the app kept the raw bytes (`express.raw()` in front of the route, or
+ * a `verify` callback that stores `req.rawBody`), those are used. When a parser consumed the body
+ * and kept nothing, the delivery fails with `body_already_parsed` (500) naming the line to move,
+ * passed to Express's error handling, instead of a confusing signature mismatch.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Provider } from '../providers/types.js';
+import {
+  methodNotAllowed,
+  nodeRawBody,
+  type ReceiverInput,
+  receiveNode,
+  responseToReply,
+  toNodeReply,
+  toReceiver,
+  writeNodeReply,
+} from '../receiver/node.js';
+
+const FIX =
+  'register the webhook route above app.use(express.json()) (or above whichever body parser runs first)';
+
+/** The Express request as far as the adapter needs it: a Node request, perhaps with a parsed body. */
+type ExpressRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
+
+/**
+ * An Express route handler (Express 4 and 5) that receives a webhook safely: reads the raw body with
+ * the `maxBodyBytes` bound, verifies, dedups, runs your handler, and answers with the outcome.
+ * Takes a receiver or the options to create one.
+ *
+ * @example
+ * app.post('/webhooks', webhook({ provider: github({ secret }), store, handler }));
+ * app.use(express.json()); // after the webhook route
+ */
+export function webhook<P extends Provider<any, any>>(
+  receiver: ReceiverInput<P>,
+): (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void {
+  const r = toReceiver(receiver);
+  return (req, res, next) => {
+    // Express 4 ignores a rejected promise, so errors go to next() explicitly.
+    handle(req as ExpressRequest, res).catch(next);
+  };
+
+  async function handle(req: ExpressRequest, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') {
+      writeNodeReply(res, await responseToReply(await methodNotAllowed(r)));
+      return;
+    }
+    const raw = nodeRawBody(req, FIX, [req.body, req.rawBody]);
+    const result = await receiveNode(r, req, raw);
+    writeNodeReply(res, await toNodeReply(result, req));
+  }
+}

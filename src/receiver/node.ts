@@ -1,0 +1,130 @@
+/**
+ * Shared helpers for adapters that sit on Node's `http` request and response: find the exact raw
+ * bytes (or the unread stream), refuse clearly when another body parser got there first, and write
+ * a delivery result to a Node response. No runtime import of `node:*`, so web adapters may import
+ * {@link BodyAlreadyParsedError} from here too.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { OnceonlyError } from '../errors.js';
+import { toResponse } from './http.js';
+import type { Provider } from '../providers/types.js';
+import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
+
+/**
+ * Another body parser consumed or parsed the request body before onceonly saw it, and did not keep
+ * the raw bytes. Verifying a re-serialised body would fail as a confusing signature mismatch, so the
+ * delivery is refused as an operator error (500: the provider retries once the app is fixed). The
+ * message names the one line to change.
+ */
+export class BodyAlreadyParsedError extends OnceonlyError {
+  constructor(fix: string) {
+    super(
+      'body_already_parsed',
+      `the request body was already read by another body parser, so its exact bytes (which the signature covers) are gone; ${fix}`,
+      { status: 500 },
+    );
+  }
+}
+
+/** A receiver, or the options to create one: what every adapter accepts. */
+export type ReceiverInput<P extends Provider<any, any> = Provider<any, any>> = Receiver | ReceiverOptions<P>;
+
+/** Returns the receiver itself, or creates one from options. */
+export function toReceiver<P extends Provider<any, any>>(input: ReceiverInput<P>): Receiver {
+  return typeof (input as Receiver).receive === 'function' && typeof (input as Receiver).fetch === 'function'
+    ? (input as Receiver)
+    : createReceiver(input as ReceiverOptions<P>);
+}
+
+/** True when something already started reading (or finished reading) the request stream. */
+export function streamConsumed(req: IncomingMessage): boolean {
+  const stream = req as IncomingMessage & { _body?: unknown; readableDidRead?: boolean };
+  // `_body` is body-parser's (Express, Nest) "I parsed this" flag; the rest is the stream's own state.
+  return stream._body === true || stream.readableDidRead === true || stream.readableEnded === true;
+}
+
+/**
+ * What `receive()` should read for a Node request: the raw bytes another layer kept (Express
+ * `express.raw()`'s Buffer body, a `rawBody` Buffer as set by Nest `rawBody: true` or a
+ * `verify` callback), else the untouched request stream. Throws {@link BodyAlreadyParsedError} with
+ * `fix` when the stream was consumed and no raw bytes were kept.
+ */
+export function nodeRawBody(
+  req: IncomingMessage,
+  fix: string,
+  kept?: readonly unknown[],
+): Uint8Array | IncomingMessage {
+  for (const candidate of kept ?? []) if (candidate instanceof Uint8Array) return candidate;
+  if (streamConsumed(req)) throw new BodyAlreadyParsedError(fix);
+  return req;
+}
+
+/** The full URL of a Node request, for providers that sign it (Twilio, Square). */
+export function nodeUrl(req: IncomingMessage): string {
+  const forwarded = req.headers['x-forwarded-proto'];
+  const proto = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+  const encrypted = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
+  const host = req.headers.host ?? 'localhost';
+  return `${proto || (encrypted ? 'https' : 'http')}://${host}${req.url ?? '/'}`;
+}
+
+/** A result as plain status, headers and body bytes: what Node-based frameworks write. */
+export interface NodeReply {
+  readonly status: number;
+  /** Header name to value; `set-cookie` may hold several. */
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Uint8Array;
+}
+
+/**
+ * Flattens a result (the handler's own `Response` or the outcome JSON) into status, headers and
+ * bytes, with the outcome headers set exactly as `toResponse` sets them.
+ */
+export async function toNodeReply(result: DeliveryResult, req?: IncomingMessage): Promise<NodeReply> {
+  const reply = await responseToReply(toResponse(result));
+  if (req && !req.readableEnded) {
+    // The body was left unread (413): close the connection rather than let the client reuse a socket
+    // whose request body it may still be sending.
+    return { ...reply, headers: { ...reply.headers, connection: 'close' } };
+  }
+  return reply;
+}
+
+/** Flattens a web `Response` into status, headers and bytes. */
+export async function responseToReply(response: Response): Promise<NodeReply> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of response.headers) if (name !== 'set-cookie') headers[name] = value;
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  const body = new Uint8Array(await response.arrayBuffer());
+  return { status: response.status, headers, body };
+}
+
+/** Writes a reply to a Node response (Express, Nest on Express, bare `node:http`). */
+export function writeNodeReply(res: ServerResponse, reply: NodeReply): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.statusCode = reply.status;
+  for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  res.setHeader('content-length', reply.body.byteLength);
+  res.end(reply.body);
+}
+
+/**
+ * The 405 answer for a non-POST request to a webhook route, produced by the core so it is the same
+ * outcome (`rejected`, `method_not_allowed`, `Allow: POST`) and reaches `onOutcome` like any other.
+ */
+export function methodNotAllowed(receiver: Receiver): Promise<Response> {
+  return receiver.fetch(new Request('http://onceonly.invalid/', { method: 'GET' }));
+}
+
+/** Receives one Node request whose body source was resolved by {@link nodeRawBody}. */
+export function receiveNode(
+  receiver: Receiver,
+  req: IncomingMessage,
+  rawBody: Uint8Array | IncomingMessage,
+): Promise<DeliveryResult> {
+  return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req) });
+}

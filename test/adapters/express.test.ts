@@ -1,0 +1,135 @@
+import { strict as assert } from 'node:assert';
+import { createRequire } from 'node:module';
+import { after, before, describe, it } from 'node:test';
+import express5 from 'express';
+import { webhook } from '../../src/adapters/express.js';
+import type { Receiver } from '../../src/index.js';
+import {
+  adapterSuite,
+  bodyOf,
+  deliver,
+  eventId,
+  type Fixture,
+  fixture,
+  listen,
+  type Server,
+} from './harness.js';
+
+// `express4` is express@4 installed under an alias; it has the same API as far as these tests go.
+const express4 = createRequire(import.meta.url)('express4') as typeof express5;
+
+for (const [label, express] of [
+  ['Express 5', express5],
+  ['Express 4', express4],
+] as const) {
+  const app = (build: (app: ReturnType<typeof express>) => void) => {
+    const a = express();
+    build(a);
+    return listen(a);
+  };
+
+  adapterSuite(label, (receiver: Receiver) =>
+    app((a) => {
+      a.post('/webhooks', webhook(receiver));
+      a.use(express.json());
+    }),
+  );
+
+  describe(`${label}: other body parsers`, () => {
+    let f: Fixture;
+    const servers: Server[] = [];
+    before(() => {
+      f = fixture();
+    });
+    after(async () => {
+      for (const s of servers) await s.close();
+    });
+    const serve = async (build: (a: ReturnType<typeof express>) => void) => {
+      const s = await app(build);
+      servers.push(s);
+      return s;
+    };
+
+    it('refuses with 500 body_already_parsed naming the fix when express.json() ran before the route', async () => {
+      const errors: unknown[] = [];
+      const s = await serve((a) => {
+        a.use(express.json());
+        a.post('/webhooks', webhook(f.receiver));
+        a.use((error: any, _req: any, res: any, _next: any) => {
+          errors.push(error);
+          res.status(error.status ?? 500).json({ code: error.code, message: error.message });
+        });
+      });
+      const id = eventId();
+      const res = await deliver(s.url, bodyOf({ id, action: 'ok' }));
+      assert.equal(res.status, 500);
+      assert.equal(res.json?.code, 'body_already_parsed');
+      assert.match(res.json?.message ?? '', /^onceonly: .*above app\.use\(express\.json\(\)\)/);
+      assert.equal((errors[0] as { code?: string }).code, 'body_already_parsed');
+      assert.equal(f.behaviour.attempts.get(id), undefined, 'the handler never ran');
+    });
+
+    it("reaches Express's own error handler (500) when the app has none", async () => {
+      const s = await serve((a) => {
+        a.use(express.json());
+        a.post('/webhooks', webhook(f.receiver));
+      });
+      const id = eventId();
+      const res = await deliver(s.url, bodyOf({ id, action: 'ok' }));
+      assert.equal(res.status, 500);
+      assert.notEqual(res.status, 401);
+      assert.equal(f.behaviour.attempts.get(id), undefined);
+    });
+
+    it('uses the raw bytes express.raw() kept in front of the route', async () => {
+      const s = await serve((a) => {
+        a.post('/webhooks', express.raw({ type: '*/*' }), webhook(f.receiver));
+        a.use(express.json());
+      });
+      const id = eventId();
+      const body = bodyOf({ id, action: 'ok' });
+      assert.equal((await deliver(s.url, body)).outcome, 'processed');
+      assert.equal((await deliver(s.url, body)).outcome, 'duplicate');
+      assert.equal(f.behaviour.runs.get(id), 1);
+    });
+
+    it('uses req.rawBody kept by a global express.json({ verify }) and enforces maxBodyBytes on it', async () => {
+      const s = await serve((a) => {
+        a.use(
+          express.json({
+            verify: (req, _res, buf) => {
+              (req as { rawBody?: Buffer }).rawBody = buf;
+            },
+          }),
+        );
+        a.post('/webhooks', webhook(f.receiver));
+      });
+      const id = eventId();
+      const body = bodyOf({ id, action: 'ok' });
+      assert.equal((await deliver(s.url, body)).outcome, 'processed');
+      const big = await deliver(s.url, bodyOf({ id: eventId(), action: 'ok', padding: 'z'.repeat(20_000) }));
+      assert.equal(big.status, 413);
+      assert.equal(big.outcome, 'too-large');
+    });
+
+    it('takes receiver options instead of a receiver', async () => {
+      const s = await serve((a) => {
+        a.post('/webhooks', webhook(f.options));
+      });
+      const id = eventId();
+      const res = await deliver(s.url, bodyOf({ id, action: 'ok' }));
+      assert.equal(res.outcome, 'processed');
+      assert.equal(f.behaviour.runs.get(id), 1);
+    });
+
+    it('answers 405 rejected with Allow: POST when mounted with app.use and called with GET', async () => {
+      const s = await serve((a) => {
+        a.use('/webhooks', webhook(f.receiver));
+      });
+      const res = await fetch(s.url);
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get('allow'), 'POST');
+      assert.equal(res.headers.get('onceonly-outcome'), 'rejected');
+    });
+  });
+}
