@@ -41,19 +41,26 @@ describe('discord provider (Ed25519, key pair generated in the test)', () => {
 
   it('types a PING interaction so on: { PING } can answer it', async () => {
     const { signer, config } = credential();
-    const verified = await verifyAt(discord({ publicKey: config }), sign('{"id":"1","type":1,"token":"t"}', signer, NOW));
+    const verified = await verifyAt(
+      discord({ publicKey: config }),
+      sign('{"id":"1","type":1,"token":"t"}', signer, NOW),
+    );
     assert.equal(verified.type, 'PING');
   });
 
   it('keys a webhook event (no id) on the signed body, so a replay inside the tolerance is a duplicate', async () => {
     const { signer, config } = credential();
-    const payload = '{"version":1,"application_id":"app1","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-11-30T05:00:00Z","data":{}}}';
+    const payload =
+      '{"version":1,"application_id":"app1","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-11-30T05:00:00Z","data":{}}}';
     const d = sign(payload, signer, NOW);
     const verified = await verifyAt(discord({ publicKey: config }), d);
     assert.equal(verified.type, 'APPLICATION_AUTHORIZED');
     assert.equal(verified.dedup, 'body');
     const { results } = await receiveAll(discord({ publicKey: config }), [d, d]);
-    assert.deepEqual(results.map((r) => r.outcome), ['processed', 'duplicate']);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'duplicate'],
+    );
   });
 
   it('rejects a signature of the wrong length as malformed_header', async () => {

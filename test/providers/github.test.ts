@@ -3,11 +3,20 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sign, verify } from '@octokit/webhooks-methods';
 import { github } from '../../src/providers/index.js';
-import { type Delivery, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import {
+  type Delivery,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 const secret = () => randomBytes(20).toString('hex');
 const DELIVERY = '72d3162e-cc78-11e3-81ab-4c9367dc0958';
-const body = () => `{"action": "opened", "issue": {"number": 1, "title": ${TRICKY_JSON}}, "repository": {"full_name": "o/r"}}`;
+const body = () =>
+  `{"action": "opened", "issue": {"number": 1, "title": ${TRICKY_JSON}}, "repository": {"full_name": "o/r"}}`;
 
 async function signed(payload: string, key: string, delivery = DELIVERY): Promise<Delivery> {
   return {
@@ -72,7 +81,11 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
 
   it('rejects a delivery without X-GitHub-Event as missing_header', async () => {
     const key = secret();
-    await rejects(github({ secret: key }), withHeader(await signed(body(), key), 'x-github-event', undefined), 'missing_header');
+    await rejects(
+      github({ secret: key }),
+      withHeader(await signed(body(), key), 'x-github-event', undefined),
+      'missing_header',
+    );
   });
 
   it('rejects the legacy sha1= signature alone as malformed_header', async () => {

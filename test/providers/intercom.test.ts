@@ -48,7 +48,11 @@ describe('intercom provider (signed with the documented algorithm over node:cryp
 
   it('rejects a signed notification without an id as missing_event_id', async () => {
     const key = secret();
-    await rejects(intercom({ secret: key }), sign('{"type":"notification_event","topic":"x"}', key), 'missing_event_id');
+    await rejects(
+      intercom({ secret: key }),
+      sign('{"type":"notification_event","topic":"x"}', key),
+      'missing_event_id',
+    );
   });
 
   it('defaults retention to 3 days (retry window undocumented)', () => {

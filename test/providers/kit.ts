@@ -181,7 +181,11 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
       await rejects(spec.make(a.config), withHeader(signed, name, undefined), 'missing_header');
     });
     it(`rejects a ${name} that holds no signature as malformed_header`, async () => {
-      await rejects(spec.make(a.config), withHeader(signed, name, '%%%not-a-signature%%%'), 'malformed_header');
+      await rejects(
+        spec.make(a.config),
+        withHeader(signed, name, '%%%not-a-signature%%%'),
+        'malformed_header',
+      );
     });
   }
 
@@ -197,7 +201,11 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     });
     it('accepts an old delivery measured against the receivedAt the caller supplies (queued processing)', async () => {
       const at = new Date(NOW.getTime() - 3 * tolerance);
-      await verifyAt(spec.make(a.config), spec.sign(spec.body(at), a.signer, at), new Date(at.getTime() + 1000));
+      await verifyAt(
+        spec.make(a.config),
+        spec.sign(spec.body(at), a.signer, at),
+        new Date(at.getTime() + 1000),
+      );
     });
     it('accepts a delivery just inside the tolerance on either side', async () => {
       for (const shift of [-tolerance + 5_000, tolerance - 5_000]) {

@@ -65,7 +65,11 @@ describe('linear provider (signed with the documented algorithm over node:crypto
 
   it('rejects a signed body without webhookTimestamp as invalid_body', async () => {
     const key = secret();
-    await rejects(linear({ secret: key }), sign('{"type":"Issue","action":"create","data":{}}', key), 'invalid_body');
+    await rejects(
+      linear({ secret: key }),
+      sign('{"type":"Issue","action":"create","data":{}}', key),
+      'invalid_body',
+    );
   });
 
   it('defaults retention to 1 day (retries over about 7 hours)', () => {

@@ -12,14 +12,19 @@ const eventData = () =>
 
 function sign(data: string, key: string, at: Date, token = randomBytes(25).toString('hex')): Delivery {
   const timestamp = String(Math.floor(at.getTime() / 1000));
-  const signature = createHmac('sha256', key).update(timestamp + token).digest('hex');
+  const signature = createHmac('sha256', key)
+    .update(timestamp + token)
+    .digest('hex');
   return {
     body: `{"signature": {"timestamp": "${timestamp}", "token": "${token}", "signature": "${signature}"}, "event-data": ${data}}`,
     headers: { 'content-type': 'application/json' },
   };
 }
 
-const tamperToken = (d: Delivery): Delivery => ({ ...d, body: (d.body as string).replace(/"token": "(.)/, '"token": "Z') });
+const tamperToken = (d: Delivery): Delivery => ({
+  ...d,
+  body: (d.body as string).replace(/"token": "(.)/, '"token": "Z'),
+});
 
 describe('mailgun provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
@@ -32,7 +37,9 @@ describe('mailgun provider (signed with the documented algorithm over node:crypt
     body: eventData,
     sign,
     expect: { dedup: 'id', id: 'CPgfbmQMTCKtHW6uIWtuVe', type: 'delivered' },
-    noteOf: (event) => (event as { 'event-data': { message: { headers: { subject: unknown } } } })['event-data'].message.headers.subject,
+    noteOf: (event) =>
+      (event as { 'event-data': { message: { headers: { subject: unknown } } } })['event-data'].message
+        .headers.subject,
     toleranceMs: 12 * 3_600_000,
     tamper: tamperToken,
     reserialisable: false,
@@ -48,11 +55,17 @@ describe('mailgun provider (signed with the documented algorithm over node:crypt
   it('treats a captured signature replayed with other event data as a conflict, never a new event', async () => {
     const key = secret();
     const original = sign(eventData(), key, NOW);
-    const forged = { ...original, body: (original.body as string).replace('"event": "delivered"', '"event": "failed"') };
+    const forged = {
+      ...original,
+      body: (original.body as string).replace('"event": "delivered"', '"event": "failed"'),
+    };
     // The event data is not signed: verification alone cannot tell the forgery apart.
     await verifyAt(mailgun({ secret: key }), forged);
     const { results, runs } = await receiveAll(mailgun({ secret: key }), [original, forged]);
-    assert.deepEqual(results.map((r) => r.outcome), ['processed', 'conflict']);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'conflict'],
+    );
     assert.equal(runs, 1);
   });
 
@@ -66,8 +79,16 @@ describe('mailgun provider (signed with the documented algorithm over node:crypt
     const key = secret();
     const timestamp = String(Math.floor(NOW.getTime() / 1000));
     const token = 'a'.repeat(50);
-    const signature = createHmac('sha256', key).update(timestamp + token).digest('hex');
-    const form = new URLSearchParams({ timestamp, token, signature, event: 'delivered', recipient: 'jon@example.com' });
+    const signature = createHmac('sha256', key)
+      .update(timestamp + token)
+      .digest('hex');
+    const form = new URLSearchParams({
+      timestamp,
+      token,
+      signature,
+      event: 'delivered',
+      recipient: 'jon@example.com',
+    });
     const verified = await verifyAt(mailgun({ secret: key }), {
       body: form.toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

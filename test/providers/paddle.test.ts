@@ -48,7 +48,11 @@ describe('paddle provider (signed with the documented algorithm over node:crypto
 
   it('rejects a signed notification without event_id as missing_event_id', async () => {
     const key = secret();
-    await rejects(paddle({ secret: key }), sign('{"event_type":"x","data":{}}', key, NOW), 'missing_event_id');
+    await rejects(
+      paddle({ secret: key }),
+      sign('{"event_type":"x","data":{}}', key, NOW),
+      'missing_event_id',
+    );
   });
 
   it('defaults retention to 4 days (Paddle retries for 3)', () => {

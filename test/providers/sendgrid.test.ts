@@ -19,7 +19,11 @@ function sign(payload: string, key: KeyObject, at: Date): Delivery {
   return {
     body: payload,
     headers: {
-      'x-twilio-email-event-webhook-signature': ecSign('sha256', Buffer.from(ts + payload, 'utf8'), key).toString('base64'),
+      'x-twilio-email-event-webhook-signature': ecSign(
+        'sha256',
+        Buffer.from(ts + payload, 'utf8'),
+        key,
+      ).toString('base64'),
       'x-twilio-email-event-webhook-timestamp': ts,
       'content-type': 'application/json',
     },
@@ -40,7 +44,9 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
     malformed: [
       'not a key',
       generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
-      generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      generateKeyPairSync('ec', { namedCurve: 'secp384r1' })
+        .publicKey.export({ type: 'spki', format: 'der' })
+        .toString('base64'),
       '',
     ],
   });
@@ -53,8 +59,14 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
 
   it('keys a batch on its sorted sg_event_ids, so the same batch in another order shares the key', async () => {
     const { signer, config } = credential();
-    const one = await verifyAt(sendgrid({ publicKey: config }), sign(`[${event('a')},${event('b', 'open')}]`, signer, NOW));
-    const two = await verifyAt(sendgrid({ publicKey: config }), sign(`[${event('b', 'open')},${event('a')}]`, signer, NOW));
+    const one = await verifyAt(
+      sendgrid({ publicKey: config }),
+      sign(`[${event('a')},${event('b', 'open')}]`, signer, NOW),
+    );
+    const two = await verifyAt(
+      sendgrid({ publicKey: config }),
+      sign(`[${event('b', 'open')},${event('a')}]`, signer, NOW),
+    );
     assert.match(one.key ?? '', /^batch:[0-9a-f]{64}$/);
     assert.equal(one.key, two.key);
     assert.equal(one.dedup, 'id');
@@ -62,7 +74,11 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
 
   it('rejects a signed event without sg_event_id as missing_event_id', async () => {
     const { signer, config } = credential();
-    await rejects(sendgrid({ publicKey: config }), sign('[{"event":"open"}]', signer, NOW), 'missing_event_id');
+    await rejects(
+      sendgrid({ publicKey: config }),
+      sign('[{"event":"open"}]', signer, NOW),
+      'missing_event_id',
+    );
   });
 
   it('rejects a signed body that is not a non-empty JSON array as invalid_body', async () => {

@@ -35,7 +35,11 @@ describe('shopify provider (signed with the documented algorithm over node:crypt
     noteOf: (event) => (event as { note: unknown }).note,
     toleranceMs: undefined,
     freshIdHeader: (d) =>
-      withHeader(withHeader(d, 'x-shopify-event-id', 'fresh-event-id'), 'x-shopify-webhook-id', 'fresh-webhook-id'),
+      withHeader(
+        withHeader(d, 'x-shopify-event-id', 'fresh-event-id'),
+        'x-shopify-webhook-id',
+        'fresh-webhook-id',
+      ),
     signatureHeader: 'x-shopify-hmac-sha256',
     malformed: ['shpat_0123456789abcdef', 'shpca_abc', 'shppa_abc', ' '],
   });

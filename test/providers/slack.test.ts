@@ -14,7 +14,11 @@ function sign(payload: string, key: string, at: Date, contentType = 'application
   const sig = createHmac('sha256', key).update(`v0:${ts}:${payload}`, 'utf8').digest('hex');
   return {
     body: payload,
-    headers: { 'x-slack-signature': `v0=${sig}`, 'x-slack-request-timestamp': ts, 'content-type': contentType },
+    headers: {
+      'x-slack-signature': `v0=${sig}`,
+      'x-slack-request-timestamp': ts,
+      'content-type': contentType,
+    },
   };
 }
 
@@ -40,14 +44,20 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
     const retry = sign(body(), key, new Date(NOW.getTime() + 60_000));
     retry.headers['x-slack-retry-num'] = '1';
     const { results, runs } = await receiveAll(slack({ secret: key }), [sign(body(), key, NOW), retry]);
-    assert.deepEqual(results.map((r) => r.outcome), ['processed', 'duplicate']);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'duplicate'],
+    );
     assert.equal(runs, 1);
   });
 
   it('verifies a slash command (form fields) and keys it on the body digest', async () => {
     const key = secret();
     const form = 'command=%2Fdeploy&text=caf%C3%A9+%F0%9F%98%80&user_id=U1';
-    const verified = await verifyAt(slack({ secret: key }), sign(form, key, NOW, 'application/x-www-form-urlencoded'));
+    const verified = await verifyAt(
+      slack({ secret: key }),
+      sign(form, key, NOW, 'application/x-www-form-urlencoded'),
+    );
     assert.equal(verified.type, 'slash_command');
     assert.equal(verified.dedup, 'body');
     assert.equal((verified.event as { text: string }).text, 'café 😀');
@@ -56,20 +66,30 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
   it('verifies an interactivity payload and types it by the payload type', async () => {
     const key = secret();
     const form = `payload=${encodeURIComponent('{"type":"block_actions","actions":[]}')}`;
-    const verified = await verifyAt(slack({ secret: key }), sign(form, key, NOW, 'application/x-www-form-urlencoded'));
+    const verified = await verifyAt(
+      slack({ secret: key }),
+      sign(form, key, NOW, 'application/x-www-form-urlencoded'),
+    );
     assert.equal(verified.type, 'block_actions');
   });
 
   it('verifies url_verification (no event_id) and keys it on the body', async () => {
     const key = secret();
-    const verified = await verifyAt(slack({ secret: key }), sign('{"type":"url_verification","challenge":"c"}', key, NOW));
+    const verified = await verifyAt(
+      slack({ secret: key }),
+      sign('{"type":"url_verification","challenge":"c"}', key, NOW),
+    );
     assert.equal(verified.type, 'url_verification');
     assert.equal(verified.dedup, 'body');
   });
 
   it('rejects an event_callback without event_id as missing_event_id', async () => {
     const key = secret();
-    await rejects(slack({ secret: key }), sign('{"type":"event_callback","event":{"type":"x"}}', key, NOW), 'missing_event_id');
+    await rejects(
+      slack({ secret: key }),
+      sign('{"type":"event_callback","event":{"type":"x"}}', key, NOW),
+      'missing_event_id',
+    );
   });
 
   it('defaults retention to 1 day (3 retries within minutes)', () => {

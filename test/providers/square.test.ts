@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { square } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import { type Delivery, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
 // Square's documented algorithm: base64(HMAC-SHA256(signature key, notification URL + raw body)).
 const URL = 'https://example.com/webhooks/square';
@@ -12,7 +12,9 @@ const body = () =>
   `{"merchant_id": "6SSW7HV8K2ST5", "type": "payment.updated", "event_id": "13b867cf-db3d-4b1c-90b6-2f32a9d78124", "created_at": "2026-11-30T05:00:00Z", "data": {"type": "payment", "id": "KkAkhdMs", "object": {"note": ${TRICKY_JSON}}}}`;
 
 function sign(payload: string, key: string, url = URL): Delivery {
-  const sig = createHmac('sha256', key).update(url + payload, 'utf8').digest('base64');
+  const sig = createHmac('sha256', key)
+    .update(url + payload, 'utf8')
+    .digest('base64');
   return { body: payload, url, headers: { 'x-square-hmacsha256-signature': sig } };
 }
 
@@ -35,7 +37,11 @@ describe('square provider (signed with the documented algorithm over node:crypto
 
   it('rejects a delivery signed for another notification URL as invalid_signature', async () => {
     const key = secret();
-    await rejects(square({ secret: key }), { ...sign(body(), key, 'https://evil.example/hook'), url: URL }, 'invalid_signature');
+    await rejects(
+      square({ secret: key }),
+      { ...sign(body(), key, 'https://evil.example/hook'), url: URL },
+      'invalid_signature',
+    );
   });
 
   it('verifies against the configured notificationUrl when a proxy changed the request URL', async () => {
@@ -47,7 +53,10 @@ describe('square provider (signed with the documented algorithm over node:crypto
 
   it('refuses to verify without any URL, as a configuration error', async () => {
     const key = secret();
-    await assert.rejects(verifyAt(square({ secret: key }), { ...sign(body(), key), url: undefined }), ConfigError);
+    await assert.rejects(
+      verifyAt(square({ secret: key }), { ...sign(body(), key), url: undefined }),
+      ConfigError,
+    );
   });
 
   it('refuses a notificationUrl that is not a full http(s) URL at construction', () => {
@@ -56,7 +65,11 @@ describe('square provider (signed with the documented algorithm over node:crypto
 
   it('rejects a signed event without event_id as missing_event_id', async () => {
     const key = secret();
-    await rejects(square({ secret: key }), sign('{"type":"payment.updated","data":{}}', key), 'missing_event_id');
+    await rejects(
+      square({ secret: key }),
+      sign('{"type":"payment.updated","data":{}}', key),
+      'missing_event_id',
+    );
   });
 
   it('defaults retention to 2 days (Square retries for 24 hours)', () => {

@@ -4,17 +4,29 @@ import { describe, it } from 'node:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { standardWebhooks } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
 const MSG = 'msg_2ZgJkP9qBq3d1vX0';
-const body = () => `{"type": "user.created", "timestamp": "2026-11-30T05:00:00Z", "data": {"note": ${TRICKY_JSON}}}`;
+const body = () =>
+  `{"type": "user.created", "timestamp": "2026-11-30T05:00:00Z", "data": {"note": ${TRICKY_JSON}}}`;
 const noteOf = (event: unknown) => (event as { data: { note: unknown } }).data.note;
 
 function signWith(prefix: 'webhook' | 'svix', id = MSG) {
   return (payload: string, key: string, at: Date): Delivery => {
     const signature =
-      prefix === 'webhook' ? new StandardWebhook(key).sign(id, at, payload) : new SvixWebhook(key).sign(id, at, payload);
+      prefix === 'webhook'
+        ? new StandardWebhook(key).sign(id, at, payload)
+        : new SvixWebhook(key).sign(id, at, payload);
     return {
       body: payload,
       headers: {
@@ -68,13 +80,20 @@ describe('standardWebhooks provider specifics', () => {
 
   it('accepts the secret without its whsec_ prefix, as the base64 key alone', async () => {
     const key = secret();
-    await verifyAt(standardWebhooks({ secret: key.slice('whsec_'.length) }), signWith('webhook')(body(), key, NOW));
+    await verifyAt(
+      standardWebhooks({ secret: key.slice('whsec_'.length) }),
+      signWith('webhook')(body(), key, NOW),
+    );
   });
 
   it('rejects a replay with a fresh webhook-id as invalid_signature, because the id is signed', async () => {
     const key = secret();
     const d = signWith('webhook')(body(), key, NOW);
-    await rejects(standardWebhooks({ secret: key }), withHeader(d, 'webhook-id', 'msg_fresh'), 'invalid_signature');
+    await rejects(
+      standardWebhooks({ secret: key }),
+      withHeader(d, 'webhook-id', 'msg_fresh'),
+      'invalid_signature',
+    );
   });
 
   it('uses the webhook-* headers when a sender sends both families', async () => {
@@ -110,7 +129,7 @@ describe('standardWebhooks provider specifics', () => {
     assert.equal(results[0]?.key, `clerk:${MSG}`);
   });
 
-  it('defaults retention to 4 days, over Svix\'s 28 hours and a 3-day sender window', () => {
+  it("defaults retention to 4 days, over Svix's 28 hours and a 3-day sender window", () => {
     assert.equal(standardWebhooks({ secret: secret() }).retentionMs, 4 * 86_400_000);
   });
 });

@@ -59,7 +59,11 @@ describe('stripe provider (signed by stripe-node generateTestHeaderString)', () 
   it('keys on the signed event id, so two deliveries of one event share a key', async () => {
     const key = secret();
     const first = await verifyAt(stripe({ secret: key }), sign(body(), key, NOW));
-    const retry = await verifyAt(stripe({ secret: key }), sign(body(), key, new Date(NOW.getTime() + 1000)), NOW);
+    const retry = await verifyAt(
+      stripe({ secret: key }),
+      sign(body(), key, new Date(NOW.getTime() + 1000)),
+      NOW,
+    );
     assert.equal(first.id, retry.id);
   });
 
@@ -79,7 +83,11 @@ describe('stripe provider (signed by stripe-node generateTestHeaderString)', () 
 
   it('rejects a signed event without an id as missing_event_id', async () => {
     const key = secret();
-    await rejects(stripe({ secret: key }), sign('{"object":"event","type":"x"}', key, NOW), 'missing_event_id');
+    await rejects(
+      stripe({ secret: key }),
+      sign('{"object":"event","type":"x"}', key, NOW),
+      'missing_event_id',
+    );
   });
 
   it('rejects a signed body that is not a JSON object as invalid_body', async () => {

@@ -53,7 +53,12 @@ describe('twilio provider, form callbacks (signed by twilio getExpectedTwilioSig
     const key = token();
     const d = signForm(formBody(params()), key);
     assert.equal(
-      twilioSdk.validateRequest(key, d.headers['x-twilio-signature']!, URL, Object.fromEntries(new URLSearchParams(d.body as string))),
+      twilioSdk.validateRequest(
+        key,
+        d.headers['x-twilio-signature']!,
+        URL,
+        Object.fromEntries(new URLSearchParams(d.body as string)),
+      ),
       true,
     );
     await verifyAt(twilio({ secret: key }), d);
@@ -100,7 +105,10 @@ describe('twilio provider, form callbacks (signed by twilio getExpectedTwilioSig
 
   it('refuses to verify without any URL, as a configuration error', async () => {
     const key = token();
-    await assert.rejects(verifyAt(twilio({ secret: key }), { ...signForm(formBody(params()), key), url: undefined }), ConfigError);
+    await assert.rejects(
+      verifyAt(twilio({ secret: key }), { ...signForm(formBody(params()), key), url: undefined }),
+      ConfigError,
+    );
   });
 });
 
@@ -111,7 +119,10 @@ function signJson(payload: string, key: string): Delivery {
   return {
     body: payload,
     url,
-    headers: { 'x-twilio-signature': twilioSdk.getExpectedTwilioSignature(key, url, {}), 'content-type': 'application/json' },
+    headers: {
+      'x-twilio-signature': twilioSdk.getExpectedTwilioSignature(key, url, {}),
+      'content-type': 'application/json',
+    },
   };
 }
 
@@ -119,7 +130,10 @@ describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpected
   it('verifies the URL signature and the body hash, and parses the raw JSON', async () => {
     const key = token();
     const d = signJson(JSON_BODY, key);
-    assert.equal(twilioSdk.validateRequestWithBody(key, d.headers['x-twilio-signature']!, d.url!, JSON_BODY), true);
+    assert.equal(
+      twilioSdk.validateRequestWithBody(key, d.headers['x-twilio-signature']!, d.url!, JSON_BODY),
+      true,
+    );
     const verified = await verifyAt(twilio({ secret: key }), d);
     assert.equal((verified.event as { note: string }).note, 'café – 😀');
     assert.equal(verified.dedup, 'body');
@@ -127,13 +141,21 @@ describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpected
 
   it('rejects a changed body (hash mismatch) as invalid_signature', async () => {
     const key = token();
-    await rejects(twilio({ secret: key }), { ...signJson(JSON_BODY, key), body: JSON_BODY.replace('caf', 'cof') }, 'invalid_signature');
+    await rejects(
+      twilio({ secret: key }),
+      { ...signJson(JSON_BODY, key), body: JSON_BODY.replace('caf', 'cof') },
+      'invalid_signature',
+    );
   });
 
   it('rejects a body re-serialised by a framework as invalid_signature', async () => {
     const key = token();
     const d = signJson(JSON_BODY, key);
-    await rejects(twilio({ secret: key }), { ...d, body: JSON.stringify(JSON.parse(JSON_BODY)) }, 'invalid_signature');
+    await rejects(
+      twilio({ secret: key }),
+      { ...d, body: JSON.stringify(JSON.parse(JSON_BODY)) },
+      'invalid_signature',
+    );
   });
 
   it('rejects a URL with a swapped bodySHA256 as invalid_signature', async () => {

@@ -38,7 +38,10 @@ describe('zoom provider (signed with the documented algorithm over node:crypto)'
       sign(body(), key, NOW),
       sign(body(), key, new Date(NOW.getTime() + 60_000)),
     ]);
-    assert.deepEqual(results.map((r) => r.outcome), ['processed', 'duplicate']);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'duplicate'],
+    );
   });
 
   it('answers endpoint.url_validation with the plain token and its HMAC', () => {

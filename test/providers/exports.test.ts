@@ -1,0 +1,54 @@
+import { strict as assert } from 'node:assert';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import * as providers from '../../src/providers/index.js';
+
+const dir = join(import.meta.dirname, '../../src/providers');
+const files = readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+const factories = files
+  .map((f) => f.replace(/\.ts$/, ''))
+  .filter((n) => !['index', 'shared', 'types'].includes(n));
+
+describe('onceonly/providers exports', () => {
+  it('exports one factory per provider file, named after the file', () => {
+    for (const name of factories) {
+      assert.equal(
+        typeof (providers as Record<string, unknown>)[name],
+        'function',
+        `${name} is not exported`,
+      );
+    }
+    assert.deepEqual([...factories].sort(), [
+      'discord',
+      'github',
+      'hmac',
+      'intercom',
+      'lemonSqueezy',
+      'linear',
+      'mailgun',
+      'paddle',
+      'sendgrid',
+      'shopify',
+      'slack',
+      'square',
+      'standardWebhooks',
+      'stripe',
+      'twilio',
+      'zoom',
+    ]);
+  });
+
+  it('imports no provider SDK at run time or in types, so users without stripe or octokit installed are unaffected', () => {
+    for (const file of files) {
+      const source = readFileSync(join(dir, file), 'utf8');
+      const imports = [...source.matchAll(/^import[^;]*from '([^']+)';/gm)].map((m) => m[1]);
+      for (const spec of imports) {
+        assert.ok(
+          spec?.startsWith('.') || spec?.startsWith('node:'),
+          `${file} imports ${spec}; providers may import only relative modules and node: built-ins`,
+        );
+      }
+    }
+  });
+});
