@@ -1,0 +1,104 @@
+import { strict as assert } from 'node:assert';
+import { createRequire } from 'node:module';
+import { after, before, describe, it } from 'node:test';
+import Koa3 from 'koa';
+import { type KoaContext, webhook } from '../../src/adapters/koa.js';
+import {
+  adapterSuite,
+  bodyOf,
+  deliver,
+  eventId,
+  type Fixture,
+  fixture,
+  listen,
+  type Server,
+} from './harness.js';
+
+// `koa2` is koa@2 installed under an alias.
+const Koa2 = createRequire(import.meta.url)('koa2') as typeof Koa3;
+
+/**
+ * What koa-bodyparser does (it is not installed here): read the whole stream, set
+ * `ctx.request.body` to the parsed JSON and `ctx.request.rawBody` to the decoded text.
+ */
+function bodyParser() {
+  return async (
+    ctx: KoaContext & { request: { body?: unknown; rawBody?: unknown } },
+    next: () => Promise<unknown>,
+  ) => {
+    if (ctx.req.headers['content-type']?.startsWith('application/json')) {
+      let text = '';
+      for await (const chunk of ctx.req) text += chunk;
+      Object.assign(ctx.request, { rawBody: text, body: JSON.parse(text) });
+    }
+    await next();
+  };
+}
+
+for (const [label, Koa] of [
+  ['Koa 3', Koa3],
+  ['Koa 2', Koa2],
+] as const) {
+  const serve = async (build: (app: Koa3) => void): Promise<Server> => {
+    const app = new Koa();
+    app.silent = true;
+    build(app);
+    return listen(app.callback());
+  };
+
+  adapterSuite(label, (receiver) =>
+    serve((app) => {
+      app.use(webhook(receiver, { path: '/webhooks' }) as Koa3.Middleware);
+      app.use(bodyParser() as Koa3.Middleware);
+    }),
+  );
+
+  describe(`${label}: other body parsers`, () => {
+    let f: Fixture;
+    const servers: Server[] = [];
+    before(() => {
+      f = fixture();
+    });
+    after(async () => {
+      for (const s of servers) await s.close();
+    });
+
+    it('refuses with 500 body_already_parsed, naming the line to move, when bodyParser() ran first', async () => {
+      const errors: { code?: string; message?: string }[] = [];
+      const s = await serve((app) => {
+        app.on('error', (error) => errors.push(error));
+        app.use(bodyParser() as Koa3.Middleware);
+        app.use(webhook(f.receiver, { path: '/webhooks' }) as Koa3.Middleware);
+      });
+      servers.push(s);
+      const id = eventId();
+      const res = await deliver(s.url, bodyOf({ id, action: 'ok' }));
+      assert.equal(res.status, 500);
+      assert.equal(errors[0]?.code, 'body_already_parsed');
+      assert.match(errors[0]?.message ?? '', /above app\.use\(bodyParser\(\)\)/);
+      assert.equal(f.behaviour.attempts.get(id), undefined, 'the handler never ran');
+    });
+
+    it('leaves the app body parser working for other routes when the webhook sits above it', async () => {
+      const s = await serve((app) => {
+        app.use(webhook(f.options, { path: '/webhooks' }) as Koa3.Middleware);
+        app.use(bodyParser() as Koa3.Middleware);
+        app.use((ctx) => {
+          ctx.body = { echoed: (ctx.request as { body?: unknown }).body };
+        });
+      });
+      servers.push(s);
+      const id = eventId();
+      assert.equal((await deliver(s.url, bodyOf({ id, action: 'ok' }))).outcome, 'processed');
+      const other = await fetch(s.url.replace('/webhooks', '/api'), {
+        method: 'POST',
+        body: JSON.stringify({ a: 1 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.deepEqual(await other.json(), { echoed: { a: 1 } });
+      const get = await fetch(s.url);
+      assert.equal(get.status, 405);
+      assert.equal(get.headers.get('allow'), 'POST');
+    });
+  });
+}
