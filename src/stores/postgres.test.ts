@@ -120,6 +120,34 @@ if (up) {
       assert.deepEqual(await unmigrated.record('k', { retentionMs: 1_000 }), { duplicate: false });
     });
 
+    it('works for a role that may not run DDL once a migration made the tables, with autoCreate left on', async () => {
+      // Prepare: a schema where this role may only read and write rows, never create.
+      const schema = `oo_limited_${run}`;
+      const table = `${schema}.keys`;
+      await pool.query(`CREATE SCHEMA ${schema}`);
+      await pool.query(postgresMigration(table));
+      await pool.query(`CREATE ROLE ${schema} LOGIN`);
+      await pool.query(`GRANT USAGE ON SCHEMA ${schema} TO ${schema}`);
+      await pool.query(
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.keys, ${schema}.keys_versions TO ${schema}`,
+      );
+      const limited = new pg.Pool({ connectionString: url.replace('postgres@', `${schema}@`), max: 1 });
+      try {
+        await assert.rejects(limited.query(`CREATE TABLE ${schema}.probe (a int)`), /permission denied/);
+        const store = postgresStore({ client: limited, table });
+        // Act
+        const claim = await store.claim('k', { leaseMs: 60_000 });
+        // Assess
+        assert.equal(claim.status, 'acquired');
+        assert.equal(await store.advance('e', 1), true);
+      } finally {
+        await limited.end();
+        await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+        await pool.query(`DROP OWNED BY ${schema}`);
+        await pool.query(`DROP ROLE ${schema}`);
+      }
+    });
+
     it('accepts a schema-qualified table and refuses names that are not plain identifiers', async () => {
       const table = uniqueTable('schema');
       const store = postgresStore({ client: pool, table: `public.${table}` });

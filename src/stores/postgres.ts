@@ -259,6 +259,10 @@ FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_ti
   LIMIT $2 FOR UPDATE SKIP LOCKED
 ) AND updated_at <= clock_timestamp() - ${ms(1)}`,
 
+    // Checked first so that a role without CREATE on the schema (PostgreSQL 15 and later no longer
+    // grant it on public) works once a migration made the tables.
+    exists: `SELECT to_regclass($1::text) IS NOT NULL AND to_regclass($2::text) IS NOT NULL AS ok`,
+
     // Simple-query protocol: the statements run in one implicit transaction, so the advisory lock
     // serialises concurrent first uses (CREATE TABLE IF NOT EXISTS alone can still collide on
     // pg_type when two sessions create at once) and SET LOCAL hides the "already exists" notices.
@@ -373,6 +377,8 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   async function createTables(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
+        const { rows } = await run('exists', sql.exists, [t.keys, t.versions]);
+        if (rows[0]?.ok === true) return;
         await run('ensure', sql.ensure, []);
         return;
       } catch (err) {
