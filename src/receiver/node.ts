@@ -128,3 +128,18 @@ export function receiveNode(
 ): Promise<DeliveryResult> {
   return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req) });
 }
+
+/**
+ * A body refused at the limit was left partly unsent or unread: close the connection so the client
+ * does not reuse a socket it may still be writing the old body to (@hono/node-server honours it).
+ */
+export function closeIfRefused(response: Response): Response {
+  if (response.status === 413) {
+    try {
+      response.headers.set('connection', 'close');
+    } catch {
+      // Immutable headers on some runtimes: they manage the connection themselves.
+    }
+  }
+  return response;
+}

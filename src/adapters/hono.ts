@@ -1,0 +1,50 @@
+/**
+ * Hono 4, on Node (`@hono/node-server`) and on the web-standard runtimes (Bun, Deno, Workers):
+ * `app.post('/webhooks', webhook(receiver))`. The route hands `c.req.raw` to the receiver's
+ * web-standard `fetch`, so the body is read once, with the `maxBodyBytes` bound.
+ */
+import type { Provider } from '../providers/types.js';
+import { toResponse } from '../receiver/http.js';
+import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
+
+const FIX =
+  'register app.post(path, webhook(...)) above the middleware that reads the body (c.req.json(), a validator)';
+
+/** The Hono context as far as the adapter needs it. */
+export interface HonoContext {
+  readonly req: {
+    readonly raw: Request;
+    readonly bodyCache?: { readonly arrayBuffer?: Promise<ArrayBuffer>; readonly blob?: Promise<Blob> };
+  };
+}
+
+/**
+ * A Hono handler that receives a webhook safely: verifies over the raw bytes, dedups, runs your
+ * handler, and answers with the outcome (or your handler's own `Response`). If a middleware already
+ * read the body as bytes (`c.req.arrayBuffer()`), those exact bytes are used; if it parsed it
+ * (`c.req.json()`, `c.req.text()`, a validator), the exact bytes are gone and the delivery fails with
+ * `body_already_parsed` (thrown to `app.onError`, 500) naming the line to move. Takes a receiver or
+ * the options to create one.
+ *
+ * @example
+ * app.post('/webhooks', webhook({ provider: github({ secret }), store, handler }));
+ */
+export function webhook<P extends Provider<any, any>>(
+  receiver: ReceiverInput<P>,
+): (c: HonoContext) => Promise<Response> {
+  const r = toReceiver(receiver);
+  return async (c) => {
+    const request = c.req.raw;
+    if (!request.bodyUsed) return closeIfRefused(await r.fetch(request));
+    const cache = c.req.bodyCache;
+    const kept = cache?.arrayBuffer
+      ? new Uint8Array(await cache.arrayBuffer)
+      : cache?.blob
+        ? new Uint8Array(await (await cache.blob).arrayBuffer())
+        : undefined;
+    if (!kept) throw new BodyAlreadyParsedError(FIX);
+    if (request.method !== 'POST') return r.fetch(new Request(request.url, { method: request.method }));
+    const result = await r.receive({ rawBody: kept, headers: request.headers, url: request.url });
+    return toResponse(result);
+  };
+}
