@@ -1,0 +1,324 @@
+import { strict as assert } from 'node:assert';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it, mock } from 'node:test';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { servers } from '../../test/support/servers.js';
+import { reachable } from '../../test/support/servers.js';
+import { redisBinaries, startRedisServer, type TestServer } from '../../test/support/redis-cluster.js';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
+import type { Lease } from '../lease/types.js';
+import { runConformance } from '../testing/index.js';
+import { type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';
+
+const LONG = 60_000;
+const prefix = `oo-test-${randomBytes(4).toString('hex')}:`;
+
+function acquired(claim: Awaited<ReturnType<ReturnType<typeof redisStore>['claim']>>): Lease {
+  assert.equal(claim.status, 'acquired', JSON.stringify(claim));
+  return (claim as Extract<typeof claim, { status: 'acquired' }>).lease;
+}
+
+/** Deletes every key a run wrote (the ordering guard's keys carry no TTL). */
+async function deleteKeys(client: ReturnType<typeof createClient>, pattern: string): Promise<void> {
+  for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
+    if (keys.length > 0) await client.unlink(keys);
+  }
+}
+
+if (
+  await reachable('Redis', servers.redis, async () => {
+    const probe = await createClient({ url: servers.redis }).connect();
+    await probe.ping();
+    await probe.quit();
+  })
+) {
+  const nodeRedis = await createClient({ url: servers.redis }).connect();
+  const ioredis = new Redis(servers.redis);
+  after(async () => {
+    await deleteKeys(nodeRedis, `${prefix}*`);
+    await nodeRedis.quit();
+    ioredis.disconnect();
+  });
+
+  await runConformance({
+    name: 'redisStore conformance (node-redis)',
+    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:` }),
+    runner: { describe, it },
+  });
+  await runConformance({
+    name: 'redisStore conformance (ioredis)',
+    factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
+    runner: { describe, it },
+  });
+
+  describe('redisStore on the Redis server', () => {
+    it('claims a free key in one call to the server, and a held key in one call too', async () => {
+      // Prepare: count what the store sends through the real client.
+      const sent: string[] = [];
+      const counting: NodeRedisLike = {
+        evalSha: (sha, o) => {
+          sent.push('EVALSHA');
+          return nodeRedis.evalSha(sha, o);
+        },
+        eval: (body, o) => {
+          sent.push('EVAL');
+          return nodeRedis.eval(body, o);
+        },
+      };
+      const store = redisStore({ client: counting, prefix, checkEvictionPolicy: false });
+      await store.inspect('warm-up'); // loads nothing, but makes the script cache state irrelevant
+      sent.length = 0;
+      // Act
+      const first = await store.claim('one-trip', { leaseMs: LONG });
+      const firstCalls = sent.splice(0).length;
+      const second = await store.claim('one-trip', { leaseMs: LONG });
+      // Assess
+      assert.equal(first.status, 'acquired');
+      assert.ok(
+        firstCalls === 1 || firstCalls === 2,
+        'EVALSHA, plus EVAL only if the script was never loaded',
+      );
+      assert.equal(second.status, 'in-flight');
+      assert.deepEqual(sent, ['EVALSHA'], 'the script is cached now: exactly one round trip');
+    });
+
+    it('lays keys out as prefix + k: + key (state|token|attempt|grace|fingerprint) and prefix + v: + entity', async () => {
+      const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false });
+      const lease = acquired(await store.claim('layout', { leaseMs: 2_000, fingerprint: 'f|p' }));
+      await store.advance('layout', 42);
+      const value = await ioredis.get(`${prefix}k:layout`);
+      assert.equal(value, `p|${lease.token}|1|3600000|=f|p`);
+      const pttl = await ioredis.pttl(`${prefix}k:layout`);
+      assert.ok(pttl > 3_600_000 && pttl <= 3_602_000, `key lives lease + grace, got ${pttl}`);
+      assert.equal(await ioredis.get(`${prefix}v:layout`), '42');
+      assert.equal(await ioredis.pttl(`${prefix}v:layout`), -1, 'versions are kept until deleted');
+      await store.confirm(lease, { retentionMs: LONG });
+      assert.equal(await ioredis.get(`${prefix}k:layout`), `c|${lease.token}|1|0|=f|p`);
+      assert.ok((await ioredis.pttl(`${prefix}k:layout`)) <= LONG);
+    });
+
+    it('keeps a key whose lease ran out for its grace, so the takeover still raises the attempt', async () => {
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false, leaseGrace: '2s' });
+      const first = acquired(await store.claim('grace', { leaseMs: 100 }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const view = await store.inspect('grace');
+      assert.equal(view?.state, 'processing', 'the key outlives its lease');
+      assert.ok(view && view.expiresAt.getTime() < Date.now(), 'and reads as a lease that ran out');
+      const second = acquired(await store.claim('grace', { leaseMs: LONG }));
+      assert.equal(second.attempt, first.attempt + 1);
+    });
+
+    it('decides on the server clock: a client clock days off changes nothing', async () => {
+      // Prepare: this process's clock jumps 3 days ahead.
+      const realNow = Date.now.bind(Date);
+      const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false });
+      const skew = mock.method(Date, 'now', () => realNow() + 3 * 86_400_000);
+      try {
+        // Act
+        const lease = acquired(await store.claim('skew', { leaseMs: 500 }));
+        const during = await store.claim('skew', { leaseMs: 500 });
+        // Assess
+        assert.equal(during.status, 'in-flight', 'the lease is live on the server clock');
+        assert.ok(Math.abs(lease.expiresAt.getTime() - (realNow() + 500)) < 2_000, 'expiry is server time');
+      } finally {
+        skew.mock.restore();
+      }
+    });
+
+    it("never closes the user's client", async () => {
+      const store = redisStore({ client: nodeRedis, prefix });
+      await store.inspect('x');
+      await store.close();
+      assert.equal(await nodeRedis.ping(), 'PONG');
+      await redisStore({ client: ioredis, prefix }).close();
+      assert.equal(await ioredis.ping(), 'PONG');
+    });
+
+    it('refuses a key holding a value it did not write with a store_foreign_value error', async () => {
+      await nodeRedis.set(`${prefix}k:foreign`, 'hello', { expiration: { type: 'PX', value: LONG } });
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
+      await assert.rejects(store.claim('foreign', { leaseMs: LONG }), (err: unknown) => {
+        assert.ok(err instanceof StoreUnavailableError);
+        assert.equal(err.code, 'store_foreign_value');
+        assert.match(err.message, /^onceonly: .*prefix/);
+        return true;
+      });
+    });
+
+    it('stores a fingerprint containing separators and newlines verbatim', async () => {
+      const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false });
+      const fingerprint = 'a|b|\n|c||=';
+      const lease = acquired(await store.claim('fp', { leaseMs: LONG, fingerprint }));
+      assert.equal((await store.inspect('fp'))?.fingerprint, fingerprint);
+      const again = await store.claim('fp', { leaseMs: LONG, fingerprint });
+      assert.equal(again.status === 'in-flight' && again.sameFingerprint, true);
+      const empty = await store.claim('fp', { leaseMs: LONG, fingerprint: '' });
+      assert.equal(empty.status === 'in-flight' && empty.sameFingerprint, false, 'empty is a fingerprint');
+      await store.confirm(lease, { retentionMs: LONG });
+      assert.equal((await store.inspect('fp'))?.fingerprint, fingerprint);
+    });
+  });
+}
+
+describe('redisStore errors', () => {
+  it('rejects something that is not a node-redis or ioredis client', () => {
+    assert.throws(
+      () => redisStore({ client: {} as RedisClientLike }),
+      (err: unknown) => err instanceof ConfigError && /node-redis .* ioredis/.test(err.message),
+    );
+    assert.throws(
+      () => redisStore({ client: { evalsha() {}, eval() {} } as never, leaseGrace: '1 h' as never }),
+      ConfigError,
+    );
+  });
+
+  it('reports an unreachable server as StoreUnavailableError with the cause', async () => {
+    // Prepare: an ioredis client on a port nothing listens on, failing fast instead of queueing.
+    const dead = new Redis({
+      port: 1,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    dead.on('error', () => {});
+    const store = redisStore({ client: dead, checkEvictionPolicy: false });
+    // Act, Assess
+    await assert.rejects(store.claim('k', { leaseMs: LONG }), (err: unknown) => {
+      assert.ok(err instanceof StoreUnavailableError);
+      assert.equal(err.code, 'store_unavailable');
+      assert.equal(err.status, 503);
+      assert.ok(err.cause instanceof Error);
+      assert.match(err.message, /^onceonly: Redis claim failed/);
+      return true;
+    });
+    dead.disconnect();
+  });
+});
+
+// Throwaway servers for what must not touch the shared one: SCRIPT FLUSH, eviction policies, CONFIG off.
+let binaries = false;
+try {
+  await redisBinaries();
+  binaries = true;
+} catch (err) {
+  await reachable('redis-server binary', 'redis-server on PATH', () => Promise.reject(err));
+}
+
+if (binaries) {
+  describe('redisStore on throwaway servers', () => {
+    let plain: TestServer & { stop(): Promise<void> };
+    let noConfig: TestServer & { stop(): Promise<void> };
+    before(async () => {
+      [plain, noConfig] = await Promise.all([
+        startRedisServer(),
+        startRedisServer(['--rename-command', 'CONFIG', '']),
+      ]);
+    });
+    // Clients close even when an assertion throws, so a failing case cannot hang the run.
+    const closers: Array<() => unknown> = [];
+    const nodeClient = async (url: string) => {
+      const client = await createClient({ url }).connect();
+      closers.push(() => client.quit());
+      return client;
+    };
+    const ioClient = (url: string) => {
+      const client = new Redis(url);
+      closers.push(() => client.disconnect());
+      return client;
+    };
+    after(async () => {
+      await Promise.allSettled(closers.map((close) => close()));
+      await Promise.all([plain?.stop(), noConfig?.stop()]);
+    });
+
+    for (const [name, connect] of [
+      ['node-redis', nodeClient],
+      ['ioredis', async (url: string) => ioClient(url)],
+    ] as const) {
+      it(`survives SCRIPT FLUSH mid-run (${name})`, async () => {
+        // Prepare
+        const client = await connect(plain.url);
+        const store = redisStore({ client, checkEvictionPolicy: false, prefix: `${prefix}${name}:` });
+        const lease = acquired(await store.claim('flush', { leaseMs: LONG }));
+        // Act: the server forgets every script while a lease is held and 64 calls are in flight.
+        const inFlight = Array.from({ length: 64 }, (_, i) => store.claim(`flush-${i}`, { leaseMs: LONG }));
+        await plain.cli('script', 'flush');
+        const claims = await Promise.all(inFlight);
+        await plain.cli('script', 'flush');
+        // Assess
+        assert.ok(claims.every((c) => c.status === 'acquired'));
+        assert.equal(await store.extend(lease, { leaseMs: LONG }), true);
+        await plain.cli('script', 'flush');
+        assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+        await plain.cli('script', 'flush');
+        assert.equal((await store.claim('flush', { leaseMs: LONG })).status, 'completed');
+        await plain.cli('script', 'flush');
+        assert.equal((await store.inspect('flush'))?.state, 'completed');
+      });
+    }
+
+    for (const policy of ['allkeys-lru', 'volatile-lru', 'volatile-ttl']) {
+      it(`warns once at start-up when maxmemory-policy is ${policy}`, async () => {
+        // Prepare
+        await plain.cli('config', 'set', 'maxmemory-policy', policy);
+        await plain.cli('config', 'set', 'maxmemory', '100mb');
+        const client = await nodeClient(plain.url);
+        const warnings: string[] = [];
+        let warned!: () => void;
+        const first = new Promise<void>((resolve) => (warned = resolve));
+        const store = redisStore({
+          client,
+          onWarning: (m) => {
+            warnings.push(m);
+            warned();
+          },
+        });
+        // Act
+        await store.claim(policy, { leaseMs: LONG });
+        await store.claim(policy, { leaseMs: LONG });
+        await first;
+        await store.inspect(policy);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        // Assess
+        assert.equal(warnings.length, 1);
+        assert.match(
+          warnings[0]!,
+          new RegExp(`^onceonly: Redis maxmemory-policy is "${policy}".*noeviction`),
+        );
+        assert.match(warnings[0]!, /duplicate/);
+      });
+    }
+
+    it('warns on ioredis too, and notes when maxmemory is 0', async () => {
+      await plain.cli('config', 'set', 'maxmemory-policy', 'allkeys-lfu');
+      await plain.cli('config', 'set', 'maxmemory', '0');
+      const client = ioClient(plain.url);
+      const warning = new Promise<string>((resolve) => {
+        const store = redisStore({ client, onWarning: resolve });
+        void store.inspect('x');
+      });
+      assert.match(await warning, /"allkeys-lfu".*maxmemory is 0/);
+    });
+
+    it('stays quiet with noeviction', async () => {
+      await plain.cli('config', 'set', 'maxmemory-policy', 'noeviction');
+      const client = ioClient(plain.url);
+      const warnings: string[] = [];
+      const store = redisStore({ client, onWarning: (m) => warnings.push(m) });
+      await store.inspect('x');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(warnings, []);
+    });
+
+    it('works and stays quiet where CONFIG is disabled', async () => {
+      const client = await nodeClient(noConfig.url);
+      const warnings: string[] = [];
+      const store = redisStore({ client, onWarning: (m) => warnings.push(m) });
+      const lease = acquired(await store.claim('k', { leaseMs: LONG }));
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(warnings, []);
+    });
+  });
+}

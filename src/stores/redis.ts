@@ -1,0 +1,384 @@
+/**
+ * `onceonly/redis`: a store on Redis (or Valkey), through the node-redis or ioredis client you
+ * already have, standalone or cluster. Only the clients' shapes are used: neither package is
+ * imported at run time.
+ */
+import { createHash } from 'node:crypto';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { newToken } from '../lease/crypto.js';
+import { type Duration, parsePositiveDuration } from '../lease/duration.js';
+import {
+  assertVersion,
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Lease,
+  type RecordOptions,
+  type RecordView,
+  type Store,
+} from '../lease/types.js';
+import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
+
+/** The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`, `createCluster()`. */
+export interface NodeRedisLike {
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
+}
+
+/** The part of an ioredis client or cluster the store uses: `new Redis()`, `new Cluster()`. */
+export interface IoRedisLike {
+  evalsha(sha1: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
+  eval(script: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
+}
+
+/** A node-redis or ioredis client, standalone or cluster; Valkey servers work with either. */
+export type RedisClientLike = NodeRedisLike | IoRedisLike;
+
+export interface RedisStoreOptions {
+  /**
+   * Your connected client: node-redis `createClient()` / `createCluster()` (v5+, after `connect()`)
+   * or ioredis `new Redis()` / `new Cluster()`. The store never connects, quits or reconfigures it.
+   * @example
+   * redisStore({ client: await createClient({ url: process.env.REDIS_URL }).connect() })
+   */
+  client: RedisClientLike;
+  /**
+   * Prepended to every key: claims live at `${prefix}k:${key}`, ordering-guard versions at
+   * `${prefix}v:${entity}`. Keep braces out of it on Redis Cluster unless you want every key in one
+   * slot.
+   * @default 'onceonly:'
+   * @example
+   * redisStore({ client, prefix: 'billing:webhooks:' })
+   */
+  prefix?: string;
+  /**
+   * How long a claim key outlives its lease, at least (the store uses the longer of this and the
+   * lease). A delivery that takes over within this window after a crash gets `attempt` + 1; after it
+   * the key is gone and the next claim starts again at attempt 1. Costs memory only for leases that
+   * ran out, which is to say crashed processes.
+   * @default '1h'
+   * @example
+   * redisStore({ client, leaseGrace: '6h' })
+   */
+  leaseGrace?: Duration;
+  /**
+   * Where warnings go: today only the start-up check that `maxmemory-policy` cannot evict keys.
+   * @default console.warn
+   * @example
+   * redisStore({ client, onWarning: (message) => logger.warn(message) })
+   */
+  onWarning?: (message: string) => void;
+  /**
+   * Reads `CONFIG GET maxmemory*` once, after the first command, and warns when the server may evict
+   * keys. A server that refuses CONFIG (managed services often do) is not an error.
+   * @default true
+   * @example
+   * redisStore({ client, checkEvictionPolicy: false })
+   */
+  checkEvictionPolicy?: boolean;
+}
+
+const DEFAULT_PREFIX = 'onceonly:';
+const DEFAULT_GRACE = '1h';
+// Lua formats numbers with 14 significant digits, so every duration handed to a script stays below
+// 1e13 ms (about 300 years) and is passed as a decimal string built here.
+const MAX_MS = 1e13;
+
+interface Script {
+  body: string;
+  sha: string;
+}
+
+function script(body: string): Script {
+  return { body, sha: createHash('sha1').update(body).digest('hex') };
+}
+
+const scripts = {
+  claim: script(CLAIM),
+  confirm: script(CONFIRM),
+  release: script(RELEASE),
+  extend: script(EXTEND),
+  record: script(RECORD),
+  advance: script(ADVANCE),
+  inspect: script(INSPECT),
+};
+
+type Run = (s: Script, key: string, args: string[]) => Promise<unknown>;
+
+function isNoScript(err: unknown): boolean {
+  return err instanceof Error && err.message.includes('NOSCRIPT');
+}
+
+/** EVALSHA, and on NOSCRIPT (never loaded, SCRIPT FLUSH, failover to a fresh node) EVAL, which also caches it. */
+function runner(client: RedisClientLike): Run {
+  if (typeof (client as NodeRedisLike).evalSha === 'function') {
+    const c = client as NodeRedisLike;
+    return async (s, key, args) => {
+      const options = { keys: [key], arguments: args };
+      try {
+        return await c.evalSha(s.sha, options);
+      } catch (err) {
+        if (!isNoScript(err)) throw err;
+        return await c.eval(s.body, options);
+      }
+    };
+  }
+  if (typeof (client as IoRedisLike).evalsha === 'function') {
+    const c = client as IoRedisLike;
+    return async (s, key, args) => {
+      try {
+        return await c.evalsha(s.sha, 1, key, ...args);
+      } catch (err) {
+        if (!isNoScript(err)) throw err;
+        return await c.eval(s.body, 1, key, ...args);
+      }
+    };
+  }
+  throw new ConfigError(
+    'invalid_option',
+    'onceonly: redisStore needs a node-redis client (createClient or createCluster, v5 or later) or an ioredis client (Redis or Cluster) as `client`',
+  );
+}
+
+function duration(value: number, name: string): number {
+  if (!Number.isFinite(value) || value < 1 || value > MAX_MS) {
+    throw new ConfigError(
+      'invalid_duration',
+      `onceonly: redisStore ${name} must be between 1 ms and ${MAX_MS} ms, got ${value}`,
+    );
+  }
+  return Math.ceil(value);
+}
+
+const fingerprintField = (fingerprint: string | undefined) =>
+  fingerprint === undefined ? '' : `=${fingerprint}`;
+
+/**
+ * A store on Redis or Valkey, for node-redis (v5+) and ioredis clients, standalone or Redis Cluster.
+ * Claiming a free key is one round trip (a script whose first command is `SET NX PX`); only when the
+ * key exists does the script go on to decide between in-flight, completed and takeover. Every
+ * script acts on one key, so it runs on Redis Cluster, and all time is the server's.
+ *
+ * Run the server with `maxmemory-policy noeviction`: an evicted key lets a duplicate through. The
+ * store warns at start-up otherwise. See docs/redis.md.
+ *
+ * @example
+ * import { createClient } from 'redis';
+ * import { redisStore } from 'onceonly/redis';
+ * const store = redisStore({ client: await createClient({ url: process.env.REDIS_URL }).connect() });
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'shop:' });
+ */
+export function redisStore(options: RedisStoreOptions): Store {
+  if (!options || typeof options !== 'object' || !options.client) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: redisStore needs { client }: a connected node-redis or ioredis client',
+    );
+  }
+  const { client } = options;
+  const run = runner(client);
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  if (typeof prefix !== 'string') {
+    throw new ConfigError('invalid_option', 'onceonly: redisStore prefix must be a string');
+  }
+  const minGraceMs = parsePositiveDuration(options.leaseGrace ?? DEFAULT_GRACE, 'leaseGrace');
+  const warn = options.onWarning ?? ((message: string) => console.warn(message));
+  let policyChecked = options.checkEvictionPolicy === false;
+
+  const claimKey = (key: string) => `${prefix}k:${key}`;
+  const versionKey = (entity: string) => `${prefix}v:${entity}`;
+
+  async function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+    let reply: unknown;
+    try {
+      reply = await run(s, key, args);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (message.includes('ONCEONLY_FOREIGN')) {
+        throw new StoreUnavailableError(
+          `onceonly: the Redis key for ${what} holds a value onceonly did not write; give redisStore a prefix that nothing else writes under`,
+          { cause: err, code: 'store_foreign_value' },
+        );
+      }
+      throw new StoreUnavailableError(
+        `onceonly: Redis ${what} failed (${message}); check that the server is reachable and the client connected`,
+        { cause: err },
+      );
+    }
+    if (!policyChecked) {
+      policyChecked = true;
+      // After the first answer, so a lazily connecting cluster client knows its nodes. Not awaited:
+      // the check must never slow down or fail a delivery.
+      checkEvictionPolicy(client, warn).catch(() => {});
+    }
+    return reply;
+  }
+
+  function grace(leaseMs: number): number {
+    return Math.min(Math.max(leaseMs, minGraceMs), MAX_MS);
+  }
+
+  return {
+    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+      const lease = duration(leaseMs, 'leaseMs');
+      const g = grace(lease);
+      const token = newToken();
+      const reply = (await call('claim', scripts.claim, claimKey(key), [
+        token,
+        String(lease),
+        String(g),
+        fingerprintField(fingerprint),
+        String(lease + g),
+      ])) as number[];
+      const [status, a, b, c] = reply.map(Number);
+      if (status === 1) {
+        return {
+          status: 'acquired',
+          lease: createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) }),
+        };
+      }
+      if (status === 2) {
+        return { status: 'in-flight', attempt: a!, expiresAt: new Date(b!), sameFingerprint: c === 1 };
+      }
+      return { status: 'completed', sameFingerprint: a === 1 };
+    },
+
+    async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      const reply = await call('confirm', scripts.confirm, claimKey(lease.key), [
+        lease.token,
+        String(duration(retentionMs, 'retentionMs')),
+        String(lease.attempt),
+        fingerprintField(lease.fingerprint),
+      ]);
+      return Number(reply) === 1;
+    },
+
+    async release(lease: Lease): Promise<boolean> {
+      return Number(await call('release', scripts.release, claimKey(lease.key), [lease.token])) === 1;
+    },
+
+    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+      const ms = duration(leaseMs, 'leaseMs');
+      const g = grace(ms);
+      const reply = await call('extend', scripts.extend, claimKey(lease.key), [
+        lease.token,
+        String(g),
+        String(ms + g),
+      ]);
+      return Number(reply) === 1;
+    },
+
+    async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {
+      const reply = await call('record', scripts.record, claimKey(key), [
+        newToken(),
+        String(duration(retentionMs, 'retentionMs')),
+        fingerprintField(fingerprint),
+      ]);
+      return { duplicate: Number(reply) === 1 };
+    },
+
+    async advance(entity: string, version: number): Promise<boolean> {
+      assertVersion(version);
+      return Number(await call('advance', scripts.advance, versionKey(entity), [String(version)])) === 1;
+    },
+
+    async inspect(key: string): Promise<RecordView | undefined> {
+      const reply = (await call('inspect', scripts.inspect, claimKey(key), [])) as [string, number] | null;
+      if (!reply) return undefined;
+      return parseView(key, String(reply[0]), Number(reply[1]));
+    },
+
+    async close(): Promise<void> {
+      // The client is the caller's: it stays open for the rest of their application.
+    },
+  };
+}
+
+function parseView(key: string, value: string, keyExpiresAt: number): RecordView | undefined {
+  const match = /^([pc])\|[^|]*\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
+  if (!match) return undefined;
+  const [, state, attempt, graceMs, fp] = match as unknown as [string, string, string, string, string];
+  return {
+    key,
+    state: state === 'p' ? 'processing' : 'completed',
+    attempt: Number(attempt),
+    fingerprint: fp === '' ? undefined : fp.slice(1),
+    expiresAt: new Date(keyExpiresAt - Number(graceMs)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The eviction-policy check.
+
+interface ConfigCapable {
+  /** node-redis */
+  configGet?(parameter: string): PromiseLike<Record<string, string>>;
+  /** ioredis */
+  config?(subcommand: 'GET', parameter: string): PromiseLike<unknown>;
+  /** node-redis cluster */
+  masters?: unknown[];
+  nodeClient?(node: unknown): PromiseLike<unknown> | unknown;
+  /** ioredis cluster */
+  nodes?(role?: 'master'): unknown[];
+}
+
+async function readMaxmemory(client: ConfigCapable): Promise<Record<string, string>> {
+  if (typeof client.configGet === 'function') {
+    return { ...(await client.configGet('maxmemory*')) };
+  }
+  if (typeof client.config === 'function') {
+    const reply = await client.config('GET', 'maxmemory*');
+    if (Array.isArray(reply)) {
+      const out: Record<string, string> = {};
+      for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = String(reply[i + 1]);
+      return out;
+    }
+    if (reply instanceof Map) return Object.fromEntries([...reply].map(([k, v]) => [String(k), String(v)]));
+    return { ...(reply as Record<string, string>) };
+  }
+  throw new Error('no CONFIG command on this client');
+}
+
+/** The node clients to ask: every master of a cluster, else the client itself. */
+async function configClients(client: ConfigCapable): Promise<ConfigCapable[]> {
+  if (Array.isArray(client.masters) && typeof client.nodeClient === 'function') {
+    const nodeClient = client.nodeClient.bind(client);
+    return Promise.all(client.masters.map(async (m) => (await nodeClient(m)) as ConfigCapable));
+  }
+  if (typeof client.nodes === 'function') {
+    const masters = client.nodes('master') as ConfigCapable[];
+    if (masters.length > 0) return masters;
+  }
+  return [client];
+}
+
+/**
+ * Warns when a server's `maxmemory-policy` may evict onceonly's keys. Every key the store writes
+ * carries a TTL, so the volatile-* policies can evict them as well as allkeys-*: only `noeviction`
+ * is safe. An evicted claim or completion is forgotten, and the next delivery runs the work again.
+ * Silently does nothing when CONFIG is refused.
+ */
+async function checkEvictionPolicy(client: RedisClientLike, warn: (message: string) => void): Promise<void> {
+  const nodes = await configClients(client as ConfigCapable);
+  const seen = new Set<string>();
+  for (const node of nodes) {
+    let config: Record<string, string>;
+    try {
+      config = await readMaxmemory(node);
+    } catch {
+      continue;
+    }
+    const policy = config['maxmemory-policy'];
+    if (policy === undefined || policy === 'noeviction' || seen.has(policy)) continue;
+    seen.add(policy);
+    const unlimited = config.maxmemory === '0';
+    warn(
+      `onceonly: Redis maxmemory-policy is "${policy}", which can evict onceonly's keys (they all carry a TTL, so volatile-* policies evict them too); an evicted key lets a duplicate delivery run again. Set maxmemory-policy to noeviction, or give onceonly a Redis of its own.${
+        unlimited ? ' (maxmemory is 0 right now, so nothing is evicted until a memory limit is set.)' : ''
+      }`,
+    );
+  }
+}
