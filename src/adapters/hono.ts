@@ -14,7 +14,8 @@ const FIX =
 export interface HonoContext {
   readonly req: {
     readonly raw: Request;
-    readonly bodyCache?: { readonly arrayBuffer?: Promise<ArrayBuffer>; readonly blob?: Promise<Blob> };
+    // Typed as values, held as promises at run time: awaited either way.
+    readonly bodyCache?: { readonly arrayBuffer?: unknown; readonly blob?: unknown };
   };
 }
 
@@ -38,9 +39,9 @@ export function webhook<P extends Provider<any, any>>(
     if (!request.bodyUsed) return closeIfRefused(await r.fetch(request));
     const cache = c.req.bodyCache;
     const kept = cache?.arrayBuffer
-      ? new Uint8Array(await cache.arrayBuffer)
+      ? new Uint8Array((await cache.arrayBuffer) as ArrayBuffer)
       : cache?.blob
-        ? new Uint8Array(await (await cache.blob).arrayBuffer())
+        ? new Uint8Array(await ((await cache.blob) as Blob).arrayBuffer())
         : undefined;
     if (!kept) throw new BodyAlreadyParsedError(FIX);
     if (request.method !== 'POST') return r.fetch(new Request(request.url, { method: request.method }));
