@@ -169,6 +169,61 @@ if (up) {
     });
   });
 
+  describe('postgresStore with driver settings and failures', () => {
+    it('reads its rows under postgres.js column transforms (postgres.camel) and BigInt int8', async () => {
+      // Prepare
+      const camel = postgres(url, {
+        max: 2,
+        onnotice: () => {},
+        transform: postgres.camel,
+        types: { bigint: postgres.BigInt },
+      });
+      try {
+        const store = postgresStore({ client: camel, table: uniqueTable('camel') });
+        // Act
+        const claim = await store.claim('k', { leaseMs: 60_000, fingerprint: 'f'.repeat(64) });
+        const view = await store.inspect('k');
+        // Assess
+        assert.equal(claim.status, 'acquired');
+        assert.ok(claim.status === 'acquired' && claim.lease.expiresAt.getTime() > Date.now() + 50_000);
+        assert.equal(view?.state, 'processing');
+        assert.equal(view?.fingerprint, 'f'.repeat(64));
+        assert.ok(view && Number.isFinite(view.expiresAt.getTime()) && view.updatedAt instanceof Date);
+        assert.equal((await store.claim('k', { leaseMs: 60_000 })).status, 'in-flight');
+      } finally {
+        await camel.end();
+      }
+    });
+
+    it('throws StoreUnavailableError, with the driver error as cause, when the server cannot be reached', async () => {
+      const dead = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', max: 1 });
+      try {
+        const store = postgresStore({ client: dead, table: uniqueTable('dead') });
+        await assert.rejects(store.claim('k', { leaseMs: 1_000 }), (err: unknown) => {
+          assert.ok(err instanceof StoreUnavailableError);
+          assert.equal(err.code, 'store_unavailable');
+          assert.equal(err.status, 503);
+          assert.match(err.message, /^onceonly: PostgreSQL store could not create its tables/);
+          assert.ok(err.cause instanceof Error);
+          return true;
+        });
+        const noCreate = postgresStore({ client: dead, table: 'onceonly', autoCreate: false });
+        await assert.rejects(
+          noCreate.release({
+            key: 'k',
+            token: 't',
+            attempt: 1,
+            fingerprint: undefined,
+            expiresAt: new Date(),
+          }),
+          StoreUnavailableError,
+        );
+      } finally {
+        await dead.end();
+      }
+    });
+  });
+
   describe('postgresStore.purgeExpired', () => {
     it('deletes completed keys past retention and old takeable leases, and keeps everything else', async () => {
       // Prepare
@@ -268,155 +323,157 @@ function transactionalSuite(): void {
   });
   const db = drizzle(pool);
 
-  before(async () => {
-    await store.ready();
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${orders} (id text PRIMARY KEY)`);
-  });
-  after(async () => {
-    await kysely.destroy();
-  });
-
-  const drivers: Record<string, () => Promise<OpenTx>> = {
-    'pg PoolClient inside BEGIN': async () => {
-      const client = await pool.connect();
-      await client.query('BEGIN');
-      return {
-        tx: client,
-        write: async (id) => {
-          await client.query(`INSERT INTO ${orders} (id) VALUES ($1)`, [id]);
-        },
-        async end(commit) {
-          try {
-            await client.query(commit ? 'COMMIT' : 'ROLLBACK');
-          } finally {
-            client.release();
-          }
-        },
-      };
-    },
-    'postgres.js sql.begin': () =>
-      held<postgres.TransactionSql>(
-        (body) => sqlJs.begin((tx) => body(tx)),
-        (tx) => ({
-          tx,
-          write: async (id) => {
-            await tx.unsafe(`INSERT INTO ${orders} (id) VALUES ($1)`, [id]);
-          },
-        }),
-      ),
-    'Kysely transaction via kyselyTx': () =>
-      held<Parameters<Parameters<ReturnType<typeof kysely.transaction>['execute']>[0]>[0]>(
-        (body) => kysely.transaction().execute(body),
-        (trx) => ({
-          tx: kyselyTx(trx),
-          write: async (id) => {
-            await kyselySql`INSERT INTO ${kyselySql.raw(orders)} (id) VALUES (${id})`.execute(trx);
-          },
-        }),
-      ),
-    'Drizzle transaction via drizzleTx': () =>
-      held<Parameters<Parameters<typeof db.transaction>[0]>[0]>(
-        (body) => db.transaction(body),
-        (tx) => ({
-          tx: drizzleTx(tx, drizzleSql),
-          write: async (id) => {
-            await tx.execute(drizzleSql`INSERT INTO ${drizzleSql.raw(orders)} (id) VALUES (${id})`);
-          },
-        }),
-      ),
-  };
-
-  async function orderExists(id: string): Promise<boolean> {
-    const { rows } = await pool.query(`SELECT 1 FROM ${orders} WHERE id = $1`, [id]);
-    return rows.length === 1;
-  }
-
-  /** Waits until some session is blocked on a row lock of the store's table (proof that it waits). */
-  async function blockedOnTable(): Promise<void> {
-    for (let i = 0; i < 500; i++) {
-      const { rows } = await pool.query(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
-        [`%INSERT INTO "${table}"%`],
-      );
-      if (rows.length > 0) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error('the second transaction never waited on the first one');
-  }
-
-  for (const [label, open] of Object.entries(drivers)) {
-    describe(`record() joins the caller's transaction: ${label}`, () => {
-      it('commits the dedup row together with the caller’s write', async () => {
-        // Prepare
-        const key = `commit:${label}:${run}`;
-        const t = await open();
-        // Act
-        const first = await store.record(key, { retentionMs: 60_000, tx: t.tx });
-        await t.write(key);
-        await t.end(true);
-        // Assess
-        assert.deepEqual(first, { duplicate: false });
-        assert.equal(await orderExists(key), true);
-        assert.equal((await store.inspect(key))?.state, 'completed');
-        assert.deepEqual(await store.record(key, { retentionMs: 60_000 }), { duplicate: true });
-      });
-
-      it('keeps neither on rollback, so the retry is not a duplicate', async () => {
-        const key = `rollback:${label}:${run}`;
-        const t = await open();
-        assert.deepEqual(await store.record(key, { retentionMs: 60_000, tx: t.tx }), { duplicate: false });
-        await t.write(key);
-        await t.end(false);
-        assert.equal(await orderExists(key), false);
-        assert.equal(await store.inspect(key), undefined);
-        const retry = await open();
-        assert.deepEqual(await store.record(key, { retentionMs: 60_000, tx: retry.tx }), {
-          duplicate: false,
-        });
-        await retry.end(true);
-      });
-
-      it('makes a concurrent transaction on the same key wait, then see a duplicate after the commit', async () => {
-        // Prepare
-        const key = `wait-commit:${label}:${run}`;
-        const first = await open();
-        await store.record(key, { retentionMs: 60_000, tx: first.tx });
-        const second = await open();
-        // Act
-        const pending = store.record(key, { retentionMs: 60_000, tx: second.tx });
-        await blockedOnTable();
-        await first.end(true);
-        const result = await pending;
-        await second.end(true);
-        // Assess
-        assert.deepEqual(result, { duplicate: true });
-      });
-
-      it('makes a concurrent transaction wait, then take the key after a rollback', async () => {
-        const key = `wait-rollback:${label}:${run}`;
-        const first = await open();
-        await store.record(key, { retentionMs: 60_000, tx: first.tx });
-        const second = await open();
-        const pending = store.record(key, { retentionMs: 60_000, tx: second.tx });
-        await blockedOnTable();
-        await first.end(false);
-        const result = await pending;
-        await second.write(key);
-        await second.end(true);
-        assert.deepEqual(result, { duplicate: false });
-        assert.equal(await orderExists(key), true);
-        assert.equal((await store.inspect(key))?.state, 'completed');
-      });
+  describe("record(key, { tx }) in the caller's transaction", () => {
+    before(async () => {
+      await store.ready();
+      await pool.query(`CREATE TABLE IF NOT EXISTS ${orders} (id text PRIMARY KEY)`);
     });
-  }
+    after(async () => {
+      await kysely.destroy();
+    });
 
-  describe('record() tx validation', () => {
-    it('refuses a tx that is not a transaction it can run in', async () => {
-      await assert.rejects(
-        store.record('k', { retentionMs: 1, tx: { nope: true } }),
-        /record\(\) tx must be/,
-      );
-      assert.throws(() => drizzleTx(db, undefined as never), /drizzle-orm/);
+    const drivers: Record<string, () => Promise<OpenTx>> = {
+      'pg PoolClient inside BEGIN': async () => {
+        const client = await pool.connect();
+        await client.query('BEGIN');
+        return {
+          tx: client,
+          write: async (id) => {
+            await client.query(`INSERT INTO ${orders} (id) VALUES ($1)`, [id]);
+          },
+          async end(commit) {
+            try {
+              await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+            } finally {
+              client.release();
+            }
+          },
+        };
+      },
+      'postgres.js sql.begin': () =>
+        held<postgres.TransactionSql>(
+          (body) => sqlJs.begin((tx) => body(tx)),
+          (tx) => ({
+            tx,
+            write: async (id) => {
+              await tx.unsafe(`INSERT INTO ${orders} (id) VALUES ($1)`, [id]);
+            },
+          }),
+        ),
+      'Kysely transaction via kyselyTx': () =>
+        held<Parameters<Parameters<ReturnType<typeof kysely.transaction>['execute']>[0]>[0]>(
+          (body) => kysely.transaction().execute(body),
+          (trx) => ({
+            tx: kyselyTx(trx),
+            write: async (id) => {
+              await kyselySql`INSERT INTO ${kyselySql.raw(orders)} (id) VALUES (${id})`.execute(trx);
+            },
+          }),
+        ),
+      'Drizzle transaction via drizzleTx': () =>
+        held<Parameters<Parameters<typeof db.transaction>[0]>[0]>(
+          (body) => db.transaction(body),
+          (tx) => ({
+            tx: drizzleTx(tx, drizzleSql),
+            write: async (id) => {
+              await tx.execute(drizzleSql`INSERT INTO ${drizzleSql.raw(orders)} (id) VALUES (${id})`);
+            },
+          }),
+        ),
+    };
+
+    async function orderExists(id: string): Promise<boolean> {
+      const { rows } = await pool.query(`SELECT 1 FROM ${orders} WHERE id = $1`, [id]);
+      return rows.length === 1;
+    }
+
+    /** Waits until some session is blocked on a row lock of the store's table (proof that it waits). */
+    async function blockedOnTable(): Promise<void> {
+      for (let i = 0; i < 500; i++) {
+        const { rows } = await pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          [`%INSERT INTO "${table}"%`],
+        );
+        if (rows.length > 0) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error('the second transaction never waited on the first one');
+    }
+
+    for (const [label, open] of Object.entries(drivers)) {
+      describe(`record() joins the caller's transaction: ${label}`, () => {
+        it('commits the dedup row together with the caller’s write', async () => {
+          // Prepare
+          const key = `commit:${label}:${run}`;
+          const t = await open();
+          // Act
+          const first = await store.record(key, { retentionMs: 60_000, tx: t.tx });
+          await t.write(key);
+          await t.end(true);
+          // Assess
+          assert.deepEqual(first, { duplicate: false });
+          assert.equal(await orderExists(key), true);
+          assert.equal((await store.inspect(key))?.state, 'completed');
+          assert.deepEqual(await store.record(key, { retentionMs: 60_000 }), { duplicate: true });
+        });
+
+        it('keeps neither on rollback, so the retry is not a duplicate', async () => {
+          const key = `rollback:${label}:${run}`;
+          const t = await open();
+          assert.deepEqual(await store.record(key, { retentionMs: 60_000, tx: t.tx }), { duplicate: false });
+          await t.write(key);
+          await t.end(false);
+          assert.equal(await orderExists(key), false);
+          assert.equal(await store.inspect(key), undefined);
+          const retry = await open();
+          assert.deepEqual(await store.record(key, { retentionMs: 60_000, tx: retry.tx }), {
+            duplicate: false,
+          });
+          await retry.end(true);
+        });
+
+        it('makes a concurrent transaction on the same key wait, then see a duplicate after the commit', async () => {
+          // Prepare
+          const key = `wait-commit:${label}:${run}`;
+          const first = await open();
+          await store.record(key, { retentionMs: 60_000, tx: first.tx });
+          const second = await open();
+          // Act
+          const pending = store.record(key, { retentionMs: 60_000, tx: second.tx });
+          await blockedOnTable();
+          await first.end(true);
+          const result = await pending;
+          await second.end(true);
+          // Assess
+          assert.deepEqual(result, { duplicate: true });
+        });
+
+        it('makes a concurrent transaction wait, then take the key after a rollback', async () => {
+          const key = `wait-rollback:${label}:${run}`;
+          const first = await open();
+          await store.record(key, { retentionMs: 60_000, tx: first.tx });
+          const second = await open();
+          const pending = store.record(key, { retentionMs: 60_000, tx: second.tx });
+          await blockedOnTable();
+          await first.end(false);
+          const result = await pending;
+          await second.write(key);
+          await second.end(true);
+          assert.deepEqual(result, { duplicate: false });
+          assert.equal(await orderExists(key), true);
+          assert.equal((await store.inspect(key))?.state, 'completed');
+        });
+      });
+    }
+
+    describe('record() tx validation', () => {
+      it('refuses a tx that is not a transaction it can run in', async () => {
+        await assert.rejects(
+          store.record('k', { retentionMs: 1, tx: { nope: true } }),
+          /record\(\) tx must be/,
+        );
+        assert.throws(() => drizzleTx(db, undefined as never), /drizzle-orm/);
+      });
     });
   });
 }

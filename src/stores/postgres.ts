@@ -187,7 +187,7 @@ function statements(t: TableNames) {
     // (first claims or takeovers) exactly one gets a row back. A loser whose snapshot cannot explain
     // its loss (the row appeared or changed after the snapshot) retries; see claim().
     claim: `WITH found AS (
-  SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AS live, ${epochMs('expires_at')} AS expires_ms
+  SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AS live, ${epochMs('expires_at')} AS expires
   FROM ${t.keys} WHERE key = $1
 ), taken AS (
   INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
@@ -200,11 +200,11 @@ function statements(t: TableNames) {
     expires_at = clock_timestamp() + ${ms(4)},
     updated_at = clock_timestamp()
   WHERE r.expires_at <= clock_timestamp()
-  RETURNING attempt, ${epochMs('expires_at')} AS expires_ms
+  RETURNING attempt, ${epochMs('expires_at')} AS expires
 )
-SELECT 'acquired' AS state, attempt, NULL::text AS fingerprint, true AS live, expires_ms FROM taken
+SELECT 'acquired' AS state, attempt, NULL::text AS fingerprint, true AS live, expires FROM taken
 UNION ALL
-SELECT state, attempt, fingerprint, live, expires_ms FROM found WHERE NOT EXISTS (SELECT 1 FROM taken)`,
+SELECT state, attempt, fingerprint, live, expires FROM found WHERE NOT EXISTS (SELECT 1 FROM taken)`,
 
     // Owner-checked. The INSERT covers a record that vanished (released, or expired and purged):
     // the work is done, so it is written completed. The same owner confirming again just renews.
@@ -243,7 +243,7 @@ ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excl
 WHERE r.version < excluded.version
 RETURNING 1 AS ok`,
 
-    inspect: `SELECT state, attempt, fingerprint, ${epochMs('expires_at')} AS expires_ms, ${epochMs('updated_at')} AS updated_ms
+    inspect: `SELECT state, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
 FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_timestamp())`,
 
     // The outer WHERE repeats the conditions: under READ COMMITTED a row changed after the inner
@@ -440,7 +440,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
               token,
               attempt: toNumber(row.attempt),
               fingerprint,
-              expiresAt: new Date(toNumber(row.expires_ms)),
+              expiresAt: new Date(toNumber(row.expires)),
             }),
           };
         }
@@ -450,7 +450,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
           return {
             status: 'in-flight',
             attempt: toNumber(row.attempt),
-            expiresAt: new Date(toNumber(row.expires_ms)),
+            expiresAt: new Date(toNumber(row.expires)),
             sameFingerprint: same,
           };
         }
@@ -510,8 +510,8 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         state: row.state === 'completed' ? 'completed' : 'processing',
         attempt: toNumber(row.attempt),
         fingerprint: toOptionalString(row.fingerprint),
-        expiresAt: new Date(toNumber(row.expires_ms)),
-        updatedAt: new Date(toNumber(row.updated_ms)),
+        expiresAt: new Date(toNumber(row.expires)),
+        updatedAt: new Date(toNumber(row.updated)),
       };
     },
 
