@@ -250,6 +250,14 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     assert.ok(results[0]?.key?.startsWith(`${spec.name}:`));
   });
 
+  it('rejects a tampered delivery through the receiver without running the handler', async () => {
+    const { results, runs } = await receiveAll(spec.make(a.config), [(spec.tamper ?? defaultTamper)(signed)]);
+    assert.equal(results[0]?.outcome, 'rejected');
+    assert.equal(results[0]?.status, 401);
+    assert.equal(results[0]?.code, 'invalid_signature');
+    assert.equal(runs, 0);
+  });
+
   if (spec.freshIdHeader) {
     const fresh = spec.freshIdHeader;
     it('catches a replay with a freshly minted unsigned id header as a duplicate', async () => {
