@@ -46,230 +46,235 @@ function uniqueTable(label: string): string {
 
 const up = await reachable('PostgreSQL store', url, () => pool.query('SELECT 1'));
 
-after(async () => {
+async function cleanup(): Promise<void> {
   if (up) for (const t of tables) await pool.query(`DROP TABLE IF EXISTS "${t}"`);
   await pool.end();
   await sqlJs.end();
-});
+}
 
-if (up) {
-  const pgTable = uniqueTable('pg');
-  await runConformance({
-    name: 'postgresStore conformance (pg Pool)',
-    factory: () => postgresStore({ client: pool, table: pgTable }),
-  });
-
-  const jsTable = uniqueTable('js');
-  await runConformance({
-    name: 'postgresStore conformance (postgres.js)',
-    factory: () => postgresStore({ client: sqlJs, table: jsTable }),
-  });
-
-  describe('postgresStore schema', () => {
-    it('creates its tables once when several processes use a new table at the same moment', async () => {
-      // Prepare: separate connections, like separate processes, all first-using one new table.
-      const table = uniqueTable('race');
-      const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: url, max: 1 }));
-      try {
-        // Act
-        const results = await Promise.allSettled(
-          pools.map((p) => postgresStore({ client: p, table }).record(`k-${run}`, { retentionMs: 60_000 })),
-        );
-        // Assess
-        assert.deepEqual(
-          results.map((r) => r.status),
-          pools.map(() => 'fulfilled'),
-          JSON.stringify(results.filter((r) => r.status === 'rejected')),
-        );
-        const values = results.map((r) => (r.status === 'fulfilled' ? r.value.duplicate : undefined));
-        assert.equal(values.filter((d) => d === false).length, 1);
-      } finally {
-        await Promise.all(pools.map((p) => p.end()));
-      }
+if (!up) await cleanup();
+// One enclosing suite, so that its after hook runs once every nested suite (registered across the
+// awaits below) has finished.
+else
+  describe('postgresStore on a real server', async () => {
+    after(cleanup);
+    const pgTable = uniqueTable('pg');
+    await runConformance({
+      name: 'postgresStore conformance (pg Pool)',
+      factory: () => postgresStore({ client: pool, table: pgTable }),
     });
 
-    it('emits no notice when the tables already exist', async () => {
-      const table = uniqueTable('notice');
-      await postgresStore({ client: pool, table }).ready();
-      const notices: string[] = [];
-      const quiet = postgres(url, { max: 1, onnotice: (n) => notices.push(String(n.message)) });
-      try {
-        await postgresStore({ client: quiet, table }).ready();
-        assert.deepEqual(notices, []);
-      } finally {
-        await quiet.end();
-      }
+    const jsTable = uniqueTable('js');
+    await runConformance({
+      name: 'postgresStore conformance (postgres.js)',
+      factory: () => postgresStore({ client: sqlJs, table: jsTable }),
     });
 
-    it('exports the DDL as a migration, and autoCreate: false then uses the migrated tables', async () => {
-      // Prepare
-      const table = uniqueTable('migrated');
-      const migration = postgresMigration(table);
-      assert.match(migration, /CREATE TABLE IF NOT EXISTS "oo_test_migrated_[0-9a-f]+"/);
-      assert.match(migration, /version double precision NOT NULL/);
-      const unmigrated = postgresStore({ client: pool, table, autoCreate: false });
-      await assert.rejects(unmigrated.record('k', { retentionMs: 1_000 }), (err: unknown) => {
-        assert.ok(err instanceof StoreUnavailableError);
-        assert.match(err.message, /^onceonly: PostgreSQL store could not record a key \(SQLSTATE 42P01\)/);
-        return true;
+    describe('postgresStore schema', () => {
+      it('creates its tables once when several processes use a new table at the same moment', async () => {
+        // Prepare: separate connections, like separate processes, all first-using one new table.
+        const table = uniqueTable('race');
+        const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: url, max: 1 }));
+        try {
+          // Act
+          const results = await Promise.allSettled(
+            pools.map((p) => postgresStore({ client: p, table }).record(`k-${run}`, { retentionMs: 60_000 })),
+          );
+          // Assess
+          assert.deepEqual(
+            results.map((r) => r.status),
+            pools.map(() => 'fulfilled'),
+            JSON.stringify(results.filter((r) => r.status === 'rejected')),
+          );
+          const values = results.map((r) => (r.status === 'fulfilled' ? r.value.duplicate : undefined));
+          assert.equal(values.filter((d) => d === false).length, 1);
+        } finally {
+          await Promise.all(pools.map((p) => p.end()));
+        }
       });
-      // Act
-      await pool.query(migration);
-      await pool.query(migration);
-      // Assess
-      assert.deepEqual(await unmigrated.record('k', { retentionMs: 1_000 }), { duplicate: false });
-    });
 
-    it('works for a role that may not run DDL once a migration made the tables, with autoCreate left on', async () => {
-      // Prepare: a schema where this role may only read and write rows, never create.
-      const schema = `oo_limited_${run}`;
-      const table = `${schema}.keys`;
-      await pool.query(`CREATE SCHEMA ${schema}`);
-      await pool.query(postgresMigration(table));
-      await pool.query(`CREATE ROLE ${schema} LOGIN`);
-      await pool.query(`GRANT USAGE ON SCHEMA ${schema} TO ${schema}`);
-      await pool.query(
-        `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.keys, ${schema}.keys_versions TO ${schema}`,
-      );
-      const limited = new pg.Pool({ connectionString: url.replace('postgres@', `${schema}@`), max: 1 });
-      try {
-        await assert.rejects(limited.query(`CREATE TABLE ${schema}.probe (a int)`), /permission denied/);
-        const store = postgresStore({ client: limited, table });
-        // Act
-        const claim = await store.claim('k', { leaseMs: 60_000 });
-        // Assess
-        assert.equal(claim.status, 'acquired');
-        assert.equal(await store.advance('e', 1), true);
-      } finally {
-        await limited.end();
-        await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-        await pool.query(`DROP OWNED BY ${schema}`);
-        await pool.query(`DROP ROLE ${schema}`);
-      }
-    });
-
-    it('accepts a schema-qualified table and refuses names that are not plain identifiers', async () => {
-      const table = uniqueTable('schema');
-      const store = postgresStore({ client: pool, table: `public.${table}` });
-      assert.deepEqual(await store.record('k', { retentionMs: 1_000 }), { duplicate: false });
-      assert.equal(store.tables.keys, `"public"."${table}"`);
-      for (const bad of ['a b', 'x"; DROP TABLE y; --', 'a.b.c', '', '1abc']) {
-        assert.throws(() => postgresStore({ client: pool, table: bad }), /plain identifier/);
-      }
-      assert.throws(() => postgresStore({ client: {} as PostgresClient }), /pg Pool, PoolClient or Client/);
-    });
-
-    it('stores versions up to 2^53 exactly', async () => {
-      const store = postgresStore({ client: sqlJs, table: uniqueTable('versions') });
-      const entity = `e-${run}`;
-      assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER - 1), true);
-      assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER - 1), false);
-      assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER), true);
-      assert.equal(await store.advance(entity, -1), false);
-    });
-  });
-
-  describe('postgresStore with driver settings and failures', () => {
-    it('reads its rows under postgres.js column transforms (postgres.camel) and BigInt int8', async () => {
-      // Prepare
-      const camel = postgres(url, {
-        max: 2,
-        onnotice: () => {},
-        transform: postgres.camel,
-        types: { bigint: postgres.BigInt },
+      it('emits no notice when the tables already exist', async () => {
+        const table = uniqueTable('notice');
+        await postgresStore({ client: pool, table }).ready();
+        const notices: string[] = [];
+        const quiet = postgres(url, { max: 1, onnotice: (n) => notices.push(String(n.message)) });
+        try {
+          await postgresStore({ client: quiet, table }).ready();
+          assert.deepEqual(notices, []);
+        } finally {
+          await quiet.end();
+        }
       });
-      try {
-        const store = postgresStore({ client: camel, table: uniqueTable('camel') });
-        // Act
-        const claim = await store.claim('k', { leaseMs: 60_000, fingerprint: 'f'.repeat(64) });
-        const view = await store.inspect('k');
-        // Assess
-        assert.equal(claim.status, 'acquired');
-        assert.ok(claim.status === 'acquired' && claim.lease.expiresAt.getTime() > Date.now() + 50_000);
-        assert.equal(view?.state, 'processing');
-        assert.equal(view?.fingerprint, 'f'.repeat(64));
-        assert.ok(view && Number.isFinite(view.expiresAt.getTime()) && view.updatedAt instanceof Date);
-        assert.equal((await store.claim('k', { leaseMs: 60_000 })).status, 'in-flight');
-      } finally {
-        await camel.end();
-      }
-    });
 
-    it('throws StoreUnavailableError, with the driver error as cause, when the server cannot be reached', async () => {
-      const dead = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', max: 1 });
-      try {
-        const store = postgresStore({ client: dead, table: uniqueTable('dead') });
-        await assert.rejects(store.claim('k', { leaseMs: 1_000 }), (err: unknown) => {
+      it('exports the DDL as a migration, and autoCreate: false then uses the migrated tables', async () => {
+        // Prepare
+        const table = uniqueTable('migrated');
+        const migration = postgresMigration(table);
+        assert.match(migration, /CREATE TABLE IF NOT EXISTS "oo_test_migrated_[0-9a-f]+"/);
+        assert.match(migration, /version double precision NOT NULL/);
+        const unmigrated = postgresStore({ client: pool, table, autoCreate: false });
+        await assert.rejects(unmigrated.record('k', { retentionMs: 1_000 }), (err: unknown) => {
           assert.ok(err instanceof StoreUnavailableError);
-          assert.equal(err.code, 'store_unavailable');
-          assert.equal(err.status, 503);
-          assert.match(err.message, /^onceonly: PostgreSQL store could not create its tables/);
-          assert.ok(err.cause instanceof Error);
+          assert.match(err.message, /^onceonly: PostgreSQL store could not record a key \(SQLSTATE 42P01\)/);
           return true;
         });
-        const noCreate = postgresStore({ client: dead, table: 'onceonly', autoCreate: false });
-        await assert.rejects(
-          noCreate.release({
-            key: 'k',
-            token: 't',
-            attempt: 1,
-            fingerprint: undefined,
-            expiresAt: new Date(),
-          }),
-          StoreUnavailableError,
+        // Act
+        await pool.query(migration);
+        await pool.query(migration);
+        // Assess
+        assert.deepEqual(await unmigrated.record('k', { retentionMs: 1_000 }), { duplicate: false });
+      });
+
+      it('works for a role that may not run DDL once a migration made the tables, with autoCreate left on', async () => {
+        // Prepare: a schema where this role may only read and write rows, never create.
+        const schema = `oo_limited_${run}`;
+        const table = `${schema}.keys`;
+        await pool.query(`CREATE SCHEMA ${schema}`);
+        await pool.query(postgresMigration(table));
+        await pool.query(`CREATE ROLE ${schema} LOGIN`);
+        await pool.query(`GRANT USAGE ON SCHEMA ${schema} TO ${schema}`);
+        await pool.query(
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.keys, ${schema}.keys_versions TO ${schema}`,
         );
-      } finally {
-        await dead.end();
-      }
+        const limited = new pg.Pool({ connectionString: url.replace('postgres@', `${schema}@`), max: 1 });
+        try {
+          await assert.rejects(limited.query(`CREATE TABLE ${schema}.probe (a int)`), /permission denied/);
+          const store = postgresStore({ client: limited, table });
+          // Act
+          const claim = await store.claim('k', { leaseMs: 60_000 });
+          // Assess
+          assert.equal(claim.status, 'acquired');
+          assert.equal(await store.advance('e', 1), true);
+        } finally {
+          await limited.end();
+          await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+          await pool.query(`DROP OWNED BY ${schema}`);
+          await pool.query(`DROP ROLE ${schema}`);
+        }
+      });
+
+      it('accepts a schema-qualified table and refuses names that are not plain identifiers', async () => {
+        const table = uniqueTable('schema');
+        const store = postgresStore({ client: pool, table: `public.${table}` });
+        assert.deepEqual(await store.record('k', { retentionMs: 1_000 }), { duplicate: false });
+        assert.equal(store.tables.keys, `"public"."${table}"`);
+        for (const bad of ['a b', 'x"; DROP TABLE y; --', 'a.b.c', '', '1abc']) {
+          assert.throws(() => postgresStore({ client: pool, table: bad }), /plain identifier/);
+        }
+        assert.throws(() => postgresStore({ client: {} as PostgresClient }), /pg Pool, PoolClient or Client/);
+      });
+
+      it('stores versions up to 2^53 exactly', async () => {
+        const store = postgresStore({ client: sqlJs, table: uniqueTable('versions') });
+        const entity = `e-${run}`;
+        assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER - 1), true);
+        assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER - 1), false);
+        assert.equal(await store.advance(entity, Number.MAX_SAFE_INTEGER), true);
+        assert.equal(await store.advance(entity, -1), false);
+      });
     });
+
+    describe('postgresStore with driver settings and failures', () => {
+      it('reads its rows under postgres.js column transforms (postgres.camel) and BigInt int8', async () => {
+        // Prepare
+        const camel = postgres(url, {
+          max: 2,
+          onnotice: () => {},
+          transform: postgres.camel,
+          types: { bigint: postgres.BigInt },
+        });
+        try {
+          const store = postgresStore({ client: camel, table: uniqueTable('camel') });
+          // Act
+          const claim = await store.claim('k', { leaseMs: 60_000, fingerprint: 'f'.repeat(64) });
+          const view = await store.inspect('k');
+          // Assess
+          assert.equal(claim.status, 'acquired');
+          assert.ok(claim.status === 'acquired' && claim.lease.expiresAt.getTime() > Date.now() + 50_000);
+          assert.equal(view?.state, 'processing');
+          assert.equal(view?.fingerprint, 'f'.repeat(64));
+          assert.ok(view && Number.isFinite(view.expiresAt.getTime()) && view.updatedAt instanceof Date);
+          assert.equal((await store.claim('k', { leaseMs: 60_000 })).status, 'in-flight');
+        } finally {
+          await camel.end();
+        }
+      });
+
+      it('throws StoreUnavailableError, with the driver error as cause, when the server cannot be reached', async () => {
+        const dead = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/test', max: 1 });
+        try {
+          const store = postgresStore({ client: dead, table: uniqueTable('dead') });
+          await assert.rejects(store.claim('k', { leaseMs: 1_000 }), (err: unknown) => {
+            assert.ok(err instanceof StoreUnavailableError);
+            assert.equal(err.code, 'store_unavailable');
+            assert.equal(err.status, 503);
+            assert.match(err.message, /^onceonly: PostgreSQL store could not create its tables/);
+            assert.ok(err.cause instanceof Error);
+            return true;
+          });
+          const noCreate = postgresStore({ client: dead, table: 'onceonly', autoCreate: false });
+          await assert.rejects(
+            noCreate.release({
+              key: 'k',
+              token: 't',
+              attempt: 1,
+              fingerprint: undefined,
+              expiresAt: new Date(),
+            }),
+            StoreUnavailableError,
+          );
+        } finally {
+          await dead.end();
+        }
+      });
+    });
+
+    describe('postgresStore.purgeExpired', () => {
+      it('deletes completed keys past retention and old takeable leases, and keeps everything else', async () => {
+        // Prepare
+        const table = uniqueTable('purge');
+        const store = postgresStore({ client: pool, table });
+        await store.record('completed-expired', { retentionMs: 1 });
+        await store.record('completed-live', { retentionMs: 60_000 });
+        const live = await store.claim('lease-live', { leaseMs: 60_000 });
+        await store.claim('lease-expired', { leaseMs: 1 });
+        await new Promise((r) => setTimeout(r, 20));
+        // Act: with the default grace the expired lease stays (its attempt must keep counting).
+        const first = await store.purgeExpired();
+        const second = await store.purgeExpired({ leaseGraceMs: 0, batchSize: 1 });
+        // Assess
+        assert.equal(first, 1);
+        assert.equal(second, 1);
+        const { rows } = await pool.query(`SELECT key FROM "${table}" ORDER BY key`);
+        assert.deepEqual(
+          rows.map((r) => r.key),
+          ['completed-live', 'lease-live'],
+        );
+        assert.equal(live.status, 'acquired');
+      });
+
+      it('keeps an expired lease within its grace so a takeover still raises the attempt', async () => {
+        const store = postgresStore({ client: sqlJs, table: uniqueTable('grace') });
+        await store.claim('k', { leaseMs: 1 });
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
+        const takeover = await store.claim('k', { leaseMs: 60_000 });
+        assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
+      });
+
+      it('forgets versions unused for longer than asked, only when asked', async () => {
+        const store = postgresStore({ client: pool, table: uniqueTable('purgev') });
+        await store.advance('e', 5);
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(await store.purgeExpired(), 0);
+        assert.equal(await store.advance('e', 5), false);
+        assert.equal(await store.purgeExpired({ versionsUnusedForMs: 1 }), 1);
+        assert.equal(await store.advance('e', 5), true);
+      });
+    });
+
+    transactionalSuite();
   });
-
-  describe('postgresStore.purgeExpired', () => {
-    it('deletes completed keys past retention and old takeable leases, and keeps everything else', async () => {
-      // Prepare
-      const table = uniqueTable('purge');
-      const store = postgresStore({ client: pool, table });
-      await store.record('completed-expired', { retentionMs: 1 });
-      await store.record('completed-live', { retentionMs: 60_000 });
-      const live = await store.claim('lease-live', { leaseMs: 60_000 });
-      await store.claim('lease-expired', { leaseMs: 1 });
-      await new Promise((r) => setTimeout(r, 20));
-      // Act: with the default grace the expired lease stays (its attempt must keep counting).
-      const first = await store.purgeExpired();
-      const second = await store.purgeExpired({ leaseGraceMs: 0, batchSize: 1 });
-      // Assess
-      assert.equal(first, 1);
-      assert.equal(second, 1);
-      const { rows } = await pool.query(`SELECT key FROM "${table}" ORDER BY key`);
-      assert.deepEqual(
-        rows.map((r) => r.key),
-        ['completed-live', 'lease-live'],
-      );
-      assert.equal(live.status, 'acquired');
-    });
-
-    it('keeps an expired lease within its grace so a takeover still raises the attempt', async () => {
-      const store = postgresStore({ client: sqlJs, table: uniqueTable('grace') });
-      await store.claim('k', { leaseMs: 1 });
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
-      const takeover = await store.claim('k', { leaseMs: 60_000 });
-      assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
-    });
-
-    it('forgets versions unused for longer than asked, only when asked', async () => {
-      const store = postgresStore({ client: pool, table: uniqueTable('purgev') });
-      await store.advance('e', 5);
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(await store.purgeExpired(), 0);
-      assert.equal(await store.advance('e', 5), false);
-      assert.equal(await store.purgeExpired({ versionsUnusedForMs: 1 }), 1);
-      assert.equal(await store.advance('e', 5), true);
-    });
-  });
-
-  transactionalSuite();
-}
 
 /** One caller transaction kept open until the test decides how it ends. */
 interface OpenTx {
@@ -465,6 +470,27 @@ function transactionalSuite(): void {
         });
       });
     }
+
+    describe('record() under REPEATABLE READ', () => {
+      it("passes the driver's serialization failure through when another transaction committed the key after the snapshot", async () => {
+        // Prepare: B's snapshot is taken before A commits the key.
+        const key = `rr:${run}`;
+        const b = await pool.connect();
+        try {
+          await b.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+          await b.query('SELECT 1');
+          assert.deepEqual(await store.record(key, { retentionMs: 60_000 }), { duplicate: false });
+          // Act / Assess
+          await assert.rejects(store.record(key, { retentionMs: 60_000, tx: b }), (err: unknown) => {
+            assert.equal((err as { code?: string }).code, '40001');
+            return true;
+          });
+        } finally {
+          await b.query('ROLLBACK');
+          b.release();
+        }
+      });
+    });
 
     describe('record() tx validation', () => {
       it('refuses a tx that is not a transaction it can run in', async () => {

@@ -417,6 +417,9 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     try {
       return await runner(statement, sql[statement], values);
     } catch (err) {
+      // Inside the caller's transaction the driver's error goes through unchanged, so the caller's
+      // own retry logic still sees a serialization failure (40001) or a deadlock (40P01) as such.
+      if (runner !== run) throw err;
       throw unavailable(action, err);
     }
   }
