@@ -4,7 +4,16 @@ import { describe, it } from 'node:test';
 import Stripe from 'stripe';
 import { ConfigError } from '../../src/index.js';
 import { stripe } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 const sdk = new Stripe('sk_test_only_used_to_reach_webhooks_helpers');
 const secret = () => `whsec_${randomBytes(24).toString('hex')}`;
@@ -111,6 +120,16 @@ describe('stripe provider (signed by stripe-node generateTestHeaderString)', () 
   it('defaults retention to 4 days (Stripe retries for 3) and lets it be overridden', () => {
     assert.equal(stripe({ secret: secret() }).retentionMs, 4 * 86_400_000);
     assert.equal(stripe({ secret: secret(), retention: '30d' }).retentionMs, 30 * 86_400_000);
+  });
+
+  it('processes a queued delivery hours later when the receiver is given the time it arrived', async () => {
+    const key = secret();
+    const arrived = new Date(NOW.getTime() - 3 * 3_600_000);
+    const d = sign(body(), key, arrived);
+    const late = await receiveAll(stripe({ secret: key }), [d]);
+    assert.equal(late.results[0]?.code, 'timestamp_too_old');
+    const queued = await receiveAll(stripe({ secret: key }), [d], new Date(arrived.getTime() + 2_000));
+    assert.equal(queued.results[0]?.outcome, 'processed');
   });
 
   it('applies a configured tolerance', async () => {
