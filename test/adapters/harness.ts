@@ -5,137 +5,14 @@
  * to start its app around a receiver and adds its own body-parser cases.
  */
 import { strict as assert } from 'node:assert';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
-import {
-  createReceiver,
-  type DeliveryResult,
-  hmac,
-  memoryStore,
-  type Receiver,
-  type ReceiverOptions,
-  type Store,
-} from '../../src/index.js';
+import type { Receiver } from '../../src/index.js';
+import { bodyOf, eventId, type Fixture, fixture, keyOf, MAX_BODY, SECRET } from './behaviour.js';
 
-export const SECRET = 'adapter-test-secret-do-not-leak';
-/** Small enough that the oversized cases stay fast, large enough for every ordinary delivery. */
-export const MAX_BODY = 16 * 1024;
-/** The handler deadline: long enough for a loaded 2-core machine, short enough for the timeout case. */
-export const DEADLINE = '2s';
-
-export type GithubLikeEvent = { id: string; action: string; padding?: string };
-
-/** The generic HMAC provider set up the way GitHub signs: `X-Hub-Signature-256: sha256=<hex>`. */
-export function githubLike() {
-  return hmac<GithubLikeEvent>({
-    name: 'github',
-    secret: SECRET,
-    signatureHeader: 'x-hub-signature-256',
-    signaturePrefix: 'sha256=',
-    typeHeader: 'x-github-event',
-    idHeader: 'x-github-delivery',
-  });
-}
-
-/** Handler behaviour is chosen by the event's `action`, so one server serves every case. */
-export class Behaviour {
-  readonly runs = new Map<string, number>();
-  readonly attempts = new Map<string, number>();
-  private readonly gates = new Map<string, { started: () => void; open: Promise<void> }>();
-  private readonly failed = new Set<string>();
-
-  /** Holds `id`'s handler until `release` is called; resolves `started` when it begins. */
-  gate(id: string): { started: Promise<void>; release: () => void } {
-    let started!: () => void;
-    let release!: () => void;
-    const startedP = new Promise<void>((resolve) => (started = resolve));
-    const open = new Promise<void>((resolve) => (release = resolve));
-    this.gates.set(id, { started, open });
-    return { started: startedP, release };
-  }
-
-  readonly handler: NonNullable<ReceiverOptions<ReturnType<typeof githubLike>>['handler']> = async ({
-    event,
-    signal,
-  }) => {
-    this.attempts.set(event.id, (this.attempts.get(event.id) ?? 0) + 1);
-    switch (event.action) {
-      case 'gate': {
-        const gate = this.gates.get(event.id);
-        gate?.started();
-        await gate?.open;
-        break;
-      }
-      case 'throw-once':
-        if (!this.failed.has(event.id)) {
-          this.failed.add(event.id);
-          throw new Error('payment API timed out: token=sk_live_secret');
-        }
-        break;
-      case 'hang-once':
-        if (!this.failed.has(event.id)) {
-          this.failed.add(event.id);
-          await new Promise((_, reject) =>
-            signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
-          );
-        }
-        break;
-      case 'respond':
-        this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
-        return new Response('accepted by the handler', {
-          status: 202,
-          headers: { 'content-type': 'text/plain', 'x-handler': 'own-response' },
-        });
-    }
-    this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
-    return undefined;
-  };
-}
-
-export interface Fixture {
-  receiver: Receiver;
-  store: Store;
-  behaviour: Behaviour;
-  outcomes: DeliveryResult[];
-  options: ReceiverOptions<ReturnType<typeof githubLike>>;
-}
-
-/** A receiver (and the options that made it) over a fresh memory store. */
-export function fixture(overrides: Partial<ReceiverOptions<ReturnType<typeof githubLike>>> = {}): Fixture {
-  const behaviour = new Behaviour();
-  const outcomes: DeliveryResult[] = [];
-  const store = memoryStore();
-  const options: ReceiverOptions<ReturnType<typeof githubLike>> = {
-    provider: githubLike(),
-    store,
-    handler: behaviour.handler,
-    maxBodyBytes: MAX_BODY,
-    timeout: DEADLINE,
-    onOutcome: (result) => {
-      outcomes.push(result);
-    },
-    ...overrides,
-  };
-  return { receiver: createReceiver(options), store, behaviour, outcomes, options };
-}
-
-let counter = 0;
-/** A fresh event id, unique across runs. */
-export function eventId(): string {
-  counter += 1;
-  return `evt_${randomUUID().slice(0, 8)}_${counter}`;
-}
-
-export function bodyOf(event: GithubLikeEvent): string {
-  return JSON.stringify(event);
-}
-
-/** The dedup key the GitHub-like provider uses: a digest of the signed body (its id header is unsigned). */
-export function keyOf(body: string): string {
-  return `github:body:${createHash('sha256').update(body).digest('hex')}`;
-}
+export * from './behaviour.js';
 
 /** Headers of a delivery signed by the real Octokit signer. */
 export async function signed(body: string, secret = SECRET): Promise<Record<string, string>> {
@@ -233,6 +110,33 @@ export interface Server {
   /** The webhook route's full URL. */
   url: string;
   close(): Promise<void>;
+  /** How the suite reaches the handler and store: given when they live in another process (Next.js). */
+  controls?: Controls;
+}
+
+/** What the suite observes and steers behind the server. */
+export interface Controls {
+  /** Holds `id`'s handler once it starts; `started` resolves when it began, `release` lets it finish. */
+  gate(id: string): Promise<{ started: Promise<void>; release: () => Promise<void> }>;
+  runs(id: string): Promise<number | undefined>;
+  attempts(id: string): Promise<number | undefined>;
+  inspect(key: string): Promise<unknown>;
+  /** Every outcome reported to `onOutcome` so far. */
+  outcomes(): Promise<string[]>;
+}
+
+/** Controls over a fixture in this process. */
+export function localControls(f: Fixture): Controls {
+  return {
+    async gate(id) {
+      const gate = f.behaviour.gate(id);
+      return { started: gate.started, release: async () => gate.release() };
+    },
+    runs: async (id) => f.behaviour.runs.get(id),
+    attempts: async (id) => f.behaviour.attempts.get(id),
+    inspect: (key) => f.store.inspect(key),
+    outcomes: async () => f.outcomes.map((o) => o.outcome),
+  };
 }
 
 /**
@@ -242,11 +146,12 @@ export interface Server {
 export function adapterSuite(name: string, start: (receiver: Receiver) => Promise<Server>): void {
   describe(`${name}: end to end over real HTTP`, () => {
     let server: Server;
-    let f: Fixture;
+    let c: Controls;
 
     before(async () => {
-      f = fixture();
+      const f = fixture();
       server = await start(f.receiver);
+      c = server.controls ?? localControls(f);
     });
     after(async () => {
       await server?.close();
@@ -258,7 +163,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(res.status, 200);
       assert.equal(res.outcome, 'processed');
       assert.deepEqual(res.json, { outcome: 'processed' });
-      assert.equal(f.behaviour.runs.get(id), 1);
+      assert.equal(await c.runs(id), 1);
     });
 
     it('answers a repeated delivery 200 duplicate without running the handler again', async () => {
@@ -268,17 +173,17 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       const res = await deliver(server.url, body);
       assert.equal(res.status, 200);
       assert.equal(res.outcome, 'duplicate');
-      assert.equal(f.behaviour.runs.get(id), 1);
+      assert.equal(await c.runs(id), 1);
     });
 
     it('answers a concurrent copy 409 in-flight with Retry-After while the first still runs', async () => {
       const id = eventId();
       const body = bodyOf({ id, action: 'gate' });
-      const gate = f.behaviour.gate(id);
+      const gate = await c.gate(id);
       const first = deliver(server.url, body);
       await gate.started;
       const second = await deliver(server.url, body);
-      gate.release();
+      await gate.release();
       const done = await first;
       assert.equal(second.status, 409);
       assert.equal(second.outcome, 'in-flight');
@@ -287,7 +192,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(done.status, 200);
       assert.equal(done.outcome, 'processed');
       assert.equal((await deliver(server.url, body)).outcome, 'duplicate');
-      assert.equal(f.behaviour.runs.get(id), 1);
+      assert.equal(await c.runs(id), 1);
     });
 
     it('answers 500 when the handler throws, releases the claim, and the retry is processed', async () => {
@@ -302,12 +207,12 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
         /sk_live_secret|payment API/,
         'handler errors never reach the response',
       );
-      assert.equal(await f.store.inspect(keyOf(body)), undefined, 'the claim was released');
+      assert.equal(await c.inspect(keyOf(body)), undefined, 'the claim was released');
       const retry = await deliver(server.url, body);
       assert.equal(retry.status, 200);
       assert.equal(retry.outcome, 'processed');
-      assert.equal(f.behaviour.attempts.get(id), 2);
-      assert.equal(f.behaviour.runs.get(id), 1);
+      assert.equal(await c.attempts(id), 2);
+      assert.equal(await c.runs(id), 1);
     });
 
     it('answers 500 when the handler passes its deadline, releases the claim, and the retry is processed', async () => {
@@ -317,7 +222,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(failed.status, 500);
       assert.equal(failed.outcome, 'failed');
       assert.equal(failed.json?.code, 'handler_timeout');
-      assert.equal(await f.store.inspect(keyOf(body)), undefined, 'the claim was released');
+      assert.equal(await c.inspect(keyOf(body)), undefined, 'the claim was released');
       const retry = await deliver(server.url, body);
       assert.equal(retry.status, 200);
       assert.equal(retry.outcome, 'processed');
@@ -330,7 +235,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(res.outcome, 'rejected');
       assert.equal(res.json?.code, 'invalid_signature');
       assert.doesNotMatch(res.text, /sha256=|adapter-test-secret/, 'no signature or secret is echoed');
-      assert.equal(f.behaviour.attempts.get(id), undefined);
+      assert.equal(await c.attempts(id), undefined);
     });
 
     it('answers 413 too-large for a body over maxBodyBytes sent with Content-Length', async () => {
@@ -340,7 +245,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(res.status, 413);
       assert.equal(res.outcome, 'too-large');
       assert.equal(res.json?.code, 'body_too_large');
-      assert.equal(f.behaviour.attempts.get(id), undefined);
+      assert.equal(await c.attempts(id), undefined);
       assert.equal((await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }))).status, 200);
     });
 
@@ -350,7 +255,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       const res = await deliverChunkedNode(server.url, body);
       assert.equal(res.status, 413);
       assert.equal(res.outcome, 'too-large');
-      assert.equal(f.behaviour.attempts.get(id), undefined);
+      assert.equal(await c.attempts(id), undefined);
       const streamed = await deliverChunked(server.url, body);
       assert.equal(streamed.status, 413);
       assert.equal(streamed.outcome, 'too-large');
@@ -361,7 +266,7 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       const res = await deliverChunked(server.url, bodyOf({ id, action: 'ok', padding: 'y'.repeat(9000) }));
       assert.equal(res.status, 200);
       assert.equal(res.outcome, 'processed');
-      assert.equal(f.behaviour.runs.get(id), 1);
+      assert.equal(await c.runs(id), 1);
     });
 
     it("passes the handler's own response through with the outcome header added", async () => {
@@ -374,10 +279,11 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
     });
 
     it('reports every delivery to onOutcome', async () => {
-      const before = f.outcomes.length;
+      const before = (await c.outcomes()).length;
       await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }));
-      assert.equal(f.outcomes.length, before + 1);
-      assert.equal(f.outcomes.at(-1)?.outcome, 'processed');
+      const after = await c.outcomes();
+      assert.equal(after.length, before + 1);
+      assert.equal(after.at(-1), 'processed');
     });
   });
 }
