@@ -1,0 +1,31 @@
+/**
+ * Next.js App Router route handlers: `export const POST = webhook(receiver)` in
+ * `app/<path>/route.ts`. The handler is the receiver's web-standard `fetch`: the request body is
+ * read once, as bytes, with the `maxBodyBytes` bound. Route handlers get the untouched request (Next
+ * parses nothing for them), so no body-parser setting is needed.
+ */
+import type { Provider } from '../providers/types.js';
+import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
+
+const FIX =
+  'export the handler itself (export const POST = webhook(...)), or pass it the request before reading it';
+
+/**
+ * A Next.js App Router `POST` handler that receives a webhook safely: verifies over the raw bytes,
+ * dedups, runs your handler, and answers with the outcome (or your handler's own `Response`). Takes
+ * a receiver or the options to create one. Runs on the Node.js runtime (the default).
+ *
+ * @example
+ * // app/webhooks/github/route.ts
+ * export const POST = webhook({ provider: github({ secret: process.env.GITHUB_WEBHOOK_SECRET! }), store, handler });
+ */
+export function webhook<P extends Provider<any, any>>(
+  receiver: ReceiverInput<P>,
+): (request: Request) => Promise<Response> {
+  const r = toReceiver(receiver);
+  return async (request) => {
+    // Reading the body before handing the request over leaves nothing exact to verify.
+    if (request.bodyUsed) throw new BodyAlreadyParsedError(FIX);
+    return closeIfRefused(await r.fetch(request));
+  };
+}

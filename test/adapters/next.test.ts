@@ -1,0 +1,175 @@
+/**
+ * A real Next.js 16 app (App Router, `test/adapters/fixtures/next-app`) started with `next dev` on a
+ * loopback port. The handler and store live in the Next process; the suite steers and observes them
+ * through the app's `/control` route.
+ */
+import { strict as assert } from 'node:assert';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { adapterSuite, bodyOf, type Controls, deliver, eventId, type Server } from './harness.js';
+
+const APP = fileURLToPath(new URL('./fixtures/next-app', import.meta.url));
+const NEXT_BIN = fileURLToPath(new URL('../../node_modules/next/dist/bin/next', import.meta.url));
+/** Generous: a cold `next dev` compile on a loaded 2-core machine. */
+const STARTUP_MS = 180_000;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as import('node:net').AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+interface NextServer extends Server {
+  base: string;
+  log: () => string;
+}
+
+async function startNext(): Promise<NextServer> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  let output = '';
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [NEXT_BIN, 'dev', APP, '-H', '127.0.0.1', '-p', String(port)],
+    {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'development' },
+    },
+  );
+  // If this process dies before `close`, do not leave the Next process group behind.
+  const orphanGuard = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {}
+  };
+  process.once('exit', orphanGuard);
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const close = async () => {
+    process.off('exit', orphanGuard);
+    if (child.exitCode !== null || child.pid === undefined) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {}
+    }, 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + STARTUP_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`next dev exited early:\n${output}`);
+    try {
+      // The first requests compile the routes: wait for both.
+      const control = await fetch(`${base}/control`, { signal: AbortSignal.timeout(60_000) });
+      const hook = await fetch(`${base}/webhooks`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
+      if (control.ok && hook.headers.get('onceonly-outcome') === 'rejected') break;
+    } catch {}
+    if (Date.now() > deadline) {
+      await close();
+      throw new Error(`next dev did not answer within ${STARTUP_MS} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { url: `${base}/webhooks`, base, close, log: () => output, controls: remoteControls(base) };
+}
+
+function remoteControls(base: string): Controls {
+  const call = async (body: object) => {
+    const res = await fetch(`${base}/control`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 200);
+    return ((await res.json()) as { value?: unknown }).value;
+  };
+  return {
+    async gate(id) {
+      await call({ op: 'gate', id });
+      return {
+        started: call({ op: 'started', id }).then(() => undefined),
+        release: () => call({ op: 'release', id }).then(() => undefined),
+      };
+    },
+    runs: async (id) => ((await call({ op: 'runs', id })) as number | null) ?? undefined,
+    attempts: async (id) => ((await call({ op: 'attempts', id })) as number | null) ?? undefined,
+    inspect: async (key) => (await call({ op: 'inspect', key })) ?? undefined,
+    outcomes: async () => (await call({ op: 'outcomes' })) as string[],
+  };
+}
+
+let shared: Promise<NextServer> | undefined;
+const server = () => (shared ??= startNext());
+
+// One `next dev` for the whole file: the suite's own close is a no-op, the last describe stops it.
+adapterSuite('Next.js 16 App Router (next dev)', async () => ({
+  ...(await server()),
+  close: async () => {},
+}));
+
+describe('Next.js 16: body parsing before the route', () => {
+  let next: NextServer;
+  before(
+    async () => {
+      next = await server();
+    },
+    { timeout: STARTUP_MS + 10_000 },
+  );
+  after(async () => {
+    await next?.close();
+  });
+
+  it("verifies the exact bytes even when the app's proxy parsed the JSON body first", async () => {
+    const controls = next.controls!;
+    const id = eventId();
+    const body = bodyOf({ id, action: 'ok' });
+    const res = await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } });
+    assert.equal(res.headers.get('x-proxy-parsed'), 'object', 'the proxy did parse the body');
+    assert.equal(res.status, 200);
+    assert.equal(res.outcome, 'processed');
+    assert.equal(
+      (await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } })).outcome,
+      'duplicate',
+    );
+    assert.equal(await controls.runs(id), 1);
+  });
+
+  it('refuses with 500 body_already_parsed, logged with the fix, when the route read the body first', async () => {
+    const controls = next.controls!;
+    const id = eventId();
+    const res = await deliver(`${next.base}/preread`, bodyOf({ id, action: 'ok' }));
+    assert.equal(res.status, 500);
+    assert.equal(await controls.attempts(id), undefined, 'the handler never ran');
+    const logged = await waitFor(
+      () =>
+        next.log().includes('body_already_parsed') || /already read by another body parser/.test(next.log()),
+    );
+    assert.ok(logged, `the error with its fix reaches the server log:\n${next.log()}`);
+    assert.match(next.log(), /export const POST = webhook\(\.\.\.\)/);
+  });
+});
+
+async function waitFor(check: () => boolean, ms = 5_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return check();
+}
