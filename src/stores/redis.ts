@@ -23,12 +23,19 @@ import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './red
 export interface NodeRedisLike {
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
+  set(
+    key: string,
+    value: string,
+    options: { condition: 'NX'; expiration: { type: 'PX'; value: number }; GET: true },
+  ): PromiseLike<unknown>;
+  pExpireTime(key: string): PromiseLike<unknown>;
 }
 
 /** The part of an ioredis client or cluster the store uses: `new Redis()`, `new Cluster()`. */
 export interface IoRedisLike {
   evalsha(sha1: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
   eval(script: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
+  call(command: string, ...args: string[]): PromiseLike<unknown>;
 }
 
 /** A node-redis or ioredis client, standalone or cluster; Valkey servers work with either. */
@@ -105,33 +112,55 @@ const scripts = {
 
 type Run = (s: Script, key: string, args: string[]) => Promise<unknown>;
 
+/**
+ * `SET key value NX PX px GET` and `PEXPIRETIME key`, sent together: one round trip. Resolves to
+ * the value the key already held (null when the SET won) and the key's absolute expiry in ms.
+ */
+type SetNx = (key: string, value: string, px: number) => [PromiseLike<unknown>, PromiseLike<unknown>];
+
 function isNoScript(err: unknown): boolean {
   return err instanceof Error && err.message.includes('NOSCRIPT');
 }
 
-/** EVALSHA, and on NOSCRIPT (never loaded, SCRIPT FLUSH, failover to a fresh node) EVAL, which also caches it. */
-function runner(client: RedisClientLike): Run {
+/**
+ * The two ways the store talks to the client: scripts by EVALSHA, and on NOSCRIPT (never loaded,
+ * SCRIPT FLUSH, failover to a fresh node) EVAL, which also caches them; and the plain SET NX of a claim.
+ */
+function adapt(client: RedisClientLike): { run: Run; setNx: SetNx } {
   if (typeof (client as NodeRedisLike).evalSha === 'function') {
     const c = client as NodeRedisLike;
-    return async (s, key, args) => {
-      const options = { keys: [key], arguments: args };
-      try {
-        return await c.evalSha(s.sha, options);
-      } catch (err) {
-        if (!isNoScript(err)) throw err;
-        return await c.eval(s.body, options);
-      }
+    return {
+      run: async (s, key, args) => {
+        const options = { keys: [key], arguments: args };
+        try {
+          return await c.evalSha(s.sha, options);
+        } catch (err) {
+          if (!isNoScript(err)) throw err;
+          return await c.eval(s.body, options);
+        }
+      },
+      // node-redis writes commands issued in the same tick together: one round trip.
+      setNx: (key, value, px) => [
+        c.set(key, value, { condition: 'NX', expiration: { type: 'PX', value: px }, GET: true }),
+        c.pExpireTime(key),
+      ],
     };
   }
   if (typeof (client as IoRedisLike).evalsha === 'function') {
     const c = client as IoRedisLike;
-    return async (s, key, args) => {
-      try {
-        return await c.evalsha(s.sha, 1, key, ...args);
-      } catch (err) {
-        if (!isNoScript(err)) throw err;
-        return await c.eval(s.body, 1, key, ...args);
-      }
+    return {
+      run: async (s, key, args) => {
+        try {
+          return await c.evalsha(s.sha, 1, key, ...args);
+        } catch (err) {
+          if (!isNoScript(err)) throw err;
+          return await c.eval(s.body, 1, key, ...args);
+        }
+      },
+      setNx: (key, value, px) => [
+        c.call('SET', key, value, 'PX', String(px), 'NX', 'GET'),
+        c.call('PEXPIRETIME', key),
+      ],
     };
   }
   throw new ConfigError(
@@ -153,11 +182,16 @@ function duration(value: number, name: string): number {
 const fingerprintField = (fingerprint: string | undefined) =>
   fingerprint === undefined ? '' : `=${fingerprint}`;
 
+/** Stored and offered fingerprint fields match when equal or when either side has none (''). */
+const sameField = (stored: string, offered: string) => stored === '' || offered === '' || stored === offered;
+
 /**
  * A store on Redis or Valkey, for node-redis (v5+) and ioredis clients, standalone or Redis Cluster.
- * Claiming a free key is one round trip (a script whose first command is `SET NX PX`); only when the
- * key exists does the script go on to decide between in-flight, completed and takeover. Every
- * script acts on one key, so it runs on Redis Cluster, and all time is the server's.
+ * Claiming a free key is one round trip: a plain `SET NX PX` (with `GET`, so a completed key is
+ * answered in the same trip) sent together with `PEXPIRETIME` for the lease's end. Only when the key
+ * is being processed does a script decide between in-flight and takeover. Confirm, release, extend,
+ * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
+ * command acts on one key, so it runs on Redis Cluster, and all time is the server's.
  *
  * Run the server with `maxmemory-policy noeviction`: an evicted key lets a duplicate through. The
  * store warns at start-up otherwise. See docs/redis.md.
@@ -179,7 +213,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
   const { client } = options;
-  const run = runner(client);
+  const { run, setNx } = adapt(client);
+  // SET NX together with GET needs Redis 7 / Valkey 7.2; on older servers every claim is a script.
+  let fastClaims = true;
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   if (typeof prefix !== 'string') {
     throw new ConfigError('invalid_option', 'onceonly: redisStore prefix must be a string');
@@ -191,30 +227,88 @@ export function redisStore(options: RedisStoreOptions): Store {
   const claimKey = (key: string) => `${prefix}k:${key}`;
   const versionKey = (entity: string) => `${prefix}v:${entity}`;
 
-  async function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    let reply: unknown;
-    try {
-      reply = await run(s, key, args);
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (message.includes('ONCEONLY_FOREIGN')) {
-        throw new StoreUnavailableError(
-          `onceonly: the Redis key for ${what} holds a value onceonly did not write; give redisStore a prefix that nothing else writes under`,
-          { cause: err, code: 'store_foreign_value' },
-        );
-      }
-      throw new StoreUnavailableError(
-        `onceonly: Redis ${what} failed (${message}); check that the server is reachable and the client connected`,
-        { cause: err },
-      );
-    }
+  function afterFirstAnswer(): void {
     if (!policyChecked) {
       policyChecked = true;
       // After the first answer, so a lazily connecting cluster client knows its nodes. Not awaited:
       // the check must never slow down or fail a delivery.
       checkEvictionPolicy(client, warn).catch(() => {});
     }
+  }
+
+  function failure(what: string, err: unknown): StoreUnavailableError {
+    const message = err instanceof Error ? err.message : String(err);
+    if (message.includes('ONCEONLY_FOREIGN')) {
+      return new StoreUnavailableError(
+        `onceonly: the Redis key for ${what} holds a value onceonly did not write; give redisStore a prefix that nothing else writes under`,
+        { cause: err, code: 'store_foreign_value' },
+      );
+    }
+    return new StoreUnavailableError(
+      `onceonly: Redis ${what} failed (${message}); check that the server is reachable and the client connected`,
+      { cause: err },
+    );
+  }
+
+  async function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+    let reply: unknown;
+    try {
+      reply = await run(s, key, args);
+    } catch (err) {
+      throw failure(what, err);
+    }
+    afterFirstAnswer();
     return reply;
+  }
+
+  /**
+   * The claim of a key nobody holds: one plain SET NX PX (with GET, so a completed key is answered
+   * in the same trip), and PEXPIRETIME for the lease's end on the server's clock. Returns undefined
+   * when the key is processing (the script decides) or the server is too old for SET NX GET.
+   */
+  async function fastClaim(
+    userKey: string,
+    token: string,
+    g: number,
+    fp: string,
+    px: number,
+    fingerprint: string | undefined,
+  ): Promise<Claim | undefined> {
+    const key = claimKey(userKey);
+    const [setting, expiring] = setNx(key, `p|${token}|1|${g}|${fp}`, px);
+    // PEXPIRETIME's own failure only matters when the SET won; never leave it unhandled.
+    const expiry = Promise.resolve(expiring).then(Number, () => 0);
+    let held: unknown;
+    try {
+      held = await setting;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (/syntax error|unknown command/i.test(message)) {
+        fastClaims = false;
+        return undefined;
+      }
+      throw failure('claim', err);
+    }
+    afterFirstAnswer();
+    if (held === null || held === undefined) {
+      let at = await expiry;
+      if (!(at > 0)) {
+        // PEXPIRETIME missing or failed: the key is ours, ask a script for its expiry.
+        const reply = (await call('claim', scripts.inspect, key, [])) as [string, number] | null;
+        if (!reply) throw failure('claim', new Error('the claimed key vanished at once'));
+        at = Number(reply[1]);
+      }
+      return {
+        status: 'acquired',
+        lease: createLease({ key: userKey, token, attempt: 1, fingerprint, expiresAt: new Date(at - g) }),
+      };
+    }
+    const value = String(held);
+    if (value.startsWith('c|')) {
+      const match = /^c\|[^|]*\|\d+\|\d+\|(.*)$/s.exec(value);
+      if (match) return { status: 'completed', sameFingerprint: sameField(match[1]!, fp) };
+    }
+    return undefined;
   }
 
   function grace(leaseMs: number): number {
@@ -226,11 +320,16 @@ export function redisStore(options: RedisStoreOptions): Store {
       const lease = duration(leaseMs, 'leaseMs');
       const g = grace(lease);
       const token = newToken();
+      const fp = fingerprintField(fingerprint);
+      if (fastClaims) {
+        const fast = await fastClaim(key, token, g, fp, lease + g, fingerprint);
+        if (fast) return fast;
+      }
       const reply = (await call('claim', scripts.claim, claimKey(key), [
         token,
         String(lease),
         String(g),
-        fingerprintField(fingerprint),
+        fp,
         String(lease + g),
       ])) as number[];
       const [status, a, b, c] = reply.map(Number);

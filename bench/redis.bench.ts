@@ -1,0 +1,130 @@
+// Redis store: claim + confirm with 2 deliveries per event and 64 in flight, against the same
+// node-redis client doing raw `SET NX PX` then `SET PX`, and against AWS Powertools idempotency's
+// CachePersistenceLayer (makeIdempotent, with a registered Lambda context of 30 s remaining, so it
+// deduplicates) on the same client and server. Contenders run in alternating rounds in one process;
+// each figure is the median of its rounds. Targets (issue 4): >= 0.9x raw, >= 1.5x Powertools.
+//
+//   npx tsx bench/redis.bench.ts              (BENCH_SMALL=1 for a quick run)
+import { randomBytes } from 'node:crypto';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { CachePersistenceLayer } from '@aws-lambda-powertools/idempotency/cache';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { redisStore } from '../src/stores/redis.js';
+import { servers } from '../test/support/servers.js';
+
+const small = process.env.BENCH_SMALL === '1';
+const events = small ? 3_000 : 15_000;
+const rounds = small ? 3 : 5;
+const concurrency = 64;
+const deliveriesPerEvent = 2;
+const leaseMs = 120_000;
+const retentionMs = 3 * 86_400_000;
+
+const run = `oo-bench-${randomBytes(4).toString('hex')}`;
+const fingerprint = 'a'.repeat(64);
+const client = await createClient({ url: servers.redis }).connect();
+const io = new Redis(servers.redis);
+
+/**
+ * Delivers every event `deliveriesPerEvent` times (all first deliveries, then the duplicates, as a
+ * provider's retries come later) with `concurrency` in flight; returns deliveries per second.
+ */
+async function measure(deliver: (eventId: string) => Promise<void>, tag: string): Promise<number> {
+  const total = events * deliveriesPerEvent;
+  let next = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) await deliver(`${tag}:${next++ % events}`);
+    }),
+  );
+  return total / (Number(process.hrtime.bigint() - start) / 1e9);
+}
+
+const onceonly = redisStore({ client, prefix: `${run}:oo:`, checkEvictionPolicy: false });
+const onceonlyIo = redisStore({ client: io, prefix: `${run}:io:`, checkEvictionPolicy: false });
+const storeDelivery = (store: typeof onceonly) => async (eventId: string) => {
+  const claim = await store.claim(eventId, { leaseMs, fingerprint });
+  if (claim.status === 'acquired') {
+    if (!(await store.confirm(claim.lease, { retentionMs }))) throw new Error('lease lost');
+  }
+};
+
+const config = new IdempotencyConfig({ expiresAfterSeconds: retentionMs / 1000 });
+type LambdaContext = Parameters<IdempotencyConfig['registerLambdaContext']>[0];
+config.registerLambdaContext({ getRemainingTimeInMillis: () => 30_000 } as LambdaContext);
+const powertoolsHandle = makeIdempotent(async (_event: { id: string }) => ({ ok: true }), {
+  persistenceStore: new CachePersistenceLayer({ client }),
+  config,
+  keyPrefix: `${run}:pt`,
+});
+
+const contenders: Array<{ name: string; deliver: (eventId: string) => Promise<void> }> = [
+  {
+    name: 'raw node-redis SET NX PX + SET PX',
+    async deliver(eventId) {
+      const key = `${run}:raw:${eventId}`;
+      const token = randomBytes(16).toString('hex');
+      const won = await client.set(key, token, {
+        condition: 'NX',
+        expiration: { type: 'PX', value: leaseMs },
+      });
+      if (won === 'OK')
+        await client.set(key, `done:${token}`, { expiration: { type: 'PX', value: retentionMs } });
+    },
+  },
+  { name: 'onceonly redisStore (node-redis)', deliver: storeDelivery(onceonly) },
+  { name: 'onceonly redisStore (ioredis)', deliver: storeDelivery(onceonlyIo) },
+  {
+    name: 'Powertools CachePersistenceLayer (node-redis)',
+    async deliver(eventId) {
+      await powertoolsHandle({ id: eventId });
+    },
+  },
+];
+
+const results = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
+for (let round = 0; round < rounds; round++) {
+  for (const contender of contenders) {
+    const rate = await measure(contender.deliver, `r${round}`);
+    results.get(contender.name)!.push(rate);
+  }
+}
+
+// Sanity: every contender deduplicated (one stored key per event for the last round).
+const sample = await client.get(`${run}:raw:r0:0`);
+if (!sample?.startsWith('done:')) throw new Error('raw contender did not complete');
+if ((await onceonly.inspect('r0:0'))?.state !== 'completed') throw new Error('store did not complete');
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const raw = median(results.get(contenders[0]!.name)!);
+const powertools = median(results.get(contenders[3]!.name)!);
+const rows = contenders.map((c) => {
+  const rate = median(results.get(c.name)!);
+  return {
+    contender: c.name,
+    'deliveries/s': Math.round(rate),
+    'vs raw': `${(rate / raw).toFixed(2)}x`,
+    'vs Powertools': `${(rate / powertools).toFixed(2)}x`,
+  };
+});
+console.log(
+  `\nRedis: ${events.toLocaleString('en')} events x ${deliveriesPerEvent} deliveries, ${concurrency} in flight, median of ${rounds} alternating rounds\n`,
+);
+console.table(rows);
+const ours = median(results.get(contenders[1]!.name)!);
+console.log(
+  `onceonly (node-redis) vs raw: ${(ours / raw).toFixed(2)}x (target >= 0.9x: ${ours / raw >= 0.9 ? 'OK' : 'MISSED'}); ` +
+    `vs Powertools: ${(ours / powertools).toFixed(2)}x (target >= 1.5x: ${ours / powertools >= 1.5 ? 'OK' : 'MISSED'})`,
+);
+
+for await (const keys of client.scanIterator({ MATCH: `${run}*`, COUNT: 1000 })) {
+  if (keys.length > 0) await client.unlink(keys);
+}
+// Powertools writes its own key names (keyPrefix + '#' + hash): delete those too.
+for await (const keys of client.scanIterator({ MATCH: `${run}:pt#*`, COUNT: 1000 })) {
+  if (keys.length > 0) await client.unlink(keys);
+}
+await client.quit();
+io.disconnect();
