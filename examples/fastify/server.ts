@@ -1,0 +1,36 @@
+/**
+ * Fastify + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`.
+ * In your app the imports are `onceonly`, `onceonly/fastify` and `onceonly/providers`.
+ */
+import { createHmac } from 'node:crypto';
+import Fastify from 'fastify';
+import { webhook } from '../../src/adapters/fastify.js';
+import { memoryStore } from '../../src/index.js';
+import { github } from '../../src/providers/index.js';
+
+const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
+const app = Fastify();
+
+// An encapsulated plugin: its raw-body parser applies to /webhooks only; the app's JSON parser is untouched.
+await app.register(
+  webhook({
+    provider: github({ secret }),
+    store: memoryStore(), // one process only; use redisStore / postgresStore when you run several
+    handler: async ({ type, attempt }) => {
+      console.log(`${type} received (attempt ${attempt})`);
+    },
+  }),
+  { prefix: '/webhooks' },
+);
+app.post('/api/echo', async (request) => request.body);
+
+const port = Number(process.env.PORT ?? 3000);
+await app.listen({ port, host: '127.0.0.1' });
+const url = `http://127.0.0.1:${port}/webhooks`;
+const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+console.log(`onceonly + Fastify listening on ${url}`);
+console.log('send a signed delivery twice (processed, then duplicate):');
+console.log(
+  `  curl -si ${url} -H 'content-type: application/json' -H 'x-github-event: ping' -H 'x-hub-signature-256: ${signature}' -d '${body}'`,
+);

@@ -1,0 +1,43 @@
+/**
+ * Koa + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`
+ * (Koa 2 works the same). In your app the imports are `onceonly`, `onceonly/koa` and
+ * `onceonly/providers`.
+ */
+import { createHmac } from 'node:crypto';
+import Koa from 'koa';
+import { webhook } from '../../src/adapters/koa.js';
+import { memoryStore } from '../../src/index.js';
+import { github } from '../../src/providers/index.js';
+
+const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
+const app = new Koa();
+
+// Above the body parser (koa-bodyparser / @koa/bodyparser), which would leave no exact bytes.
+app.use(
+  webhook(
+    {
+      provider: github({ secret }),
+      store: memoryStore(), // one process only; use redisStore / postgresStore when you run several
+      handler: async ({ type, attempt }) => {
+        console.log(`${type} received (attempt ${attempt})`);
+      },
+    },
+    { path: '/webhooks' },
+  ),
+);
+// app.use(bodyParser());
+app.use((ctx) => {
+  ctx.body = 'ok';
+});
+
+const port = Number(process.env.PORT ?? 3000);
+app.listen(port, '127.0.0.1', () => {
+  const url = `http://127.0.0.1:${port}/webhooks`;
+  const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  console.log(`onceonly + Koa listening on ${url}`);
+  console.log('send a signed delivery twice (processed, then duplicate):');
+  console.log(
+    `  curl -si ${url} -H 'content-type: application/json' -H 'x-github-event: ping' -H 'x-hub-signature-256: ${signature}' -d '${body}'`,
+  );
+});

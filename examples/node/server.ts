@@ -1,0 +1,39 @@
+/**
+ * Bare node:http + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`.
+ * In your app the imports are `onceonly`, `onceonly/node` and `onceonly/providers`.
+ */
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import { webhook } from '../../src/adapters/node.js';
+import { memoryStore } from '../../src/index.js';
+import { github } from '../../src/providers/index.js';
+
+const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
+
+const receive = webhook(
+  {
+    provider: github({ secret }),
+    store: memoryStore(), // one process only; use redisStore / postgresStore when you run several
+    handler: async ({ type, attempt }) => {
+      console.log(`${type} received (attempt ${attempt})`);
+    },
+  },
+  { onError: (error) => console.error(error) },
+);
+
+const server = createServer((req, res) => {
+  if (req.url === '/webhooks') return receive(req, res);
+  res.writeHead(404).end();
+});
+
+const port = Number(process.env.PORT ?? 3000);
+server.listen(port, '127.0.0.1', () => {
+  const url = `http://127.0.0.1:${port}/webhooks`;
+  const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  console.log(`onceonly + node:http listening on ${url}`);
+  console.log('send a signed delivery twice (processed, then duplicate):');
+  console.log(
+    `  curl -si ${url} -H 'content-type: application/json' -H 'x-github-event: ping' -H 'x-hub-signature-256: ${signature}' -d '${body}'`,
+  );
+});
