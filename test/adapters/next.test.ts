@@ -86,6 +86,10 @@ async function startNext(): Promise<NextServer> {
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  if (/Installing (dev)?dependencies/i.test(output)) {
+    await close();
+    throw new Error(`next dev tried to install packages (a TypeScript file in the fixture app?):\n${output}`);
+  }
   return { url: `${base}/webhooks`, base, close, log: () => output, controls: remoteControls(base) };
 }
 
