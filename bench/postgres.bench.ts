@@ -10,7 +10,7 @@ import { servers } from '../test/support/servers.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const events = small ? 2_000 : 20_000;
-const rounds = small ? 2 : 4;
+const rounds = small ? 2 : 6;
 const concurrency = 32;
 const poolSize = 10;
 
