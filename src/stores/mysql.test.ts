@@ -33,13 +33,13 @@ if (up) {
 
   const confTable = table('conf');
   await runConformance({
-    name: 'mysqlStore conformance (mysql2 defaults: CLIENT_FOUND_ROWS on)',
+    name: 'mysqlStore conformance (mysql2 defaults: CLIENT_FOUND_ROWS on; prepared statements)',
     factory: () => mysqlStore({ client: pool, table: confTable }),
   });
   const plainTable = table('plain');
   await runConformance({
-    name: 'mysqlStore conformance (CLIENT_FOUND_ROWS off)',
-    factory: () => mysqlStore({ client: noFoundRows, table: plainTable }),
+    name: 'mysqlStore conformance (CLIENT_FOUND_ROWS off, text protocol: prepare false)',
+    factory: () => mysqlStore({ client: noFoundRows, table: plainTable, prepare: false }),
   });
 
   describe('mysqlStore schema', () => {

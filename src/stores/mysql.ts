@@ -30,6 +30,8 @@ import {
 export interface MysqlQueryable {
   // `any`: mysql2 overloads query() per result type, and every overload must fit.
   query(sql: string, values?: any): Promise<[any, any]>;
+  /** Prepared statements (binary protocol); used when present unless `prepare: false`. */
+  execute?(sql: string, values?: any): Promise<[any, any]>;
 }
 
 /** The transaction `record(key, { tx })` joins: a mysql2 connection inside `BEGIN`, `kyselyTx(trx)` or `drizzleTx(tx)`. */
@@ -64,6 +66,14 @@ export interface MysqlStoreOptions {
    * @example mysqlStore({ client, deadlockRetries: 10 })
    */
   deadlockRetries?: number;
+  /**
+   * Run the store's statements as server-side prepared statements (`execute`), parsed once per
+   * connection, when the client has `execute`. Turn off behind a proxy that does not support the binary
+   * protocol's prepared statements.
+   * @default true
+   * @example mysqlStore({ client, prepare: false })
+   */
+  prepare?: boolean;
 }
 
 export interface MysqlPurgeOptions {
@@ -189,6 +199,12 @@ function statements(t: TableNames) {
   const cols = '(id, record_key, state, token, attempt, fingerprint, expires_at, updated_at)';
   const takeable = `expires_at <= ${NOW}`;
   return {
+    // The common case, a key nobody holds: a plain insert (cheaper for the server than the upsert
+    // below). affectedRows counts inserted rows here whatever CLIENT_FOUND_ROWS says; insertId carries
+    // the new expiry. IGNORE turns only the duplicate key into "0 rows": every value is checked first.
+    insert: `INSERT IGNORE INTO ${t.keys} ${cols}
+VALUES (?, ?, 0, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW})`,
+
     // Inserts a lease, or takes over one (or a completed key) that ran out. The row lock of the
     // duplicate-key path serialises concurrent claims: exactly one sees the old expiry and wins.
     // insertId: the new expiry when we won, 0 when we lost; affectedRows 1 = inserted, 2 = takeover.
@@ -205,6 +221,11 @@ ON DUPLICATE KEY UPDATE
     attempt: `SELECT attempt FROM ${t.keys} WHERE id = ? AND token = ?`,
 
     found: `SELECT state, attempt, fingerprint, expires_at, ${NOW} AS now_ms FROM ${t.keys} WHERE id = ?`,
+
+    // The owner's confirm, the usual case: one UPDATE. insertId: the new expiry, or 0 when the row is
+    // not ours (then `confirm` below decides).
+    confirmOwn: `UPDATE ${t.keys} SET state = 1, updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
+WHERE id = ? AND token = ?`,
 
     // Owner-checked. The INSERT covers a record that vanished (released, or purged): the work is done,
     // so it is written completed; so is a completed record whose retention ran out. The same owner
@@ -252,9 +273,9 @@ WHERE id = ? AND (state = 0 OR expires_at > ${NOW})`,
 
     purge: `DELETE FROM ${t.keys}
 WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at <= ${NOW} - ?)
-LIMIT ?`,
+LIMIT `,
 
-    purgeVersions: `DELETE FROM ${t.versions} WHERE updated_at <= ${NOW} - ? LIMIT ?`,
+    purgeVersions: `DELETE FROM ${t.versions} WHERE updated_at <= ${NOW} - ? LIMIT `,
   } as const;
 }
 
@@ -273,8 +294,16 @@ function isQueryable(client: unknown): client is MysqlQueryable {
   );
 }
 
-async function runOn(client: MysqlQueryable, sql: string, values: unknown[]): Promise<Result> {
-  const [result] = await client.query(sql, values);
+async function runOn(
+  client: MysqlQueryable,
+  sql: string,
+  values: unknown[],
+  prepare = false,
+): Promise<Result> {
+  const [result] =
+    prepare && typeof client.execute === 'function'
+      ? await client.execute(sql, values)
+      : await client.query(sql, values);
   if (Array.isArray(result)) return { rows: result as Row[], affectedRows: 0, insertId: 0 };
   const header = (result ?? {}) as { affectedRows?: unknown; insertId?: unknown };
   return { rows: [], affectedRows: Number(header.affectedRows ?? 0), insertId: Number(header.insertId ?? 0) };
@@ -308,6 +337,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function idOf(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
+
+/** The id of each lease this process handed out, so confirm, release and extend skip the hash. */
+const leaseIds = new WeakMap<Lease, Buffer>();
+const leaseId = (lease: Lease): Buffer => leaseIds.get(lease) ?? idOf(lease.key);
 
 function keyBytes(key: string, what: string): Buffer {
   const bytes = Buffer.from(key, 'utf8');
@@ -361,6 +394,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
   const sql = statements(t);
   const autoCreate = options.autoCreate ?? true;
   const retries = options.deadlockRetries ?? 5;
+  const prepare = options.prepare ?? true;
   if (!Number.isInteger(retries) || retries < 0) {
     throw new ConfigError(
       'invalid_option',
@@ -405,10 +439,15 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     }
   }
 
-  async function exec(action: string, statement: string, values: unknown[]): Promise<Result> {
+  async function exec(
+    action: string,
+    statement: string,
+    values: unknown[],
+    prepared = prepare,
+  ): Promise<Result> {
     await ready();
     try {
-      return await withRetry(() => runOn(client, statement, values));
+      return await withRetry(() => runOn(client, statement, values, prepared));
     } catch (err) {
       throw unavailable(action, err);
     }
@@ -423,26 +462,29 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       const id = idOf(key);
       const fp = fingerprintBytes(fingerprint);
       const token = newToken();
-      // A loser re-reads the row; if by then it is gone or ran out (released, confirmed-and-expired),
-      // the claim runs again. Repeats only while the key keeps changing under it.
+      const acquired = (attempt: number, expiresMs: number): Claim => {
+        const lease = createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresMs) });
+        leaseIds.set(lease, id);
+        return { status: 'acquired', lease };
+      };
+      // A key nobody holds costs one statement; a held key two (insert, read); a takeover three. The
+      // takeover is the upsert, whose row lock makes exactly one of concurrent takeovers win. A loser
+      // whose re-read finds the row gone or run out (released, purged) goes round again.
       for (let round = 1; round <= 10; round++) {
-        const won = await exec('claim a key', sql.claim, [id, raw, token, fp, leaseMs, token, fp, leaseMs]);
-        if (won.insertId > 0) {
-          let attempt = 1;
-          if (won.affectedRows !== 1) {
-            // A takeover: the attempt is the old one + 1, read back under our token.
-            const { rows } = await exec('claim a key', sql.attempt, [id, token]);
-            if (!rows[0]) continue;
-            attempt = Number(rows[0].attempt);
-          }
-          return {
-            status: 'acquired',
-            lease: createLease({ key, token, attempt, fingerprint, expiresAt: new Date(won.insertId) }),
-          };
-        }
+        const fresh = await exec('claim a key', sql.insert, [id, raw, token, fp, leaseMs]);
+        if (fresh.affectedRows === 1) return acquired(1, fresh.insertId);
         const { rows } = await exec('claim a key', sql.found, [id]);
         const row = rows[0];
-        if (!row || Number(row.expires_at) <= Number(row.now_ms)) continue;
+        if (!row) continue;
+        if (Number(row.expires_at) <= Number(row.now_ms)) {
+          const won = await exec('claim a key', sql.claim, [id, raw, token, fp, leaseMs, token, fp, leaseMs]);
+          if (won.insertId === 0) continue;
+          if (won.affectedRows === 1) return acquired(1, won.insertId);
+          // A takeover: the attempt is the old one + 1, read back under our token.
+          const mine = await exec('claim a key', sql.attempt, [id, token]);
+          if (!mine.rows[0]) continue;
+          return acquired(Number(mine.rows[0].attempt), won.insertId);
+        }
         const same = sameFingerprint(toText(row.fingerprint), fingerprint);
         if (Number(row.state) === 1) return { status: 'completed', sameFingerprint: same };
         return {
@@ -458,9 +500,14 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      const id = leaseId(lease);
+      const own = await exec('confirm a lease', sql.confirmOwn, [retentionMs, id, lease.token]);
+      if (own.insertId > 0) return true;
+      // Not (or no longer) a row with our token: vanished, ran out, or another owner's. Tokens are
+      // unique, so nothing can make the row ours between the two statements.
       const fp = fingerprintBytes(lease.fingerprint);
       const { insertId } = await exec('confirm a lease', sql.confirm, [
-        idOf(lease.key),
+        id,
         keyBytes(lease.key, 'key'),
         lease.token,
         lease.attempt,
@@ -482,12 +529,12 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
 
     async release(lease: Lease): Promise<boolean> {
       // DELETE counts deleted rows whatever CLIENT_FOUND_ROWS says.
-      const { affectedRows } = await exec('release a lease', sql.release, [idOf(lease.key), lease.token]);
+      const { affectedRows } = await exec('release a lease', sql.release, [leaseId(lease), lease.token]);
       return affectedRows > 0;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      const { insertId } = await exec('extend a lease', sql.extend, [leaseMs, idOf(lease.key), lease.token]);
+      const { insertId } = await exec('extend a lease', sql.extend, [leaseMs, leaseId(lease), lease.token]);
       return insertId > 0;
     },
 
@@ -511,7 +558,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       await ready();
       try {
         // No retry here: a deadlock rolled back the caller's whole transaction, which is theirs to rerun.
-        const { insertId } = await runOn(tx, sql.record, values);
+        const { insertId } = await runOn(tx, sql.record, values, prepare);
         return { duplicate: insertId === 0 };
       } catch (err) {
         throw unavailable('record a key in your transaction', err);
@@ -562,13 +609,19 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       }
       let deleted = 0;
       for (;;) {
-        const { affectedRows } = await exec('purge expired keys', sql.purge, [grace, batch]);
+        // LIMIT takes no prepared parameter of type DOUBLE on MySQL 8.0.22+: inline the checked integer.
+        const { affectedRows } = await exec('purge expired keys', sql.purge + batch, [grace], false);
         deleted += affectedRows;
         if (affectedRows < batch) break;
       }
       if (unused !== undefined) {
         for (;;) {
-          const { affectedRows } = await exec('purge unused versions', sql.purgeVersions, [unused, batch]);
+          const { affectedRows } = await exec(
+            'purge unused versions',
+            sql.purgeVersions + batch,
+            [unused],
+            false,
+          );
           deleted += affectedRows;
           if (affectedRows < batch) break;
         }
