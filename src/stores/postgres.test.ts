@@ -162,6 +162,7 @@ else
           assert.throws(() => postgresStore({ client: pool, table: bad }), /plain identifier/);
         }
         assert.throws(() => postgresStore({ client: {} as PostgresClient }), /pg Pool, PoolClient or Client/);
+        assert.throws(() => postgresStore(undefined as never), /pg Pool, PoolClient or Client/);
       });
 
       it('stores versions up to 2^53 exactly', async () => {

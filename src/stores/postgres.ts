@@ -366,13 +366,10 @@ const toOptionalString = (v: unknown): string | undefined => (v == null ? undefi
  * const store = postgresStore({ client: postgres(process.env.DATABASE_URL!) });
  */
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
-  const client = options?.client;
-  const run = runnerFor(client, options.prepare ?? true, 'postgresStore client');
-  const prepare = options.prepare ?? true;
-  const table = options.table ?? DEFAULT_TABLE;
+  const { client, prepare = true, table = DEFAULT_TABLE, autoCreate = true } = options ?? {};
+  const run = runnerFor(client, prepare, 'postgresStore client');
   const t = tableNames(table);
   const sql = statements(t);
-  const autoCreate = options.autoCreate ?? true;
 
   async function createTables(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
