@@ -3,9 +3,8 @@
  * already have, standalone or cluster. Only the clients' shapes are used: neither package is
  * imported at run time.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import {
   assertVersion,
@@ -130,14 +129,12 @@ function adapt(client: RedisClientLike): { run: Run; setNx: SetNx } {
   if (typeof (client as NodeRedisLike).evalSha === 'function') {
     const c = client as NodeRedisLike;
     return {
-      run: async (s, key, args) => {
+      run: (s, key, args) => {
         const options = { keys: [key], arguments: args };
-        try {
-          return await c.evalSha(s.sha, options);
-        } catch (err) {
+        return Promise.resolve(c.evalSha(s.sha, options)).catch((err: unknown) => {
           if (!isNoScript(err)) throw err;
-          return await c.eval(s.body, options);
-        }
+          return c.eval(s.body, options);
+        });
       },
       // node-redis writes commands issued in the same tick together: one round trip.
       setNx: (key, value, px) => [
@@ -149,14 +146,11 @@ function adapt(client: RedisClientLike): { run: Run; setNx: SetNx } {
   if (typeof (client as IoRedisLike).evalsha === 'function') {
     const c = client as IoRedisLike;
     return {
-      run: async (s, key, args) => {
-        try {
-          return await c.evalsha(s.sha, 1, key, ...args);
-        } catch (err) {
+      run: (s, key, args) =>
+        Promise.resolve(c.evalsha(s.sha, 1, key, ...args)).catch((err: unknown) => {
           if (!isNoScript(err)) throw err;
-          return await c.eval(s.body, 1, key, ...args);
-        }
-      },
+          return c.eval(s.body, 1, key, ...args);
+        }),
       setNx: (key, value, px) => [
         c.call('SET', key, value, 'PX', String(px), 'NX', 'GET'),
         c.call('PEXPIRETIME', key),
@@ -177,6 +171,19 @@ function duration(value: number, name: string): number {
     );
   }
   return Math.ceil(value);
+}
+
+// Owner tokens (128 random bits, hex) cut from a pooled buffer: one getrandom call per 256 tokens
+// instead of one per claim, on the hottest path of the store.
+const pool = Buffer.alloc(16 * 256);
+let pooled = pool.length;
+function newToken(): string {
+  if (pooled === pool.length) {
+    randomFillSync(pool);
+    pooled = 0;
+  }
+  pooled += 16;
+  return pool.toString('hex', pooled - 16, pooled);
 }
 
 const fingerprintField = (fingerprint: string | undefined) =>
@@ -250,15 +257,16 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
 
-  async function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    let reply: unknown;
-    try {
-      reply = await run(s, key, args);
-    } catch (err) {
-      throw failure(what, err);
-    }
-    afterFirstAnswer();
-    return reply;
+  function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+    return run(s, key, args).then(
+      (reply) => {
+        afterFirstAnswer();
+        return reply;
+      },
+      (err: unknown) => {
+        throw failure(what, err);
+      },
+    );
   }
 
   /**
@@ -277,7 +285,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     const key = claimKey(userKey);
     const [setting, expiring] = setNx(key, `p|${token}|1|${g}|${fp}`, px);
     // PEXPIRETIME's own failure only matters when the SET won; never leave it unhandled.
-    const expiry = Promise.resolve(expiring).then(Number, () => 0);
+    const expiry = expiring.then(Number, () => 0);
     let held: unknown;
     try {
       held = await setting;
