@@ -20,6 +20,8 @@ import {
   writeNodeReply,
 } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX =
   'register the webhook route above app.use(express.json()) (or above whichever body parser runs first)';
 

@@ -18,6 +18,8 @@ import {
   nodeUrl,
 } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX =
   'register the webhook plugin before (or outside the scope of) the hook that reads the request payload';
 

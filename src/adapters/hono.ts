@@ -7,6 +7,8 @@ import type { Provider } from '../providers/types.js';
 import { toResponse } from '../receiver/http.js';
 import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX =
   'register app.post(path, webhook(...)) above the middleware that reads the body (c.req.json(), a validator)';
 

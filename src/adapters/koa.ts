@@ -15,6 +15,8 @@ import {
   toReceiver,
 } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX = 'register app.use(webhook(...)) above app.use(bodyParser())';
 
 /** The Koa context as far as the adapter needs it (Koa 2 and 3 alike). */

@@ -19,6 +19,8 @@ import {
   writeNodeReply,
 } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX = 'create the app with NestFactory.create(AppModule, { rawBody: true })';
 
 /**

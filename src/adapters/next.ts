@@ -7,6 +7,8 @@
 import type { Provider } from '../providers/types.js';
 import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX =
   'export the handler itself (export const POST = webhook(...)), or pass it the request before reading it';
 

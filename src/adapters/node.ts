@@ -16,6 +16,8 @@ import {
   writeNodeReply,
 } from '../receiver/node.js';
 
+export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+
 const FIX = 'hand the request to the webhook listener before anything reads its body';
 
 /**

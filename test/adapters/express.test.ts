@@ -24,6 +24,7 @@ for (const [label, express] of [
 ] as const) {
   const app = (build: (app: ReturnType<typeof express>) => void) => {
     const a = express();
+    a.set('env', 'test'); // keeps Express's default error handler from printing stacks in the test log
     build(a);
     return listen(a);
   };
