@@ -16,6 +16,7 @@ export { type SlackEvent, type SlackOptions, slack } from './slack.js';
 export { type SquareEvent, type SquareOptions, square } from './square.js';
 export {
   type StandardWebhooksEvent,
+  type StandardWebhooksEventMap,
   type StandardWebhooksOptions,
   standardWebhooks,
 } from './standardWebhooks.js';

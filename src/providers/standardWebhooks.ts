@@ -4,6 +4,7 @@ import {
   asBuffer,
   checkTolerance,
   decodeSignature,
+  type EventMapOfUnion,
   header,
   hmacEach,
   offeredSignatures,
@@ -54,6 +55,16 @@ export interface StandardWebhooksOptions {
   retention?: Duration;
 }
 
+/**
+ * The event map for typed `on` handlers: a union discriminated by a literal `type` (Clerk's
+ * `WebhookEvent`, your own union) maps each name to its member; anything else maps any name to `E`.
+ */
+export type StandardWebhooksEventMap<E> = [E] extends [{ type: string }]
+  ? string extends E['type']
+    ? Record<string, E>
+    : EventMapOfUnion<E>
+  : Record<string, E>;
+
 const PREFIX = 'whsec_';
 
 /** Picks the header family the delivery uses: `webhook-*` (the spec) or `svix-*` (Svix's own). */
@@ -78,8 +89,20 @@ function required(headers: Headers, name: string): string {
  *
  * @example
  * createReceiver({ provider: standardWebhooks({ secret: process.env.WEBHOOK_SECRET!, name: 'resend' }), store, handler });
+ *
+ * Pass the sender's event union for typed `on` handlers:
+ *
+ * @example
+ * import type { WebhookEvent } from '@clerk/backend';
+ * createReceiver({
+ *   provider: standardWebhooks<WebhookEvent>({ secret: process.env.CLERK_WEBHOOK_SECRET!, name: 'clerk' }),
+ *   store,
+ *   on: { 'user.created': ({ event }) => createUser(event.data.id) },
+ * });
  */
-export function standardWebhooks<E = StandardWebhooksEvent>(options: StandardWebhooksOptions): Provider<E> {
+export function standardWebhooks<E = StandardWebhooksEvent>(
+  options: StandardWebhooksOptions,
+): Provider<E, StandardWebhooksEventMap<E>> {
   const name = options.name ?? 'standard-webhooks';
   if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(name)) {
     throw new ConfigError(

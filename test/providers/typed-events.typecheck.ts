@@ -7,7 +7,7 @@
 import type { WebhookEventMap } from '@octokit/webhooks-types';
 import type Stripe from 'stripe';
 import { createReceiver, memoryStore } from '../../src/index.js';
-import { github, stripe } from '../../src/providers/index.js';
+import { github, standardWebhooks, stripe } from '../../src/providers/index.js';
 import type { EventMapOf } from '../../src/providers/types.js';
 
 export function typedStripe(): void {
@@ -64,6 +64,32 @@ export function typedGithub(): void {
       // @ts-expect-error: not a GitHub event name
       pushh: () => undefined,
     },
+  });
+}
+
+type ClerkLike =
+  | { type: 'user.created'; data: { id: string; email: string } }
+  | { type: 'session.ended'; data: { session_id: string } };
+
+export function typedStandardWebhooks(): void {
+  createReceiver({
+    provider: standardWebhooks<ClerkLike>({ secret: 'whsec_dHlwZWNoZWNr', name: 'clerk' }),
+    store: memoryStore(),
+    on: {
+      'user.created': ({ event }) => {
+        const email: string = event.data.email;
+        // @ts-expect-error: user.created has no session_id
+        return [email, event.data.session_id];
+      },
+      // @ts-expect-error: not one of the union's names
+      'user.deleted': () => undefined,
+    },
+  });
+  // Without a union, any name is accepted.
+  createReceiver({
+    provider: standardWebhooks({ secret: 'whsec_dHlwZWNoZWNr' }),
+    store: memoryStore(),
+    on: { 'anything.at.all': ({ event }) => event.type },
   });
 }
 
