@@ -73,6 +73,30 @@ if (up) {
       assert.equal(await store.advance('e', 2 ** 53 - 2), false);
     });
 
+    it('works for a user without the CREATE privilege once the tables exist', async () => {
+      // Prepare: tables made by an owner; a user who may only read and write rows.
+      const name = table('grants');
+      await mysqlStore({ client: pool, table: name }).ready();
+      const user = `oo_rw_${run}`;
+      await pool.query(`CREATE USER '${user}'@'%' IDENTIFIED BY 'pw'`);
+      try {
+        for (const t of [name, `${name}_versions`])
+          await pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON \`${t}\` TO '${user}'@'%'`);
+        const limited = mysql.createPool({ uri: url.replace('root@', `${user}:pw@`), connectionLimit: 2 });
+        try {
+          // Act
+          const store = mysqlStore({ client: limited, table: name });
+          const claim = await store.claim('k', { leaseMs: 60_000 });
+          // Assess
+          assert.equal(claim.status, 'acquired');
+        } finally {
+          await limited.end();
+        }
+      } finally {
+        await pool.query(`DROP USER '${user}'@'%'`);
+      }
+    });
+
     it('without the tables and with autoCreate off, fails with StoreUnavailableError naming the cause', async () => {
       const store = mysqlStore({ client: pool, table: `oo_missing_${run}`, autoCreate: false });
       await assert.rejects(store.claim('k', { leaseMs: 1_000 }), (err: unknown) => {

@@ -402,8 +402,20 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     );
   }
 
+  async function tablesExist(): Promise<boolean> {
+    try {
+      await runOn(client, `SELECT 1 FROM ${t.keys} LIMIT 0`, []);
+      await runOn(client, `SELECT 1 FROM ${t.versions} LIMIT 0`, []);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   async function createTables(): Promise<void> {
     try {
+      // Look first: a user without the CREATE privilege is refused even CREATE TABLE IF NOT EXISTS.
+      if (await tablesExist()) return;
       for (const statement of ddl(t)) await withRetry(() => runOn(client, statement, []));
     } catch (err) {
       throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err);
