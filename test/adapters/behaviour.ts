@@ -80,7 +80,12 @@ export class Behaviour {
         this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
         return new Response('accepted by the handler', {
           status: 202,
-          headers: { 'content-type': 'text/plain', 'x-handler': 'own-response' },
+          headers: [
+            ['content-type', 'text/plain'],
+            ['x-handler', 'own-response'],
+            ['set-cookie', 'a=1; Path=/'],
+            ['set-cookie', 'b=2; Path=/'],
+          ],
         });
     }
     this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);

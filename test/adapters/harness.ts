@@ -275,7 +275,36 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(res.status, 202);
       assert.equal(res.text, 'accepted by the handler');
       assert.equal(res.headers.get('x-handler'), 'own-response');
+      assert.deepEqual(res.headers.getSetCookie(), ['a=1; Path=/', 'b=2; Path=/']);
       assert.equal(res.outcome, 'processed');
+    });
+
+    it('finishes and confirms the event when the provider hangs up while the handler runs', async () => {
+      const id = eventId();
+      const body = bodyOf({ id, action: 'gate' });
+      const gate = await c.gate(id);
+      const hangUp = new AbortController();
+      const first = fetch(server.url, {
+        method: 'POST',
+        body,
+        headers: await signed(body),
+        signal: hangUp.signal,
+      });
+      await gate.started;
+      hangUp.abort();
+      await assert.rejects(first);
+      await gate.release();
+      const deadline = Date.now() + 10_000;
+      while ((await c.runs(id)) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await c.runs(id), 1);
+      // Confirmed, not left in flight: the provider's retry is a duplicate.
+      let retry = await deliver(server.url, body);
+      while (retry.outcome === 'in-flight' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        retry = await deliver(server.url, body);
+      }
+      assert.equal(retry.outcome, 'duplicate');
+      assert.equal(await c.runs(id), 1);
     });
 
     it('reports every delivery to onOutcome', async () => {
