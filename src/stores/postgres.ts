@@ -186,12 +186,15 @@ function statements(t: TableNames) {
     // newest version of the row and re-checks the WHERE on it, so of any number of concurrent claims
     // (first claims or takeovers) exactly one gets a row back. A loser whose snapshot cannot explain
     // its loss (the row appeared or changed after the snapshot) retries; see claim().
+    // A row that is live in the snapshot is reported as it stands there, without attempting the
+    // INSERT: a duplicate delivery then only reads (no row lock, no write).
     claim: `WITH found AS (
   SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AS live, ${epochMs('expires_at')} AS expires
   FROM ${t.keys} WHERE key = $1
 ), taken AS (
   INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
-  VALUES ($1, 'processing', $2, 1, $3, clock_timestamp() + ${ms(4)}, clock_timestamp())
+  SELECT $1::text, 'processing', $2::text, 1, $3::text, clock_timestamp() + ${ms(4)}, clock_timestamp()
+  WHERE NOT EXISTS (SELECT 1 FROM found WHERE live)
   ON CONFLICT (key) DO UPDATE SET
     state = 'processing',
     token = excluded.token,
