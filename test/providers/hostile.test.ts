@@ -1,0 +1,92 @@
+import { strict as assert } from 'node:assert';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { VerificationError } from '../../src/index.js';
+import * as p from '../../src/providers/index.js';
+import type { Provider } from '../../src/providers/types.js';
+
+const ec = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+  .publicKey.export({ type: 'spki', format: 'der' })
+  .toString('base64');
+const ed = generateKeyPairSync('ed25519')
+  .publicKey.export({ type: 'spki', format: 'der' })
+  .subarray(-32)
+  .toString('hex');
+const hex = randomBytes(16).toString('hex');
+
+// Each provider with the headers it reads, so the fuzzer reaches past the missing-header checks.
+const cases: [Provider<any, any>, string[]][] = [
+  [p.stripe({ secret: `whsec_${hex}` }), ['stripe-signature']],
+  [
+    p.standardWebhooks({ secret: `whsec_${randomBytes(24).toString('base64')}` }),
+    ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
+  ],
+  [p.github({ secret: hex }), ['x-hub-signature-256', 'x-github-event', 'content-type']],
+  [p.shopify({ secret: hex }), ['x-shopify-hmac-sha256']],
+  [p.slack({ secret: hex }), ['x-slack-signature', 'x-slack-request-timestamp', 'content-type']],
+  [p.paddle({ secret: hex }), ['paddle-signature']],
+  [p.linear({ secret: hex }), ['linear-signature']],
+  [p.square({ secret: hex }), ['x-square-hmacsha256-signature']],
+  [p.lemonSqueezy({ secret: hex }), ['x-signature']],
+  [p.intercom({ secret: hex }), ['x-hub-signature']],
+  [p.zoom({ secret: hex }), ['x-zm-signature', 'x-zm-request-timestamp']],
+  [p.twilio({ secret: hex }), ['x-twilio-signature', 'x-twilio-webhooks-signature-settings', 'content-type']],
+  [
+    p.sendgrid({ publicKey: ec }),
+    ['x-twilio-email-event-webhook-signature', 'x-twilio-email-event-webhook-timestamp'],
+  ],
+  [p.discord({ publicKey: ed }), ['x-signature-ed25519', 'x-signature-timestamp']],
+  [p.mailgun({ secret: hex }), ['content-type']],
+];
+
+// Header values the web Headers class accepts (no control characters), biased towards the shapes
+// providers parse.
+const headerValue = fc.oneof(
+  fc.stringMatching(/^[\x20-\x7e]{0,80}$/),
+  fc.constantFrom(
+    't=1,v1=00',
+    'v1,AAAA',
+    'sha256=zz',
+    'v0=',
+    'ts=1;h1=ab',
+    '1764478800',
+    'application/x-www-form-urlencoded',
+  ),
+);
+const body = fc.oneof(
+  fc.uint8Array({ maxLength: 300 }),
+  fc.json().map((j) => new TextEncoder().encode(j)),
+  fc.string().map((s) => new TextEncoder().encode(`payload=${encodeURIComponent(s)}`)),
+);
+
+describe('providers on hostile input', () => {
+  for (const [provider, names] of cases) {
+    it(`${provider.name}: any body and header values end in a VerificationError, never another error`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          body,
+          fc.array(headerValue, { minLength: names.length, maxLength: names.length }),
+          async (raw, values) => {
+            const headers = new Headers();
+            names.forEach((name, i) => {
+              const v = values[i];
+              if (v) headers.set(name, v);
+            });
+            try {
+              await provider.verify({
+                rawBody: raw,
+                headers,
+                url: 'https://example.com/hook?x=1',
+                receivedAt: new Date(),
+              });
+            } catch (error) {
+              assert.ok(error instanceof VerificationError, `unexpected ${String(error)}`);
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  }
+});
