@@ -93,14 +93,20 @@ else
         }
       });
 
-      it('emits no notice when the tables already exist', async () => {
+      it('emits no "already exists" notice when it creates a missing table next to existing ones', async () => {
+        // Prepare: the keys table exists, the versions table does not, so the DDL runs.
         const table = uniqueTable('notice');
         await postgresStore({ client: pool, table }).ready();
+        await pool.query(`DROP TABLE "${table}_versions"`);
         const notices: string[] = [];
         const quiet = postgres(url, { max: 1, onnotice: (n) => notices.push(String(n.message)) });
         try {
-          await postgresStore({ client: quiet, table }).ready();
+          // Act
+          const store = postgresStore({ client: quiet, table });
+          await store.ready();
+          // Assess
           assert.deepEqual(notices, []);
+          assert.equal(await store.advance('e', 1), true, 'the missing table was created');
         } finally {
           await quiet.end();
         }
