@@ -267,6 +267,9 @@ else
         assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
         const takeover = await store.claim('k', { leaseMs: 60_000 });
         assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
+        await store.record('done', { retentionMs: 1 });
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(await store.purgeExpired({ leaseGraceMs: 0 }), 1, 'postgres.js reports the count too');
       });
 
       it('forgets versions unused for longer than asked, only when asked', async () => {
