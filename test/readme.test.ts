@@ -27,8 +27,16 @@ describe('README', () => {
     }
   });
 
-  it('npm start runs the quick start example and ends with no loss and no double', () => {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'examples/quickstart.ts')], { encoding: 'utf8' });
+  it('npm start is the demo (tested in test/cli/demo.test.ts)', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    assert.equal(pkg.scripts.start, 'tsx src/cli/index.ts demo');
+    assert.match(readFileSync(join(root, 'README.md'), 'utf8'), /npm start/);
+  });
+
+  it('npm run example runs the quick start example and ends with no loss and no double', () => {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'examples/quickstart.ts')], {
+      encoding: 'utf8',
+    });
     assert.match(out, /events lost 0, effects applied twice 0/);
     assert.match(out, /evt_1 retried \(duplicate\)\s+200\s+duplicate/);
     assert.match(out, /forged \(wrong secret\)\s+401\s+rejected/);

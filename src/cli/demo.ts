@@ -1,0 +1,289 @@
+/**
+ * `onceonly demo`: proves effectively-once under at-least-once chaos. Worker processes receive
+ * signed deliveries from the simulator; handlers throw, hang past their deadline, or are killed
+ * with SIGKILL mid-work (and restarted); every effect lands in a ledger, and the report is computed
+ * from that ledger, not from anyone's counters.
+ */
+import cluster from 'node:cluster';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
+import { progressBar, table } from './report.js';
+import { demoSecret, type SimProvider } from './sign.js';
+import { simulate } from './simulate.js';
+import type { WorkerConfig } from './worker.js';
+
+export const demoFlags = {
+  events: { type: 'number', default: 1000, help: 'events to deliver' },
+  store: {
+    type: 'string',
+    help: 'memory, a SQLite file, redis://..., postgres://..., mysql://... (default: a temporary SQLite file)',
+  },
+  provider: { type: 'string', default: 'stripe', help: 'signature scheme: stripe or standard-webhooks' },
+  workers: { type: 'number', default: 2, help: 'receiver processes' },
+  'kill-rate': { type: 'number', default: 0.01, help: 'share of handler runs killed with SIGKILL mid-work' },
+  'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
+  'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
+  timeout: { type: 'number', default: 1000, help: 'handler deadline in ms' },
+  lease: { type: 'number', help: 'lease in ms (default 4 x timeout)' },
+  concurrency: { type: 'number', default: 32, help: 'requests in flight at once' },
+  keep: { type: 'boolean', help: 'keep the temporary directory (ledger and SQLite store)' },
+  json: { type: 'boolean', help: 'print the report as JSON' },
+  help: { type: 'boolean', help: 'show this help' },
+} satisfies FlagSpec;
+
+export interface DemoReport {
+  store: string;
+  provider: SimProvider;
+  workers: number;
+  events: number;
+  deliveries: number;
+  duplicatesSuppressed: number;
+  inFlightDeferrals: number;
+  handlerFailures: number;
+  workersKilled: number;
+  takeoversAfterCrash: number;
+  handlerRuns: number;
+  effectsApplied: number;
+  eventsLost: number;
+  effectsAppliedTwice: number;
+  /** Requests whose connection died with a killed worker (retried by the simulator). */
+  droppedConnections: number;
+  timeouts: number;
+  seconds: number;
+  /** The ledger database, when --keep was given. */
+  ledger?: string;
+  byOutcome: Record<string, number>;
+}
+
+export async function demo(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, demoFlags);
+  if (flags.help) {
+    console.log(
+      usage(
+        'demo [flags]',
+        'Receives signed deliveries in worker processes under crashes, failures and duplicates, and proves every event had exactly one effect.',
+        demoFlags,
+      ),
+    );
+    return 0;
+  }
+  if (flags.provider !== 'stripe' && flags.provider !== 'standard-webhooks') {
+    throw new UsageError(
+      `--provider must be stripe or standard-webhooks, got ${JSON.stringify(flags.provider)}`,
+    );
+  }
+  const provider = flags.provider as SimProvider;
+  const dir = mkdtempSync(join(tmpdir(), 'onceonly-demo-'));
+  const storeUrl = flags.store ?? join(dir, 'store.db');
+  let workers = Math.max(1, Math.floor(flags.workers));
+  let killRate = flags['kill-rate'];
+  const notes: string[] = [];
+  if (storeUrl === 'memory') {
+    // A memory store lives and dies with one process: sharing it or killing it would be a lie.
+    if (workers > 1 || killRate > 0)
+      notes.push('memory store: one worker and no kills (it is not shared and does not survive a crash)');
+    workers = 1;
+    killRate = 0;
+  }
+  const run = randomBytes(3).toString('hex');
+  const ledgerPath = join(dir, 'ledger.db');
+  const Database = (await import('better-sqlite3')).default;
+  const ledger = new Database(ledgerPath);
+  ledger.pragma('journal_mode = WAL');
+  ledger.exec(`
+    CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
+    CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);`);
+
+  const config: WorkerConfig = {
+    store: storeUrl,
+    storeName: 'onceonly_demo',
+    ledger: ledgerPath,
+    provider,
+    secret: demoSecret(provider),
+    timeoutMs: flags.timeout,
+    leaseMs: flags.lease ?? 4 * flags.timeout,
+    killRate,
+    throwRate: flags['throw-rate'],
+    hangRate: flags['hang-rate'],
+  };
+  const port = await freePort();
+  const workerFile = fileURLToPath(
+    new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
+  );
+  cluster.setupPrimary({ exec: workerFile, silent: false });
+  const env = { ONCEONLY_DEMO_WORKER: JSON.stringify(config), ONCEONLY_DEMO_PORT: String(port) };
+  let stopping = false;
+  let killed = 0;
+  let startupFailure: string | undefined;
+  const listening = new Set<number>();
+  const everListened = new Set<number>();
+  cluster.on('listening', (w) => {
+    listening.add(w.id);
+    everListened.add(w.id);
+  });
+  cluster.on('exit', (w, code, signal) => {
+    listening.delete(w.id);
+    if (stopping) return;
+    if (!everListened.has(w.id)) {
+      // A worker that dies before it listens would die again: stop instead of looping.
+      startupFailure = `a worker exited during start-up (${signal ?? `code ${code}`}); see its error above`;
+      return;
+    }
+    if (signal === 'SIGKILL') killed++;
+    cluster.fork(env); // restart, as a process manager would
+  });
+  for (let i = 0; i < workers; i++) cluster.fork(env);
+  try {
+    await until(
+      () => listening.size >= workers || startupFailure !== undefined,
+      60_000,
+      'workers did not start listening',
+    );
+    if (startupFailure) throw new Error(startupFailure);
+  } catch (error) {
+    stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+
+  const quiet = flags.json || !process.stderr.isTTY;
+  const bar = quiet ? undefined : progressBar(flags.events);
+  const sim = await simulate({
+    url: `http://127.0.0.1:${port}/webhooks`,
+    provider,
+    secret: config.secret,
+    events: flags.events,
+    concurrency: flags.concurrency,
+    duplicateRate: 0.3,
+    concurrentRate: 0.2,
+    requestTimeoutMs: Math.max(5_000, 3 * flags.timeout),
+    maxAttempts: 16,
+    backoffMs: 100,
+    maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
+    run,
+    onProgress: bar,
+  });
+  bar?.(flags.events, flags.events);
+
+  stopping = true;
+  // Every acknowledged effect is committed to the ledger; stop the workers without ceremony.
+  await Promise.all(
+    Object.values(cluster.workers ?? {}).map((w) => {
+      if (!w) return undefined;
+      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      w.process.kill('SIGKILL');
+      return exited;
+    }),
+  );
+
+  // The verdict comes from the ledger alone.
+  const effects = new Map<string, { n: number; maxAttempt: number }>();
+  for (const row of ledger
+    .prepare('SELECT event_id AS id, COUNT(*) AS n, MAX(attempt) AS a FROM effects GROUP BY event_id')
+    .all() as {
+    id: string;
+    n: number;
+    a: number;
+  }[]) {
+    effects.set(row.id, { n: row.n, maxAttempt: row.a });
+  }
+  const handlerRuns = (ledger.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+  let lost = 0;
+  let twice = 0;
+  let applied = 0;
+  let takeovers = 0;
+  for (const id of sim.eventIds) {
+    const e = effects.get(id);
+    if (!e) lost++;
+    else {
+      applied += e.n;
+      twice += e.n - 1;
+      if (e.maxAttempt > 1) takeovers++;
+    }
+  }
+  ledger.close();
+
+  const report: DemoReport = {
+    store: storeUrl === join(dir, 'store.db') ? 'sqlite (temporary file)' : redact(storeUrl),
+    provider,
+    workers,
+    events: sim.events,
+    deliveries: sim.deliveries,
+    duplicatesSuppressed: sim.byOutcome.duplicate ?? 0,
+    inFlightDeferrals: sim.byOutcome['in-flight'] ?? 0,
+    handlerFailures: sim.byOutcome.failed ?? 0,
+    workersKilled: killed,
+    takeoversAfterCrash: takeovers,
+    handlerRuns,
+    effectsApplied: applied,
+    eventsLost: lost,
+    effectsAppliedTwice: twice,
+    droppedConnections: sim.dropped,
+    timeouts: sim.timeouts,
+    seconds: Math.round(sim.seconds * 10) / 10,
+    byOutcome: sim.byOutcome,
+  };
+  if (flags.keep) {
+    notes.push(`kept ${dir}`);
+    report.ledger = ledgerPath;
+  } else rmSync(dir, { recursive: true, force: true });
+
+  if (flags.json) console.log(JSON.stringify(report, null, 2));
+  else {
+    console.log(
+      table(
+        `onceonly demo: ${report.events} events, ${report.workers} workers, ${report.store}, ${report.provider} signatures, ${report.seconds} s`,
+        [
+          ['events', report.events],
+          ['deliveries', report.deliveries],
+          ['duplicates suppressed', report.duplicatesSuppressed],
+          ['in-flight deferrals (409)', report.inFlightDeferrals],
+          ['handler failures (500, retried)', report.handlerFailures],
+          ['workers killed mid-handler', report.workersKilled],
+          ['connections refused or dropped (worker down)', report.droppedConnections],
+          ['takeovers after a crash', report.takeoversAfterCrash],
+          ['handler runs', report.handlerRuns],
+          ['effects applied', report.effectsApplied],
+          ['events lost', report.eventsLost],
+          ['effects applied twice', report.effectsAppliedTwice],
+        ],
+      ),
+    );
+    for (const note of notes) console.log(`note: ${note}`);
+    console.log(
+      lost === 0 && twice === 0
+        ? 'OK: every event had exactly one effect.'
+        : 'FAILED: see events lost / effects applied twice.',
+    );
+  }
+  return lost === 0 && twice === 0 ? 0 : 1;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(test: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!test()) {
+    if (Date.now() > end) throw new Error(`onceonly demo: ${what} within ${ms / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+/**
+ * The onceonly command line: `demo`, `simulate` and `inspect`. Errors are one line; `--help` on
+ * every command; `--json` for machine-readable output.
+ */
+import { UsageError } from './args.js';
+
+const HELP = `usage: onceonly <command> [flags]
+
+commands:
+  demo       prove effectively-once under at-least-once chaos (workers, crashes, duplicates, retries)
+  simulate   fire the same delivery pattern at your own receiver
+  inspect    show one key, counts by state and stuck leases in a store; purge expired rows
+
+Run onceonly <command> --help for its flags.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'demo':
+      return (await import('./demo.js')).demo(rest);
+    case 'simulate':
+      return (await import('./simulate-command.js')).simulateCommand(rest);
+    case 'inspect':
+      return (await import('./inspect.js')).inspect(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(HELP);
+      return command === undefined ? 1 : 0;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}; try onceonly --help`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`onceonly: ${message.replace(/^onceonly: /, '')}`);
+    process.exitCode = error instanceof UsageError ? 2 : 1;
+  },
+);

@@ -1,0 +1,138 @@
+/**
+ * A delivery simulator that behaves like a real at-least-once provider: every event is sent more
+ * than once (plain duplicates, and concurrent copies in the same moment), and every copy is retried
+ * with exponential backoff after any non-2xx, timeout or dropped connection, re-signed each time.
+ */
+import { eventBody, type SimProvider, sign } from './sign.js';
+
+export interface SimulateOptions {
+  url: string;
+  provider: SimProvider;
+  secret: string;
+  events: number;
+  /** Requests in flight at once. */
+  concurrency: number;
+  /** Share of events sent again after their first success (plain duplicates). */
+  duplicateRate: number;
+  /** Share of events sent as 3 copies at the same moment. */
+  concurrentRate: number;
+  /** A request with no answer after this long is a timeout (and retried). */
+  requestTimeoutMs: number;
+  /** Attempts per copy before giving up, like a provider's retry schedule. */
+  maxAttempts: number;
+  /** First retry delay; doubled each retry (with jitter), capped at maxBackoffMs. */
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** A run id that makes event ids unique. */
+  run: string;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface SimulateReport {
+  events: number;
+  /** HTTP requests sent, retries included. */
+  deliveries: number;
+  /** Events at least one copy of which got a 2xx. */
+  acknowledged: number;
+  /** Events none of whose copies ever got a 2xx (the provider gave up). */
+  gaveUp: string[];
+  byOutcome: Record<string, number>;
+  byStatus: Record<string, number>;
+  timeouts: number;
+  dropped: number;
+  retries: number;
+  seconds: number;
+  eventIds: string[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function simulate(options: SimulateOptions): Promise<SimulateReport> {
+  const started = performance.now();
+  const report: SimulateReport = {
+    events: options.events,
+    deliveries: 0,
+    acknowledged: 0,
+    gaveUp: [],
+    byOutcome: {},
+    byStatus: {},
+    timeouts: 0,
+    dropped: 0,
+    retries: 0,
+    seconds: 0,
+    eventIds: [],
+  };
+  let slots = options.concurrency;
+  const waiting: (() => void)[] = [];
+  const acquire = async () => {
+    if (slots > 0) {
+      slots--;
+      return;
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const releaseSlot = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else slots++;
+  };
+
+  /** One copy of an event, retried until a 2xx or the schedule runs out. */
+  async function deliverCopy(id: string, body: string): Promise<boolean> {
+    for (let attempt = 0; attempt < options.maxAttempts; attempt++) {
+      if (attempt > 0) {
+        report.retries++;
+        const base = Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (attempt - 1));
+        await sleep(base / 2 + Math.random() * base);
+      }
+      const signed = sign(options.provider, options.secret, id, body);
+      await acquire();
+      report.deliveries++;
+      try {
+        const res = await fetch(options.url, {
+          method: 'POST',
+          body: signed.body,
+          headers: signed.headers,
+          signal: AbortSignal.timeout(options.requestTimeoutMs),
+        });
+        await res.arrayBuffer().catch(() => undefined);
+        const outcome = res.headers.get('onceonly-outcome') ?? `http-${res.status}`;
+        report.byOutcome[outcome] = (report.byOutcome[outcome] ?? 0) + 1;
+        report.byStatus[res.status] = (report.byStatus[res.status] ?? 0) + 1;
+        if (res.status >= 200 && res.status < 300) return true;
+      } catch (error) {
+        if ((error as Error).name === 'TimeoutError') report.timeouts++;
+        else {
+          report.dropped++;
+        }
+      } finally {
+        releaseSlot();
+      }
+    }
+    return false;
+  }
+
+  let done = 0;
+  async function deliverEvent(n: number): Promise<void> {
+    const { id, body } = eventBody(options.provider, options.run, n);
+    report.eventIds[n] = id;
+    const copies: Promise<boolean>[] = [deliverCopy(id, body)];
+    if (Math.random() < options.concurrentRate) copies.push(deliverCopy(id, body), deliverCopy(id, body));
+    const results = await Promise.all(copies);
+    const ok = results.some(Boolean);
+    // Providers sometimes deliver again after a success: a plain duplicate.
+    if (ok && Math.random() < options.duplicateRate) await deliverCopy(id, body);
+    if (ok) report.acknowledged++;
+    else report.gaveUp.push(id);
+    options.onProgress?.(++done, options.events);
+  }
+
+  // Events arrive over time rather than all at once; a bounded number of event chains run together.
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(options.events, options.concurrency * 2) }, async () => {
+    while (next < options.events) await deliverEvent(next++);
+  });
+  await Promise.all(lanes);
+  report.seconds = (performance.now() - started) / 1000;
+  return report;
+}
