@@ -60,9 +60,10 @@ export interface PostgresStoreOptions {
    */
   table?: string;
   /**
-   * Create the tables on first use (`CREATE TABLE IF NOT EXISTS`, serialised between processes by an
-   * advisory lock). Turn off when your migrations create them from {@link postgresMigration}, or when
-   * the database user may not run DDL.
+   * Create the tables on first use when they are missing (`CREATE TABLE IF NOT EXISTS`, serialised
+   * between processes by an advisory lock). Existing tables are only looked up, so a role without
+   * `CREATE` works once they exist. Turn off when your migrations create them from
+   * {@link postgresMigration} and you want a missing table to be an error instead.
    * @default true
    * @example postgresStore({ client, autoCreate: false })
    */
