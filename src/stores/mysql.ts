@@ -568,13 +568,10 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
         );
       }
       await ready();
-      try {
-        // No retry here: a deadlock rolled back the caller's whole transaction, which is theirs to rerun.
-        const { insertId } = await runOn(tx, sql.record, values, prepare);
-        return { duplicate: insertId === 0 };
-      } catch (err) {
-        throw unavailable('record a key in your transaction', err);
-      }
+      // No retry and no wrapping: a deadlock rolled back the caller's whole transaction, and their
+      // retry logic should see the driver's own error (errno 1213) as for any of their statements.
+      const { insertId } = await runOn(tx, sql.record, values, prepare);
+      return { duplicate: insertId === 0 };
     },
 
     async advance(entity: string, version: number): Promise<boolean> {

@@ -399,9 +399,9 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         'onceonly: record() with { tx: db } must be called inside db.transaction(...); outside one the row would not join your writes',
       );
     }
-    return run('record a key in your transaction', () => ({
-      duplicate: recordOn(tx, key, retentionMs, fingerprint),
-    }));
+    run('create its tables', () => undefined);
+    // Inside the caller's transaction their own error handling sees the driver's error unchanged.
+    return { duplicate: recordOn(tx, key, retentionMs, fingerprint) };
   }
 
   return {
@@ -485,17 +485,8 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         );
       }
       run('create its tables', () => undefined);
-      try {
-        const rows = await tx.onceonlySqliteTx(sql.record, [
-          key,
-          newToken(),
-          fingerprint ?? null,
-          retentionMs,
-        ]);
-        return { duplicate: rows.length === 0 };
-      } catch (err) {
-        throw unavailable('record a key in your transaction', err);
-      }
+      const rows = await tx.onceonlySqliteTx(sql.record, [key, newToken(), fingerprint ?? null, retentionMs]);
+      return { duplicate: rows.length === 0 };
     },
 
     async advance(entity: string, version: number): Promise<boolean> {
