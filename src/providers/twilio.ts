@@ -1,3 +1,4 @@
+import { parse, stringify } from 'node:querystring';
 import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
@@ -32,7 +33,8 @@ export interface TwilioOptions {
   /**
    * The public URL Twilio calls, exactly as configured (with its query string). Twilio signs it,
    * and behind a proxy the URL the request arrives at often differs. When unset, the delivery's
-   * `url` is used; both are also tried with the default port added and removed, as Twilio's SDK does.
+   * `url` is used; both are also tried with the default port added and removed, normalised
+   * and with a legacy-encoded query, as Twilio's SDK does.
    * @default the delivery's url
    * @example 'https://example.com/twilio/status'
    */
@@ -61,6 +63,29 @@ function portVariants(url: string): string[] {
   const defaultPort = scheme.toLowerCase() === 'https://' ? ':443' : ':80';
   const withPort = colon === -1 ? scheme + userInfo + host + defaultPort + rest : url;
   return [...new Set([url, withoutPort, withPort])];
+}
+
+/** Re-encodes the query string the way Node's legacy `querystring` does, as some back ends signed it. */
+function legacyQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1 || q === url.length - 1) return url;
+  return `${url.slice(0, q)}?${stringify(parse(url.slice(q + 1)))}`;
+}
+
+/**
+ * The URLs Twilio's SDK accepts for one request: as received, with the default port removed or
+ * added, then normalised by the URL parser, and with a legacy-encoded query string.
+ */
+function urlVariants(url: string): string[] {
+  const out = portVariants(url);
+  let normalised: string | undefined;
+  try {
+    normalised = new URL(url).toString();
+  } catch {
+    normalised = undefined;
+  }
+  for (const u of portVariants(normalised ?? url)) out.push(u, legacyQuery(u));
+  return [...new Set(out)];
 }
 
 /** Twilio's signed string: URL, then each form key in sorted order followed by its value(s). */
@@ -147,7 +172,7 @@ export function twilio<E = TwilioEvent>(options: TwilioOptions): Provider<E> {
       const bodyHash = bodySha256(signedUrl);
       const params = bodyHash === undefined ? parseForm(body) : undefined;
       const suffix = params ? signedParams(params) : '';
-      const expected = portVariants(signedUrl).flatMap((u) => hmacEach(algorithm, keys, [u, suffix]));
+      const expected = urlVariants(signedUrl).flatMap((u) => hmacEach(algorithm, keys, [u, suffix]));
       requireMatch('twilio', expected, candidates);
 
       if (bodyHash !== undefined) {

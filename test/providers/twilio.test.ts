@@ -81,6 +81,12 @@ describe('twilio provider, form callbacks (signed by twilio getExpectedTwilioSig
     await verifyAt(twilio({ secret: key }), { ...d, url: 'https://example.com/twilio/status' });
   });
 
+  it('accepts a request whose URL reached the server with a decoded query, as the SDK does', async () => {
+    const key = token();
+    const d = signForm(formBody(params()), key, 'https://example.com/twilio/status?name=O%27Brien');
+    await verifyAt(twilio({ secret: key }), { ...d, url: "https://example.com/twilio/status?name=O'Brien" });
+  });
+
   it('verifies against the configured url when a proxy changed the request URL', async () => {
     const key = token();
     const d = { ...signForm(formBody(params()), key), url: 'http://127.0.0.1:3000/twilio/status' };
