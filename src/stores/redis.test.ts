@@ -134,6 +134,30 @@ if (
       assert.equal(second.attempt, first.attempt + 1);
     });
 
+    it('record() takes over a lease that ran out and completes it with the next attempt', async () => {
+      const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false, leaseGrace: '5s' });
+      acquired(await store.claim('record-takeover', { leaseMs: 100, fingerprint: 'x' }));
+      assert.deepEqual(await store.record('record-takeover', { retentionMs: LONG }), { duplicate: true });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(await store.record('record-takeover', { retentionMs: LONG, fingerprint: 'y' }), {
+        duplicate: false,
+      });
+      const view = await store.inspect('record-takeover');
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.attempt, 2);
+      assert.equal(view?.fingerprint, 'y');
+    });
+
+    it("reports the lease's end from the key's own expiry, identically in the lease and in inspect()", async () => {
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
+      const lease = acquired(await store.claim('expiry', { leaseMs: LONG }));
+      const pexpiretime = await nodeRedis.pExpireTime(`${prefix}k:expiry`);
+      assert.equal(lease.expiresAt.getTime(), Number(pexpiretime) - 3_600_000, 'key expiry minus the grace');
+      assert.equal((await store.inspect('expiry'))?.expiresAt.getTime(), lease.expiresAt.getTime());
+      const held = await store.claim('expiry', { leaseMs: LONG });
+      assert.equal(held.status === 'in-flight' && held.expiresAt.getTime(), lease.expiresAt.getTime());
+    });
+
     it('decides on the server clock: a client clock days off changes nothing', async () => {
       // Prepare: this process's clock jumps 3 days ahead.
       const realNow = Date.now.bind(Date);
