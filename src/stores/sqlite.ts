@@ -4,9 +4,10 @@
  * interface below.
  *
  * Safe for several processes on one host sharing one database file: the journal is switched to WAL,
- * every read-modify-write runs in `BEGIN IMMEDIATE` (the write lock is taken before the row is read, so
- * two processes never decide on the same stale row), and a busy timeout makes a process wait for the
- * lock instead of failing. All time is SQLite's own clock (`julianday('now')`, in ms).
+ * every read-modify-write that reads in one statement and writes in another runs in `BEGIN IMMEDIATE`
+ * (the write lock is taken before the row is read, so two processes never decide on the same stale
+ * row; a single write statement takes the lock itself before reading), and a busy timeout makes a
+ * process wait for the lock instead of failing. All time is SQLite's own clock (`julianday('now')`, in ms).
  *
  * better-sqlite3 is synchronous: each method does its work before it returns, and returns a settled
  * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
@@ -214,6 +215,14 @@ const NOW = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)
 function statements(t: TableNames) {
   const cols = '(key, state, token, attempt, fingerprint, expires_at, updated_at)';
   return {
+    // A key nobody holds: one statement, atomic on its own (an autocommit write takes the write lock
+    // before it reads). No row back when the key exists; then claim() decides under BEGIN IMMEDIATE.
+    insert: `INSERT INTO ${t.keys} ${cols} VALUES (?, 0, ?, 1, ?, ${NOW} + ?, ${NOW})
+ON CONFLICT (key) DO NOTHING
+RETURNING expires_at`,
+    // The owner's confirm, the usual case: one statement. No change when the row is not ours.
+    confirmOwn: `UPDATE ${t.keys} SET state = 1, expires_at = ${NOW} + ?, updated_at = ${NOW}
+WHERE key = ? AND token = ?`,
     found: `SELECT state, token, attempt, fingerprint, expires_at, ${NOW} AS now_ms FROM ${t.keys} WHERE key = ?`,
     put: `INSERT OR REPLACE INTO ${t.keys} ${cols} VALUES (?, ?, ?, ?, ?, ?, ?)`,
     release: `DELETE FROM ${t.keys} WHERE key = ? AND token = ? AND state = 0`,
@@ -412,8 +421,24 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
-      return run('claim a key', () =>
-        write(db, (): Claim => {
+      return run('claim a key', (): Claim => {
+        const token = newToken();
+        const fresh = stmt('insert').get(key, token, fingerprint ?? null, leaseMs) as
+          | { expires_at: number }
+          | undefined;
+        if (fresh) {
+          return {
+            status: 'acquired',
+            lease: createLease({
+              key,
+              token,
+              attempt: 1,
+              fingerprint,
+              expiresAt: new Date(fresh.expires_at),
+            }),
+          };
+        }
+        return write(db, (): Claim => {
           const row = stmt('found').get(key) as FoundRow | undefined;
           if (row && row.expires_at > row.now_ms) {
             const same = sameFingerprint(row.fingerprint, fingerprint);
@@ -429,20 +454,22 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
           // whose retention ran out starts over at 1.
           const at = row ? row.now_ms : clock(db);
           const attempt = row && row.state === 0 ? row.attempt + 1 : 1;
-          const token = newToken();
           const expiresAt = at + leaseMs;
           stmt('put').run(key, 0, token, attempt, fingerprint ?? null, expiresAt, at);
           return {
             status: 'acquired',
             lease: createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresAt) }),
           };
-        }),
-      );
+        });
+      });
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
-      return run('confirm a lease', () =>
-        write(db, () => {
+      return run('confirm a lease', () => {
+        if (stmt('confirmOwn').run(retentionMs, lease.key, lease.token).changes > 0) return true;
+        // Not a row with our token: vanished, or another owner's. Tokens are unique, so nothing can
+        // make it ours between the two steps.
+        return write(db, () => {
           const row = stmt('found').get(lease.key) as FoundRow | undefined;
           const at = row ? row.now_ms : clock(db);
           // Ours, or nobody's: vanished, or a completed key whose retention ran out. The work is
@@ -459,8 +486,8 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
             at,
           );
           return true;
-        }),
-      );
+        });
+      });
     },
 
     async release(lease: Lease): Promise<boolean> {
