@@ -175,6 +175,22 @@ if (
       }
     });
 
+    it('works through an ioredis client with its own keyPrefix, and every key lands under it', async () => {
+      const prefixed = new Redis(servers.redis, { keyPrefix: `${prefix}app:` });
+      try {
+        const store = redisStore({ client: prefixed, prefix: 'oo:', checkEvictionPolicy: false });
+        const lease = acquired(await store.claim('kp', { leaseMs: LONG }));
+        assert.equal((await store.claim('kp', { leaseMs: LONG })).status, 'in-flight');
+        assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+        assert.equal((await store.claim('kp', { leaseMs: LONG })).status, 'completed');
+        assert.equal(await store.advance('kp', 1), true);
+        assert.match(String(await ioredis.get(`${prefix}app:oo:k:kp`)), /^c\|/);
+        assert.equal(await ioredis.get(`${prefix}app:oo:v:kp`), '1');
+      } finally {
+        prefixed.disconnect();
+      }
+    });
+
     it("never closes the user's client", async () => {
       const store = redisStore({ client: nodeRedis, prefix });
       await store.inspect('x');
