@@ -31,7 +31,9 @@ const receiver = createReceiver({
     }
     effects.set(id!, (effects.get(id!) ?? 0) + 1);
   },
-  onOutcome: (r: DeliveryResult) => log.push(r),
+  onOutcome: (r: DeliveryResult) => {
+    log.push(r);
+  },
 });
 const log: DeliveryResult[] = [];
 

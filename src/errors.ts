@@ -78,6 +78,29 @@ export class BodyTooLargeError extends OnceonlyError {
   }
 }
 
+/** The request body did not arrive within `bodyTimeout` (a slow or stalled sender). */
+export class BodyTimeoutError extends OnceonlyError {
+  constructor(timeoutMs: number) {
+    super('body_timeout', `request body did not arrive within ${timeoutMs} ms`, { status: 408 });
+  }
+}
+
+/**
+ * Another body parser consumed or parsed the request body before onceonly saw it, and did not keep
+ * the raw bytes. Verifying a re-serialised body would fail as a confusing signature mismatch, so the
+ * delivery is refused as an operator error (500: the provider retries once the app is fixed). The
+ * message names the one line to change.
+ */
+export class BodyAlreadyParsedError extends OnceonlyError {
+  constructor(fix: string) {
+    super(
+      'body_already_parsed',
+      `the request body was already read by another body parser, so its exact bytes (which the signature covers) are gone; ${fix}`,
+      { status: 500 },
+    );
+  }
+}
+
 /** The store could not be reached or answered with an error. */
 export class StoreUnavailableError extends OnceonlyError {
   constructor(message: string, options: { cause?: unknown; code?: string } = {}) {

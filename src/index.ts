@@ -1,4 +1,6 @@
 export {
+  BodyAlreadyParsedError,
+  BodyTimeoutError,
   BodyTooLargeError,
   ConfigError,
   HandlerTimeoutError,

@@ -550,6 +550,38 @@ describe('receiver: bad input never reaches the store or the handler', () => {
     assert.deepEqual(calls, ['claim', 'confirm']);
   });
 
+  it('answers 408 to a body trickled slower than bodyTimeout, without claiming', async () => {
+    const { receiver, calls } = setup({ bodyTimeout: '200ms' });
+    const body = JSON.stringify({ id: 'evt_slow', type: 't' });
+    let sent = 0;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await sleep(50);
+        if (sent < body.length) controller.enqueue(new TextEncoder().encode(body[sent++]));
+        else controller.close();
+      },
+    });
+    const started = Date.now();
+    const res = await receiver.fetch(
+      new Request('http://x/', {
+        method: 'POST',
+        body: trickle,
+        headers: sign(body),
+        duplex: 'half',
+      } as RequestInit),
+    );
+    assert.equal(res.status, 408);
+    assert.equal(res.headers.get('onceonly-outcome'), 'rejected');
+    assert.equal((await res.json()).code, 'body_timeout');
+    assert.ok(Date.now() - started < 1_000);
+    assert.deepEqual(calls, []);
+    const node = await receiver.receive({
+      rawBody: new Readable({ read() {} }), // never sends a byte
+      headers: sign(body),
+    });
+    assert.equal(node.status, 408);
+  });
+
   it('refuses a header value Headers cannot hold as malformed, not a crash', async () => {
     const { receiver, calls } = setup();
     const result = await receiver.receive({ rawBody: '{}', headers: { 'x-acme-signature': 'a\u0000b' } });

@@ -10,7 +10,7 @@ export { type LinearEvent, type LinearOptions, linear } from './linear.js';
 export { type MailgunEvent, type MailgunOptions, mailgun } from './mailgun.js';
 export { type PaddleEvent, type PaddleOptions, paddle } from './paddle.js';
 export { type SendgridEvent, type SendgridOptions, sendgrid } from './sendgrid.js';
-export type { EventMapOfUnion, SecretInput, VerifiedContent } from './shared.js';
+export type { EventMapOfUnion, SecretInput } from './shared.js';
 export { type ShopifyEvent, type ShopifyOptions, shopify } from './shopify.js';
 export { type SlackEvent, type SlackOptions, slack } from './slack.js';
 export { type SquareEvent, type SquareOptions, square } from './square.js';

@@ -1,4 +1,5 @@
 import type { Duration } from '../lease/duration.js';
+import type { Verified } from './types.js';
 import {
   asBuffer,
   digestWithout,
@@ -12,7 +13,6 @@ import {
   type SecretInput,
   secretKeys,
   stringField,
-  type VerifiedContent,
 } from './shared.js';
 import type { DeliveryInput, Provider } from './types.js';
 
@@ -61,7 +61,7 @@ export function intercom<E = IntercomEvent>(options: IntercomOptions): Provider<
   return {
     name: 'intercom',
     retentionMs: retention,
-    verify({ rawBody, headers }: DeliveryInput): VerifiedContent<E> {
+    verify({ rawBody, headers }: DeliveryInput): Verified<E> {
       const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha1=');
       const body = asBuffer(rawBody);
       requireMatch('intercom', hmacEach('sha1', keys, [body]), candidates);

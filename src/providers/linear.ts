@@ -1,3 +1,4 @@
+import type { Verified } from './types.js';
 import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
@@ -15,7 +16,6 @@ import {
   secretKeys,
   stringField,
   toleranceMs,
-  type VerifiedContent,
 } from './shared.js';
 import type { DeliveryInput, Provider } from './types.js';
 
@@ -73,7 +73,7 @@ export function linear<E = LinearEvent>(options: LinearOptions): Provider<E> {
   return {
     name: 'linear',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): VerifiedContent<E> {
+    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
       const candidates = offeredSignatures(
         'linear-signature',
         [requireHeader(headers, 'linear-signature')],

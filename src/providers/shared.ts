@@ -174,17 +174,6 @@ export function stringField(value: unknown, field: string): string | undefined {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * A verified delivery that may also say what identifies its content for conflict detection.
- * Some providers change a field on every retry (Intercom's `delivery_attempts`, Linear's
- * `webhookTimestamp`), so a digest of the raw body would differ between two deliveries of one event.
- * `fingerprint`, when set, is a digest of the content with those per-attempt fields left out.
- */
-export interface VerifiedContent<E = unknown> extends Verified<E> {
-  /** A stable digest of the event's content; the receiver may use it instead of SHA-256 of the raw body. */
-  readonly fingerprint?: string | undefined;
-}
-
-/**
  * Maps a union of events discriminated by `type` to `{ [type]: event }`, so typed `on` handlers
  * narrow: `EventMapOfUnion<Stripe.Event>['invoice.paid']` is `Stripe.InvoicePaidEvent`.
  */

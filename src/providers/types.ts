@@ -33,6 +33,12 @@ export interface Verified<E = unknown> {
   readonly dedup: 'id' | 'body' | 'none';
   /** Overrides `id` as the key material when `dedup` is `'id'`. */
   readonly key?: string | undefined;
+  /**
+   * A digest of the event's content for conflict detection, for providers whose retries rewrite a
+   * per-attempt field (Intercom's `delivery_attempts`, Linear's `webhookTimestamp`).
+   * @default SHA-256 of the raw body
+   */
+  readonly fingerprint?: string | undefined;
 }
 
 /**

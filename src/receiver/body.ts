@@ -1,4 +1,4 @@
-import { BodyTooLargeError, VerificationError } from '../errors.js';
+import { BodyTimeoutError, BodyTooLargeError, VerificationError } from '../errors.js';
 
 /** Raw bodies accepted by `receive()`. A string is taken as UTF-8; prefer bytes. */
 export type RawBody = Uint8Array | ArrayBuffer | string;
@@ -52,19 +52,21 @@ export function toHeaders(input: HeadersInput | undefined): Headers {
  * before reading anything; a body without one (chunked) is refused as soon as it passes the limit,
  * and the rest is never buffered.
  */
-export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+export async function readBody(request: Request, limit: number, timeoutMs?: number): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array(0);
-  return readBounded(request.body, limit, request.headers.get('content-length'));
+  return readBounded(request.body, limit, request.headers.get('content-length'), timeoutMs);
 }
 
 /**
- * Reads a body source up to `limit` bytes (see {@link readBody}). A web stream is cancelled at the
- * limit; a Node stream is only left unread (not destroyed), so the server can still answer 413 on it.
+ * Reads a body source up to `limit` bytes (see {@link readBody}) and within `timeoutMs` for the whole
+ * body. A web stream is cancelled at the limit or the deadline; a Node stream is only left unread
+ * (not destroyed), so the server can still answer 413 or 408 on it.
  */
 export async function readBounded(
   source: BodySource,
   limit: number,
   contentLength?: string | null,
+  timeoutMs?: number,
 ): Promise<Uint8Array> {
   const web = typeof (source as ReadableStream).getReader === 'function';
   if (contentLength != null && /^\d+$/.test(contentLength) && Number(contentLength) > limit) {
@@ -80,18 +82,31 @@ export async function readBounded(
         const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
         return () => iterator.next();
       })();
+  // One deadline for the whole body, so a sender trickling a byte at a time cannot hold the request.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired =
+    timeoutMs === undefined
+      ? undefined
+      : new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new BodyTimeoutError(timeoutMs)), timeoutMs);
+        });
+  expired?.catch(() => {});
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await next();
-    if (done) break;
-    const chunk = typeof value === 'string' ? encoder.encode(value) : value;
-    size += chunk.byteLength;
-    if (size > limit) {
-      if (web) await (source as ReadableStream).cancel().catch(() => {});
-      throw new BodyTooLargeError(limit);
+  try {
+    for (;;) {
+      const { done, value } = await (expired ? Promise.race([next(), expired]) : next());
+      if (done) break;
+      const chunk = typeof value === 'string' ? encoder.encode(value) : value;
+      size += chunk.byteLength;
+      if (size > limit) throw new BodyTooLargeError(limit);
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (error) {
+    if (web) await (source as ReadableStream).cancel().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
   }
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);

@@ -57,6 +57,8 @@ export function outcomeBody(result: DeliveryResult): { outcome: Outcome; code?: 
 /** The web `Response` for a result; the handler's own response passes through with the outcome headers added. */
 export function toResponse(result: DeliveryResult, extra?: Record<string, string>): Response {
   const headers = outcomeHeaders(result, extra);
+  // The rest of a refused body was never read: close the connection rather than leave it for reuse.
+  if (result.outcome === 'too-large' || result.code === 'body_timeout') headers.Connection = 'close';
   if (result.response) {
     const response = result.response;
     try {

@@ -5,26 +5,12 @@
  * {@link BodyAlreadyParsedError} from here too.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { OnceonlyError } from '../errors.js';
+import { BodyAlreadyParsedError } from '../errors.js';
+
+export { BodyAlreadyParsedError };
 import { toResponse } from './http.js';
 import type { Provider } from '../providers/types.js';
 import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
-
-/**
- * Another body parser consumed or parsed the request body before onceonly saw it, and did not keep
- * the raw bytes. Verifying a re-serialised body would fail as a confusing signature mismatch, so the
- * delivery is refused as an operator error (500: the provider retries once the app is fixed). The
- * message names the one line to change.
- */
-export class BodyAlreadyParsedError extends OnceonlyError {
-  constructor(fix: string) {
-    super(
-      'body_already_parsed',
-      `the request body was already read by another body parser, so its exact bytes (which the signature covers) are gone; ${fix}`,
-      { status: 500 },
-    );
-  }
-}
 
 /** A receiver, or the options to create one: what every adapter accepts. */
 export type ReceiverInput<P extends Provider<any, any> = Provider<any, any>> = Receiver | ReceiverOptions<P>;

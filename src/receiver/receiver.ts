@@ -1,4 +1,5 @@
 import {
+  BodyTimeoutError,
   BodyTooLargeError,
   ConfigError,
   OnceonlyError,
@@ -6,7 +7,7 @@ import {
   VerificationError,
 } from '../errors.js';
 import { sha256Hex } from '../lease/crypto.js';
-import type { Duration } from '../lease/duration.js';
+import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
 import type { Lease, Store } from '../lease/types.js';
 import { resolveTimings } from '../once.js';
@@ -129,6 +130,12 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
   lease?: Duration;
   /** How long a completed event is remembered. @default the provider's retry window plus a margin */
   retention?: Duration;
+  /**
+   * How long the whole body may take to arrive; a slower sender gets 408 (code `body_timeout`) and
+   * nothing is claimed.
+   * @default '10s'
+   */
+  bodyTimeout?: Duration;
   /** `Retry-After` sent with 503 when the store is unavailable. @default '5s' */
   retryAfter?: Duration;
   /** Called for every delivery, whatever its outcome. Errors it throws are swallowed. */
@@ -198,6 +205,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
   const timings = resolveTimings(options);
   const retentionMs = timings.retentionMs ?? provider.retentionMs;
+  const bodyTimeoutMs = parsePositiveDuration(options.bodyTimeout ?? '10s', 'bodyTimeout');
   const retryAfterS = Math.max(
     1,
     Math.ceil(resolveTimings({ timeout: options.retryAfter ?? '5s' }).timeoutMs / 1000),
@@ -264,11 +272,13 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     if (!handler) return done('ignored', 200);
 
     // 2. Key and fingerprint.
-    const fingerprint = sha256Hex(bytes);
+    const bodyDigest = sha256Hex(bytes);
+    // A provider whose retries rewrite a per-attempt field gives a content fingerprint without it.
+    const fingerprint = verified.fingerprint ?? bodyDigest;
     let key: string | undefined;
     if (verified.dedup === 'id' && (verified.key ?? verified.id))
       key = `${provider.name}:${verified.key ?? verified.id}`;
-    else if (verified.dedup === 'body') key = `${provider.name}:body:${fingerprint}`;
+    else if (verified.dedup === 'body') key = `${provider.name}:body:${bodyDigest}`;
     base.key = key;
     const delivery = { rawBody: bytes, headers, receivedAt };
     const contextFor = (work: WorkContext | undefined): HandlerContext<unknown> => ({
@@ -377,7 +387,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       headers = toHeaders(input.headers);
       const raw = input.rawBody;
       bytes = isBodySource(raw)
-        ? await readBounded(raw, maxBodyBytes, headers.get('content-length'))
+        ? await readBounded(raw, maxBodyBytes, headers.get('content-length'), bodyTimeoutMs)
         : toBytes(raw);
     } catch (error) {
       return rejectionResult(error, started);
@@ -423,7 +433,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       }
       let bytes: Uint8Array;
       try {
-        bytes = await readBody(request, maxBodyBytes);
+        bytes = await readBody(request, maxBodyBytes, bodyTimeoutMs);
       } catch (error) {
         return toResponse(rejectionResult(error, started));
       }
@@ -438,6 +448,7 @@ function rejection(
   done: (outcome: Outcome, status: number, extra: { code?: string; error?: unknown }) => DeliveryResult,
 ): DeliveryResult {
   if (error instanceof BodyTooLargeError) return done('too-large', 413, { code: error.code, error });
+  if (error instanceof BodyTimeoutError) return done('rejected', 408, { code: error.code, error });
   if (error instanceof VerificationError) return done('rejected', error.status, { code: error.code, error });
   if (error instanceof ConfigError) throw error;
   // A provider that threw something unexpected on hostile input: still a clean 400, never a crash.

@@ -2,8 +2,8 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { intercom } from '../../src/providers/index.js';
-import type { VerifiedContent } from '../../src/providers/shared.js';
-import { type Delivery, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import type { Verified } from '../../src/providers/types.js';
+import { type Delivery, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
 // Intercom's documented algorithm: X-Hub-Signature: sha1=hex(HMAC-SHA1(client secret, raw body)).
 const secret = () => randomBytes(16).toString('hex');
@@ -39,11 +39,24 @@ describe('intercom provider (signed with the documented algorithm over node:cryp
 
   it('gives a retry (delivery_attempts bumped) the same key and the same content fingerprint', async () => {
     const key = secret();
-    const first = (await verifyAt(intercom({ secret: key }), sign(body(1), key))) as VerifiedContent;
-    const retry = (await verifyAt(intercom({ secret: key }), sign(body(2), key))) as VerifiedContent;
+    const first = (await verifyAt(intercom({ secret: key }), sign(body(1), key))) as Verified;
+    const retry = (await verifyAt(intercom({ secret: key }), sign(body(2), key))) as Verified;
     assert.equal(first.id, retry.id);
     assert.match(first.fingerprint ?? '', /^[0-9a-f]{64}$/);
     assert.equal(first.fingerprint, retry.fingerprint);
+  });
+
+  it('answers a retry with delivery_attempts bumped as a duplicate, not a conflict, through the receiver', async () => {
+    const key = secret();
+    const { results, runs } = await receiveAll(intercom({ secret: key }), [
+      sign(body(1), key),
+      sign(body(2), key),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'duplicate'],
+    );
+    assert.equal(runs, 1);
   });
 
   it('rejects a signed notification without an id as missing_event_id', async () => {

@@ -2,8 +2,17 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { linear } from '../../src/providers/index.js';
-import type { VerifiedContent } from '../../src/providers/shared.js';
-import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import type { Verified } from '../../src/providers/types.js';
+import {
+  type Delivery,
+  NOW,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 // Linear's documented algorithm: Linear-Signature: hex(HMAC-SHA256(secret, raw body)); freshness
 // from webhookTimestamp (ms) inside the signed body.
@@ -49,10 +58,25 @@ describe('linear provider (signed with the documented algorithm over node:crypto
   it('gives a retry restamped with a new webhookTimestamp the same key and content fingerprint', async () => {
     const key = secret();
     const later = new Date(NOW.getTime() + 60_000);
-    const first = (await verifyAt(linear({ secret: key }), sign(body(NOW), key))) as VerifiedContent;
-    const retry = (await verifyAt(linear({ secret: key }), sign(body(later), key), later)) as VerifiedContent;
+    const first = (await verifyAt(linear({ secret: key }), sign(body(NOW), key))) as Verified;
+    const retry = (await verifyAt(linear({ secret: key }), sign(body(later), key), later)) as Verified;
     assert.equal(first.key, retry.key);
     assert.equal(first.fingerprint, retry.fingerprint);
+  });
+
+  it('answers a restamped retry as a duplicate, not a conflict, through the receiver', async () => {
+    const key = secret();
+    const later = new Date(NOW.getTime() + 20_000);
+    const { results, runs } = await receiveAll(
+      linear({ secret: key }),
+      [sign(body(NOW), key), sign(body(later), key)],
+      later,
+    );
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['processed', 'duplicate'],
+    );
+    assert.equal(runs, 1);
   });
 
   it('gives a different event a different key', async () => {
