@@ -5,7 +5,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError, VerificationError } from '../errors.js';
 import { type Duration, parseDuration } from '../lease/duration.js';
-import type { Verified } from './types.js';
 
 /** One secret, or several during a rotation (any one may match). */
 export type SecretInput = string | readonly string[];
