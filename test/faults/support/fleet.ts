@@ -1,0 +1,241 @@
+/**
+ * Runs receiver processes (worker.ts under node:cluster, restarted when killed, as a process
+ * manager would) and drives them with the CLI's delivery simulator while a fault is injected, then
+ * computes the verdict from the SQLite ledger the workers wrote: events lost, effects doubled, and
+ * which doubles a degraded or lease-lost delivery reported.
+ */
+import cluster from 'node:cluster';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { demoSecret } from '../../../src/cli/sign.js';
+import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
+import type { FaultWorkerConfig } from './worker.js';
+
+/** Scales the default sizes: FAULT_SIZE=10 runs ten times the events. */
+export const FAULT_SIZE = Math.max(1, Number(process.env.FAULT_SIZE ?? 1));
+
+export interface FleetOptions {
+  store: FaultWorkerConfig['store'];
+  url?: string;
+  events: number;
+  workers?: number;
+  concurrency?: number;
+  timeoutMs?: number;
+  leaseMs?: number;
+  onStoreError?: 'closed' | 'open';
+  crash?: FaultWorkerConfig['crash'];
+  effect?: FaultWorkerConfig['effect'];
+  /** Share of events sent again after their first success. @default 0.3 */
+  duplicateRate?: number;
+  /** Runs once when `at` of the events are done (the run carries on meanwhile). */
+  fault?: { at: number; inject: () => Promise<void> };
+}
+
+export interface FleetReport {
+  events: number;
+  deliveries: number;
+  processes: number;
+  workersKilled: number;
+  handlerRuns: number;
+  effects: number;
+  eventsLost: number;
+  effectsDoubled: number;
+  /** Doubles not matched one-to-one by a delivery of that event reported degraded or lease-lost. */
+  unreportedDoubles: number;
+  degradedDeliveries: number;
+  leaseLost: number;
+  takeovers: number;
+  responses5xx: number;
+  failedOutcomes: number;
+  gaveUp: number;
+  byOutcome: Record<string, number>;
+  byStatus: Record<string, number>;
+  seconds: number;
+  sim: SimulateReport;
+}
+
+const workerFile = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(test: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!test()) {
+    if (Date.now() > end) throw new Error(`fault fleet: ${what} within ${ms / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export async function runFleet(options: FleetOptions): Promise<FleetReport> {
+  const dir = mkdtempSync(join(tmpdir(), 'onceonly-faults-'));
+  const run = randomBytes(4).toString('hex');
+  const ledgerPath = join(dir, 'ledger.db');
+  const Database = (await import('better-sqlite3')).default;
+  const ledger = new Database(ledgerPath);
+  ledger.pragma('journal_mode = WAL');
+  ledger.exec(`
+    CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
+    CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, degraded INTEGER NOT NULL);
+    CREATE TABLE outcomes (event_id TEXT, outcome TEXT NOT NULL, status INTEGER NOT NULL, degraded TEXT, attempt INTEGER, pid INTEGER NOT NULL);`);
+  const timeoutMs = options.timeoutMs ?? 1_000;
+  const config: FaultWorkerConfig = {
+    store: options.store,
+    url: options.url ?? '',
+    name: `onceonly_fault_${run}`,
+    ledger: ledgerPath,
+    secret: demoSecret('stripe'),
+    timeoutMs,
+    leaseMs: options.leaseMs ?? 4 * timeoutMs,
+    onStoreError: options.onStoreError ?? 'closed',
+    crash: options.crash,
+    effect: options.effect ?? 'plain',
+  };
+  const workers = options.workers ?? 2;
+  const port = await freePort();
+  cluster.setupPrimary({ exec: workerFile, execArgv: ['--import', 'tsx'], silent: false });
+  const env = { ONCEONLY_FAULT_WORKER: JSON.stringify(config), ONCEONLY_FAULT_PORT: String(port) };
+  let stopping = false;
+  let killed = 0;
+  let forked = 0;
+  let startupFailure: string | undefined;
+  const listening = new Set<number>();
+  const everListened = new Set<number>();
+  const onListening = (w: { id: number }) => {
+    listening.add(w.id);
+    everListened.add(w.id);
+  };
+  const onExit = (w: { id: number }, code: number | null, signal: string | null) => {
+    listening.delete(w.id);
+    if (stopping) return;
+    if (!everListened.has(w.id)) {
+      startupFailure = `a fault worker exited during start-up (${signal ?? `code ${code}`})`;
+      return;
+    }
+    if (signal === 'SIGKILL') killed++;
+    forked++;
+    cluster.fork(env);
+  };
+  cluster.on('listening', onListening);
+  cluster.on('exit', onExit);
+  const mine = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+  try {
+    for (let i = 0; i < workers; i++) {
+      forked++;
+      cluster.fork(env);
+    }
+    await until(() => listening.size >= workers || startupFailure !== undefined, 60_000, 'workers listening');
+    if (startupFailure) throw new Error(startupFailure);
+
+    let faultDone: Promise<void> | undefined;
+    const sim = await simulate({
+      url: `http://127.0.0.1:${port}/webhooks`,
+      provider: 'stripe',
+      secret: config.secret,
+      events: options.events,
+      concurrency: options.concurrency ?? 16,
+      duplicateRate: options.duplicateRate ?? 0.3,
+      concurrentRate: 0.2,
+      requestTimeoutMs: Math.max(5_000, 3 * timeoutMs),
+      maxAttempts: 20,
+      backoffMs: 100,
+      maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
+      run,
+      onProgress: (done) => {
+        if (options.fault && !faultDone && done >= options.fault.at) faultDone = options.fault.inject();
+      },
+    });
+    await faultDone;
+    stopping = true;
+    await Promise.all(
+      mine().map((w) => {
+        const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+        w.process.kill('SIGKILL');
+        return exited;
+      }),
+    );
+
+    const effects = new Map<string, { n: number; maxAttempt: number }>();
+    for (const row of ledger
+      .prepare('SELECT event_id AS id, COUNT(*) AS n, MAX(attempt) AS a FROM effects GROUP BY event_id')
+      .all() as { id: string; n: number; a: number }[])
+      effects.set(row.id, { n: row.n, maxAttempt: row.a });
+    const reported = new Map<string, number>();
+    for (const row of ledger
+      .prepare(
+        `SELECT event_id AS id, COUNT(*) AS n FROM outcomes
+         WHERE degraded IS NOT NULL OR outcome = 'lease-lost' GROUP BY event_id`,
+      )
+      .all() as { id: string; n: number }[])
+      reported.set(row.id, row.n);
+    const count = (sql: string) => (ledger.prepare(sql).get() as { n: number }).n;
+    let lost = 0;
+    let doubled = 0;
+    let unreported = 0;
+    let applied = 0;
+    let takeovers = 0;
+    for (const id of sim.eventIds) {
+      const e = effects.get(id);
+      if (!e) {
+        lost++;
+        continue;
+      }
+      applied += e.n;
+      doubled += e.n - 1;
+      unreported += Math.max(0, e.n - 1 - (reported.get(id) ?? 0));
+      if (e.maxAttempt > 1) takeovers++;
+    }
+    const responses5xx = Object.entries(sim.byStatus)
+      .filter(([status]) => Number(status) >= 500)
+      .reduce((sum, [, n]) => sum + n, 0);
+    return {
+      events: sim.events,
+      deliveries: sim.deliveries,
+      processes: forked,
+      workersKilled: killed,
+      handlerRuns: count('SELECT COUNT(*) AS n FROM runs'),
+      effects: applied,
+      eventsLost: lost,
+      effectsDoubled: doubled,
+      unreportedDoubles: unreported,
+      degradedDeliveries: count('SELECT COUNT(*) AS n FROM outcomes WHERE degraded IS NOT NULL'),
+      leaseLost: count(`SELECT COUNT(*) AS n FROM outcomes WHERE outcome = 'lease-lost'`),
+      takeovers,
+      responses5xx,
+      failedOutcomes: count(`SELECT COUNT(*) AS n FROM outcomes WHERE outcome = 'failed'`),
+      gaveUp: sim.gaveUp.length,
+      byOutcome: sim.byOutcome,
+      byStatus: sim.byStatus,
+      seconds: Math.round(sim.seconds * 10) / 10,
+      sim,
+    };
+  } finally {
+    stopping = true;
+    for (const w of mine()) w.process.kill('SIGKILL');
+    await until(() => mine().length === 0, 10_000, 'workers exit').catch(() => {});
+    cluster.off('listening', onListening);
+    cluster.off('exit', onExit);
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One line for the test log and RELIABILITY.md. */
+export function summary(name: string, r: FleetReport): string {
+  const { sim: _sim, byStatus: _s, ...rest } = r;
+  return `[fault figures] ${name}: ${JSON.stringify({ ...rest, byStatus: r.byStatus })}`;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,94 @@
+/**
+ * A throwaway PostgreSQL instance for fault tests: `initdb` into a temp dir, `pg_ctl start` on a
+ * free port with the socket in that dir, and `stop()` / `start()` to take it down and bring it back
+ * with its data. Never touches the machine's shared server. Needs `initdb` and `pg_ctl` on PATH;
+ * as root the binaries run as the `postgres` user (initdb refuses root).
+ */
+import { execFile } from 'node:child_process';
+import { chownSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface PgInstance {
+  readonly port: number;
+  readonly url: string;
+  /** Fast shutdown: every connection is cut, the data stays. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  start(): Promise<void>;
+  /** Stops it and deletes its directory. */
+  destroy(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function asPostgres(bin: string, args: string[]): Promise<string> {
+  const root = userInfo().uid === 0;
+  const { stdout } = await run(root ? 'runuser' : bin, root ? ['-u', 'postgres', '--', bin, ...args] : args, {
+    timeout: 60_000,
+  });
+  return stdout;
+}
+
+/** Fails with a clear message when the binaries are missing. */
+export async function pgBinaries(): Promise<string> {
+  return (await run('pg_ctl', ['--version'])).stdout.trim();
+}
+
+export async function startPgInstance(): Promise<PgInstance> {
+  const dir = mkdtempSync(join(tmpdir(), 'onceonly-pg-'));
+  if (userInfo().uid === 0) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: gid } = await run('id', ['-g', 'postgres']);
+    chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
+  }
+  const data = join(dir, 'data');
+  const port = await freePort();
+  await asPostgres('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  let running = false;
+  const start = async () => {
+    await asPostgres('pg_ctl', [
+      '-D',
+      data,
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`,
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ]);
+    running = true;
+  };
+  const stop = async () => {
+    if (!running) return;
+    await asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+    running = false;
+  };
+  await start();
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start,
+    stop,
+    async destroy() {
+      await stop().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

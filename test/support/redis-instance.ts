@@ -1,0 +1,102 @@
+/**
+ * A restartable throwaway `redis-server` for fault tests: its own port and directory, AOF with
+ * fsync on every write so a stop and start keeps every key (and its absolute expiry), and
+ * `stop()` / `start()` to take it down and bring it back. Never touches the machine's shared server.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface RedisInstance {
+  readonly port: number;
+  readonly url: string;
+  cli(...args: string[]): Promise<string>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+export async function startRedisInstance(): Promise<RedisInstance> {
+  const dir = await mkdtemp(join(tmpdir(), 'onceonly-redis-fault-'));
+  const port = await freePort();
+  const cli = async (...args: string[]) =>
+    (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 })).stdout;
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const c = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--logfile',
+        join(dir, 'redis.log'),
+      ],
+      { stdio: 'ignore' },
+    );
+    live.add(c);
+    c.once('exit', () => live.delete(c));
+    child = c;
+    const end = Date.now() + 30_000;
+    for (;;) {
+      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode}`);
+      try {
+        if ((await cli('ping')).trim() === 'PONG') return;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > end) throw new Error(`redis-server on ${port} did not answer PING`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const stop = async () => {
+    const c = child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill('SIGTERM');
+    await exited;
+    child = undefined;
+  };
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    cli,
+    start,
+    stop,
+    async destroy() {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
