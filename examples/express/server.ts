@@ -29,8 +29,9 @@ app.get('/', (_req, res) => {
 });
 
 const port = Number(process.env.PORT ?? 3000);
-app.listen(port, '127.0.0.1', () => {
-  const url = `http://127.0.0.1:${port}/webhooks`;
+const server = app.listen(port, '127.0.0.1', () => {
+  const { port: bound } = server.address() as { port: number }; // PORT=0 picks a free port
+  const url = `http://127.0.0.1:${bound}/webhooks`;
   const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
   const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
   console.log(`onceonly + Express listening on ${url}`);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { progressBar, table } from './report.js';
-import { demoSecret, type SimProvider } from './sign.js';
+import { demoSecret, SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
 import type { WorkerConfig } from './worker.js';
 
@@ -23,7 +23,11 @@ export const demoFlags = {
     type: 'string',
     help: 'memory, a SQLite file, redis://..., postgres://..., mysql://... (default: a temporary SQLite file)',
   },
-  provider: { type: 'string', default: 'stripe', help: 'signature scheme: stripe or standard-webhooks' },
+  provider: {
+    type: 'string',
+    default: 'stripe',
+    help: 'signature scheme: stripe, standard-webhooks or github',
+  },
   workers: { type: 'number', default: 2, help: 'receiver processes' },
   'kill-rate': { type: 'number', default: 0.01, help: 'share of handler runs killed with SIGKILL mid-work' },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
@@ -72,9 +76,9 @@ export async function demo(argv: readonly string[]): Promise<number> {
     );
     return 0;
   }
-  if (flags.provider !== 'stripe' && flags.provider !== 'standard-webhooks') {
+  if (!SIM_PROVIDERS.includes(flags.provider as SimProvider)) {
     throw new UsageError(
-      `--provider must be stripe or standard-webhooks, got ${JSON.stringify(flags.provider)}`,
+      `--provider must be one of ${SIM_PROVIDERS.join(', ')}; got ${JSON.stringify(flags.provider)}`,
     );
   }
   const provider = flags.provider as SimProvider;

@@ -1,7 +1,9 @@
 /** Signs deliveries the way the providers themselves do, for the simulator. */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 
-export type SimProvider = 'stripe' | 'standard-webhooks';
+export type SimProvider = 'stripe' | 'standard-webhooks' | 'github';
+
+export const SIM_PROVIDERS: readonly SimProvider[] = ['stripe', 'standard-webhooks', 'github'];
 
 export interface SignedDelivery {
   body: string;
@@ -46,6 +48,18 @@ export function sign(provider: SimProvider, secret: string, id: string, body: st
     const v1 = createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex');
     return { body, headers: { 'content-type': 'application/json', 'stripe-signature': `t=${ts},v1=${v1}` } };
   }
+  if (provider === 'github') {
+    const sig = createHmac('sha256', secret).update(body).digest('hex');
+    return {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${sig}`,
+      },
+    };
+  }
   const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
   const sig = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64');
   return {
@@ -61,6 +75,7 @@ export function sign(provider: SimProvider, secret: string, id: string, body: st
 
 /** A secret in the form each provider's dashboard shows. */
 export function demoSecret(provider: SimProvider): string {
+  if (provider === 'github') return 'onceonly-demo-secret';
   return provider === 'stripe'
     ? 'whsec_onceonlyDemoSecret0123456789'
     : `whsec_${Buffer.from('onceonly demo secret key 32 byte').toString('base64')}`;

@@ -2,12 +2,16 @@
 import { randomBytes } from 'node:crypto';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { progressBar, table } from './report.js';
-import type { SimProvider } from './sign.js';
+import { SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
 
 export const simulateFlags = {
   url: { type: 'string', help: "your receiver's URL, e.g. http://localhost:3000/webhooks/stripe" },
-  provider: { type: 'string', default: 'stripe', help: 'signature scheme: stripe or standard-webhooks' },
+  provider: {
+    type: 'string',
+    default: 'stripe',
+    help: 'signature scheme: stripe, standard-webhooks or github',
+  },
   secret: { type: 'string', help: "the endpoint's signing secret (whsec_...)" },
   events: { type: 'number', default: 200, help: 'events to deliver' },
   concurrency: { type: 'number', default: 16, help: 'requests in flight at once' },
@@ -35,9 +39,9 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     throw new UsageError('--url is required (your receiver, e.g. http://localhost:3000/webhooks)');
   if (!flags.secret)
     throw new UsageError('--secret is required (the signing secret your receiver verifies with)');
-  if (flags.provider !== 'stripe' && flags.provider !== 'standard-webhooks') {
+  if (!SIM_PROVIDERS.includes(flags.provider as SimProvider)) {
     throw new UsageError(
-      `--provider must be stripe or standard-webhooks, got ${JSON.stringify(flags.provider)}`,
+      `--provider must be one of ${SIM_PROVIDERS.join(', ')}; got ${JSON.stringify(flags.provider)}`,
     );
   }
   try {
