@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { progressBar, table } from './report.js';
-import { demoSecret, SIM_PROVIDERS, type SimProvider } from './sign.js';
+import { demoSecret, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
 import type { WorkerConfig } from './worker.js';
 
@@ -26,7 +26,7 @@ export const demoFlags = {
   provider: {
     type: 'string',
     default: 'stripe',
-    help: 'signature scheme: stripe, standard-webhooks or github',
+    help: 'signature scheme: stripe or standard-webhooks',
   },
   workers: { type: 'number', default: 2, help: 'receiver processes' },
   'kill-rate': { type: 'number', default: 0.01, help: 'share of handler runs killed with SIGKILL mid-work' },

@@ -8,7 +8,6 @@ import { createReceiver } from '../receiver/receiver.js';
 import { toResponse } from '../receiver/http.js';
 import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
-import { github } from '../providers/github.js';
 import { openStore } from './stores.js';
 import type { SimProvider } from './sign.js';
 
