@@ -1,4 +1,116 @@
-/** `onceonly inspect`: placeholder replaced below. */
-export async function inspect(_argv: readonly string[]): Promise<number> {
-  throw new Error('inspect is not built yet');
+/** `onceonly inspect`: one key's state, counts by state, the oldest leases (stuck work), and purge. */
+import { hasAdmin, type RecordView } from '../lease/types.js';
+import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
+import { table } from './report.js';
+import { openStore } from './stores.js';
+
+export const inspectFlags = {
+  store: { type: 'string', help: 'redis://..., postgres://..., mysql://... or a SQLite file path' },
+  name: {
+    type: 'string',
+    default: 'onceonly',
+    help: "the store's table (SQL) or key prefix without the colon (Redis)",
+  },
+  limit: { type: 'number', default: 10, help: 'how many of the oldest leases to list' },
+  json: { type: 'boolean', help: 'print JSON' },
+  help: { type: 'boolean', help: 'show this help' },
+} satisfies FlagSpec;
+
+const SUMMARY = `Shows one key (onceonly inspect --store <url> <key>), or counts by state and the oldest leases
+(stuck work) when no key is given. "onceonly inspect --store <url> purge" deletes rows past retention.`;
+
+export async function inspect(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, inspectFlags);
+  if (flags.help) {
+    console.log(usage('inspect --store <url> [key | purge]', SUMMARY, inspectFlags));
+    return 0;
+  }
+  if (!flags.store) throw new UsageError('--store is required, e.g. --store postgres://localhost/app');
+  if (flags.store === 'memory')
+    throw new UsageError(
+      'a memory store lives inside its own process: there is nothing to inspect from outside',
+    );
+  if (flags._.length > 1) throw new UsageError('give at most one key (quote keys with spaces)');
+  const opened = await openStore(flags.store, flags.name);
+  const now = Date.now();
+  try {
+    const [arg] = flags._;
+    if (arg === 'purge') {
+      if (!opened.purge) {
+        print(
+          flags.json,
+          { purged: 0, note: 'Redis keys expire by themselves: nothing to purge' },
+          () => 'Redis keys expire by themselves: nothing to purge.',
+        );
+        return 0;
+      }
+      const purged = await opened.purge();
+      print(flags.json, { purged }, () => `purged ${purged} expired rows`);
+      return 0;
+    }
+    if (arg !== undefined) {
+      const view = await opened.store.inspect(arg);
+      if (!view) {
+        print(
+          flags.json,
+          { key: arg, state: 'absent' },
+          () => `${arg}: absent (never seen, released, or past retention)`,
+        );
+        return 0;
+      }
+      print(flags.json, describe(view, now), () =>
+        table(
+          `key ${view.key}`,
+          Object.entries(describe(view, now)).filter(([k]) => k !== 'key') as [string, string | number][],
+        ),
+      );
+      return 0;
+    }
+    if (!hasAdmin(opened.store))
+      throw new UsageError(`the ${opened.kind} store offers no overview; give a key`);
+    const [stats, oldest] = await Promise.all([opened.store.stats(), opened.store.oldestLeases(flags.limit)]);
+    const leases = oldest.map((v) => describe(v, now));
+    print(flags.json, { stats, oldestLeases: leases }, () => {
+      const lines = [
+        table(`onceonly store ${opened.kind} (${flags.name})`, [
+          ['processing (live leases)', stats.processing],
+          ['takeable (lease ran out, crash?)', stats.takeable],
+          ['completed (within retention)', stats.completed],
+        ]),
+      ];
+      if (leases.length > 0) {
+        lines.push('', `oldest leases (${leases.length}):`);
+        for (const l of leases) lines.push(`  ${l.key}  attempt ${l.attempt}  ${l.lease}  ${l.expires}`);
+      }
+      return lines.join('\n');
+    });
+    return 0;
+  } finally {
+    await opened.close();
+  }
+}
+
+function describe(view: RecordView, now: number) {
+  const expiresIn = view.expiresAt.getTime() - now;
+  return {
+    key: view.key,
+    state: view.state === 'processing' && expiresIn <= 0 ? 'takeable' : view.state,
+    attempt: view.attempt,
+    lease: view.updatedAt ? `last written ${ago(now - view.updatedAt.getTime())} ago` : 'last write unknown',
+    expires: expiresIn > 0 ? `expires in ${ago(expiresIn)}` : `expired ${ago(-expiresIn)} ago`,
+    expiresAt: view.expiresAt.toISOString(),
+    fingerprint: view.fingerprint ?? '-',
+  };
+}
+
+function ago(ms: number): string {
+  if (ms < 1_000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  if (ms < 172_800_000) return `${Math.round(ms / 3_600_000)} h`;
+  return `${Math.round(ms / 86_400_000)} d`;
+}
+
+function print(json: boolean, value: unknown, text: () => string): void {
+  console.log(json ? JSON.stringify(value, null, 2) : text());
 }

@@ -131,3 +131,30 @@ export function assertVersion(version: number): void {
     throw new TypeError(`onceonly: advance() needs a finite number as version, got ${String(version)}`);
   }
 }
+
+/** Counts of records by state, on the store's clock. */
+export interface StoreStats {
+  /** Live leases: work running now. */
+  readonly processing: number;
+  /** Leases that ran out with nobody taking over: crashed work waiting for its retry. */
+  readonly takeable: number;
+  /** Completed keys still within retention. */
+  readonly completed: number;
+}
+
+/**
+ * Operator views that the built-in stores offer beyond the contract (`onceonly inspect` uses them).
+ * Optional for your own store.
+ */
+export interface StoreAdmin {
+  /** Counts by state. */
+  stats(): Promise<StoreStats>;
+  /** Processing records (live or run out), the longest-held first: stuck work. */
+  oldestLeases(limit: number): Promise<RecordView[]>;
+}
+
+/** Whether a store offers {@link StoreAdmin}'s views. */
+export function hasAdmin(store: Store): store is Store & StoreAdmin {
+  const s = store as Partial<StoreAdmin>;
+  return typeof s.stats === 'function' && typeof s.oldestLeases === 'function';
+}

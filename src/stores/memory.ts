@@ -8,6 +8,8 @@ import {
   type RecordOptions,
   type RecordView,
   type Store,
+  type StoreAdmin,
+  type StoreStats,
   assertVersion,
   sameFingerprint,
 } from '../lease/types.js';
@@ -48,7 +50,9 @@ interface Entry {
  * @example
  * const store = memoryStore({ maxEntries: 50_000 });
  */
-export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
+export function memoryStore(
+  options: MemoryStoreOptions = {},
+): Store & StoreAdmin & { readonly size: number } {
   const maxEntries = options.maxEntries ?? 100_000;
   if (!Number.isInteger(maxEntries) || maxEntries < 1) {
     throw new ConfigError(
@@ -225,6 +229,32 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         expiresAt: new Date(entry.expiresAt),
         updatedAt: new Date(entry.updatedAt),
       };
+    },
+
+    async stats(): Promise<StoreStats> {
+      const at = now();
+      let live = 0;
+      for (const entry of processing.values()) if (entry.expiresAt > at) live++;
+      let done = 0;
+      for (const packed of completed.values()) if (expiresAtOf(packed) > at) done++;
+      return { processing: live, takeable: processing.size - live, completed: done };
+    },
+
+    async oldestLeases(limit: number): Promise<RecordView[]> {
+      // Insertion order is claim order (a takeover re-inserts), so the first entries are the oldest.
+      const out: RecordView[] = [];
+      for (const [key, entry] of processing) {
+        if (out.length >= limit) break;
+        out.push({
+          key,
+          state: 'processing',
+          attempt: entry.attempt,
+          fingerprint: entry.fingerprint,
+          expiresAt: new Date(entry.expiresAt),
+          updatedAt: new Date(entry.updatedAt),
+        });
+      }
+      return out;
     },
 
     async close(): Promise<void> {
