@@ -35,6 +35,8 @@ export type EngineResult<T> =
 
 /** Retries of a confirm that threw: the work is done, so it is worth a few tries before giving up. */
 const CONFIRM_BACKOFF_MS = [25, 100, 400];
+/** Later confirm retries, in the background after the answer, each wait doubled up to the last. */
+const LATE_CONFIRM_MS = [500, 1_000, 2_000];
 
 /**
  * Claims `key` and, when acquired, runs `work`. A store error from `claim` is thrown to the caller,
@@ -61,6 +63,10 @@ export async function runClaimed<T>(
   if (run.ok) {
     const confirmed = await confirmWithRetry(store, lease, options.retentionMs);
     if (confirmed === false) return { outcome: 'lease-lost', attempt: lease.attempt, value: run.value };
+    // The store is still away: the outcome is reported degraded now, and confirming goes on in the
+    // background while the lease may still be ours, so a store back within the lease keeps the work
+    // from running twice (otherwise the lease runs out unconfirmed and a later duplicate runs it again).
+    if (confirmed === 'error') confirmInBackground(store, lease, options.retentionMs, options.leaseMs);
     return {
       outcome: 'processed',
       attempt: lease.attempt,
@@ -140,4 +146,28 @@ async function confirmWithRetry(store: Store, lease: Lease, retentionMs: number)
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
+}
+
+/**
+ * Keeps confirming for up to `leaseMs` after the handler ended: the lease was last claimed or
+ * extended before that, so this spans all the time the claim may still be ours (a confirm after a
+ * takeover changes nothing). Timers are unref'd: this never keeps a process alive, and a process
+ * that exits only loses the chance, not correctness.
+ */
+function confirmInBackground(store: Store, lease: Lease, retentionMs: number, leaseMs: number): void {
+  const giveUpAt = Date.now() + leaseMs;
+  let i = 0;
+  const attempt = () => {
+    Promise.resolve()
+      .then(() => store.confirm(lease, { retentionMs }))
+      .then(
+        () => {},
+        () => {
+          const wait = LATE_CONFIRM_MS[Math.min(i++, LATE_CONFIRM_MS.length - 1)]!;
+          if (Date.now() + wait <= giveUpAt) setTimeout(attempt, wait).unref?.();
+        },
+      );
+  };
+  setTimeout(attempt, LATE_CONFIRM_MS[0]).unref?.();
+  i++;
 }
