@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import { startRedisInstance, type RedisInstance } from '../support/redis-instance.js';
 import { FAULT_SIZE, type FleetReport, runFleet, sleep, summary } from './support/fleet.js';
 
-const EVENTS = 300 * FAULT_SIZE;
+const EVENTS = 200 * FAULT_SIZE;
+const KILL_FOR_MS = 3_000;
 const OUTAGE_MS = 4_000;
 
 function assertClosed(r: FleetReport) {
@@ -40,10 +41,33 @@ describe('Redis store outage under load (own redis-server)', () => {
   };
 
   it('fail-closed: a 4 s stop and restart loses no event and doubles no effect', async () => {
-    const r = await runFleet({ store: 'redis', url: redis.url, events: EVENTS, fault: { at: EVENTS / 4, inject: outage } });
+    const r = await runFleet({
+      store: 'redis',
+      url: redis.url,
+      events: EVENTS,
+      fault: { at: EVENTS / 4, inject: outage },
+    });
     console.log(summary('redis outage, fail-closed', r));
     assertClosed(r);
     assert.ok((r.byStatus['503'] ?? 0) > 0, 'the outage was seen (503s answered)');
+  });
+
+  it('fail-closed: handlers still running when the server stops confirm once it is back (no double)', async () => {
+    // Every handler takes 1 s, so dozens end during the outage with their confirm failing; each
+    // event is delivered again after its first success, so an unconfirmed key would run twice.
+    const r = await runFleet({
+      store: 'redis',
+      url: redis.url,
+      events: 120 * FAULT_SIZE,
+      workMs: 1_000,
+      timeoutMs: 2_000,
+      concurrency: 32,
+      duplicateRate: 1,
+      fault: { at: 20, inject: outage },
+    });
+    console.log(summary('redis outage with 1 s handlers, fail-closed', r));
+    assertClosed(r);
+    assert.ok(r.degradedDeliveries > 0, 'confirms failed during the outage');
   });
 
   it('fail-open: a 4 s stop and restart loses no event; every double is reported degraded', async () => {
@@ -57,5 +81,62 @@ describe('Redis store outage under load (own redis-server)', () => {
     console.log(summary('redis outage, fail-open', r));
     assertOpen(r);
     assert.ok(r.degradedDeliveries > 0, 'the outage was seen (degraded deliveries)');
+  });
+
+  // CLIENT KILL cuts every client connection, whatever command is on it, every 100 ms for 3 s.
+  const clientKills = async () => {
+    const end = Date.now() + KILL_FOR_MS;
+    while (Date.now() < end) {
+      await redis.cli('client', 'kill', 'type', 'normal');
+      await sleep(100);
+    }
+  };
+
+  it('fail-closed: connections killed mid-command (CLIENT KILL) lose and double nothing', async () => {
+    const r = await runFleet({
+      store: 'redis',
+      url: redis.url,
+      events: EVENTS,
+      fault: { at: EVENTS / 4, inject: clientKills },
+    });
+    console.log(summary('redis CLIENT KILL, fail-closed', r));
+    assertClosed(r);
+  });
+
+  it('fail-open: connections killed mid-command (CLIENT KILL) lose nothing; doubles are reported', async () => {
+    const r = await runFleet({
+      store: 'redis',
+      url: redis.url,
+      events: EVENTS,
+      onStoreError: 'open',
+      fault: { at: EVENTS / 4, inject: clientKills },
+    });
+    console.log(summary('redis CLIENT KILL, fail-open', r));
+    assertOpen(r);
+  });
+
+  it('SCRIPT FLUSH every 50 ms mid-run is absorbed: no failed delivery, no 5xx, one effect each', async () => {
+    let flushes = 0;
+    const r = await runFleet({
+      store: 'redis',
+      url: redis.url,
+      events: EVENTS,
+      fault: {
+        at: EVENTS / 10,
+        inject: async () => {
+          const end = Date.now() + KILL_FOR_MS;
+          while (Date.now() < end) {
+            await redis.cli('script', 'flush');
+            flushes++;
+            await sleep(50);
+          }
+        },
+      },
+    });
+    console.log(summary(`redis SCRIPT FLUSH x${flushes}`, r));
+    assertClosed(r);
+    assert.equal(r.responses5xx, 0);
+    assert.equal(r.failedOutcomes, 0);
+    assert.ok(flushes > 10);
   });
 });

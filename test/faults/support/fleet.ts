@@ -29,6 +29,7 @@ export interface FleetOptions {
   onStoreError?: 'closed' | 'open';
   crash?: FaultWorkerConfig['crash'];
   effect?: FaultWorkerConfig['effect'];
+  workMs?: number;
   /** Share of events sent again after their first success. @default 0.3 */
   duplicateRate?: number;
   /** Runs once when `at` of the events are done (the run carries on meanwhile). */
@@ -102,6 +103,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     onStoreError: options.onStoreError ?? 'closed',
     crash: options.crash,
     effect: options.effect ?? 'plain',
+    workMs: options.workMs,
   };
   const workers = options.workers ?? 2;
   const port = await freePort();

@@ -28,6 +28,8 @@ export interface FaultWorkerConfig {
   crash?: { at: CrashStep; rate: number };
   /** 'tx': the effect and `recordSync('effect:' + key, { tx })` commit in one transaction. */
   effect: 'plain' | 'tx';
+  /** How long the handler's work takes, in ms. @default 2 to 10 ms at random */
+  workMs?: number;
 }
 
 const config: FaultWorkerConfig = JSON.parse(process.env.ONCEONLY_FAULT_WORKER!);
@@ -35,7 +37,9 @@ const Database = (await import('better-sqlite3')).default;
 const ledger = new Database(config.ledger);
 ledger.pragma('busy_timeout = 20000');
 const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALUES (?, ?, ?)');
-const applyEffect = ledger.prepare('INSERT INTO effects (event_id, attempt, pid, degraded) VALUES (?, ?, ?, ?)');
+const applyEffect = ledger.prepare(
+  'INSERT INTO effects (event_id, attempt, pid, degraded) VALUES (?, ?, ?, ?)',
+);
 const recordOutcome = ledger.prepare(
   'INSERT INTO outcomes (event_id, outcome, status, degraded, attempt, pid) VALUES (?, ?, ?, ?, ?, ?)',
 );
@@ -120,7 +124,7 @@ const receiver = createReceiver({
     recordRun.run(id, attempt, process.pid);
     const first = attempt === 1 && lease !== undefined && chosen(id);
     if (first && config.crash?.at === 'claimed') await crash(true);
-    await sleep(2 + Math.random() * 8); // the real work
+    await sleep(config.workMs ?? 2 + Math.random() * 8); // the real work
     if (first && config.crash?.at === 'handler') await crash(true);
     if (first && config.crash?.at === 'release') throw new Error('fault: the payment API answered 502');
     if (signal.aborted) throw signal.reason;
