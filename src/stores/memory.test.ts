@@ -93,6 +93,24 @@ describe('memoryStore bounds', () => {
     assert.ok(view && view.expiresAt.getTime() > Date.now() + 50_000);
   });
 
+  it('counts records by state and lists the oldest leases first', async () => {
+    let now = 0;
+    const store = memoryStore({ now: () => now });
+    await store.claim('stuck', { leaseMs: 100 });
+    now = 10;
+    await store.claim('live', { leaseMs: 10_000 });
+    const done = await store.claim('done', { leaseMs: 10_000 });
+    if (done.status === 'acquired') await store.confirm(done.lease, { retentionMs: 10_000 });
+    now = 500;
+    assert.deepEqual(await store.stats(), { processing: 1, takeable: 1, completed: 1 });
+    const oldest = await store.oldestLeases(10);
+    assert.deepEqual(
+      oldest.map((v) => v.key),
+      ['stuck', 'live'],
+    );
+    assert.equal((await store.oldestLeases(1)).length, 1);
+  });
+
   it('rejects a bad maxEntries and a non-finite version', async () => {
     assert.throws(() => memoryStore({ maxEntries: 0 }), /maxEntries/);
     await assert.rejects(memoryStore().advance('e', Number.NaN), /finite number/);
