@@ -9,8 +9,10 @@ import { postgresStore } from '../src/stores/postgres.js';
 import { servers } from '../test/support/servers.js';
 
 const small = process.env.BENCH_SMALL === '1';
-const events = small ? 2_000 : 20_000;
-const rounds = small ? 2 : 6;
+// Many short rounds, contenders in rotating order within each: on a shared machine the load drifts,
+// and a ratio taken inside one round compares contenders under the same load.
+const events = small ? 1_000 : 4_000;
+const rounds = small ? 4 : 20;
 const concurrency = 32;
 const poolSize = 10;
 
@@ -106,26 +108,37 @@ async function main(): Promise<void> {
 
   const results = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   for (let r = 0; r < rounds; r++) {
-    for (const c of contenders) {
+    for (let k = 0; k < contenders.length; k++) {
+      const c = contenders[(r + k) % contenders.length]!;
       results.get(c.name)!.push(await measure(events, (i) => c.event(`r${r}:${c.name}`, i)));
     }
   }
 
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const raw = median(results.get(contenders[0]!.name)!);
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
+  /** Median over rounds of this contender's rate divided by the other's in the same round. */
+  const ratio = (of: string, to: string) => {
+    const a = results.get(of)!;
+    const b = results.get(to)!;
+    return median(a.map((x, i) => x / b[i]!));
+  };
+  const [raw, rawPrepared] = [contenders[0]!.name, contenders[1]!.name];
+  const version = (await pool.query('SHOW server_version')).rows[0].server_version;
   console.log(
-    `\nPostgreSQL ${(await pool.query('SHOW server_version')).rows[0].server_version}, ${events} events x ${rounds} rounds, ${concurrency} in flight, pg Pool max ${poolSize}\n`,
+    `\nPostgreSQL ${version}, ${rounds} rounds x ${events} events, ${concurrency} in flight, pg Pool max ${poolSize}\n`,
   );
-  const rawPrepared = median(results.get(contenders[1]!.name)!);
-  console.log('| contender | events/s (median) | rounds | vs raw | vs raw prepared |');
-  console.log('| --- | ---: | --- | ---: | ---: |');
+  console.log('| contender | events/s (median) | min .. max | vs raw | vs raw prepared |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
   for (const c of contenders) {
     const xs = results.get(c.name)!;
-    const m = median(xs);
     console.log(
-      `| ${c.name} | ${Math.round(m)} | ${xs.map((x) => Math.round(x)).join(', ')} | ${(m / raw).toFixed(2)}x | ${(m / rawPrepared).toFixed(2)}x |`,
+      `| ${c.name} | ${Math.round(median(xs))} | ${Math.round(Math.min(...xs))} .. ${Math.round(Math.max(...xs))} | ${ratio(c.name, raw).toFixed(2)}x | ${ratio(c.name, rawPrepared).toFixed(2)}x |`,
     );
   }
+  console.log('\nRatios are medians of per-round ratios (each round runs every contender back to back).');
 }
 
 try {
