@@ -12,7 +12,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Discord interaction (`id`, numeric `type`, `token`...) or webhook event (`type`, `event`). */
 export type DiscordEvent = Record<string, unknown>;
@@ -82,35 +82,41 @@ function publicKeys(input: string | readonly string[] | undefined): KeyObject[] 
  * @example
  * createReceiver({ provider: discord({ publicKey: process.env.DISCORD_PUBLIC_KEY! }), store, on: { PING: () => Response.json({ type: 1 }) } });
  */
-export function discord<E = DiscordEvent>(options: DiscordOptions): Provider<E> {
+export function discord<E = DiscordEvent>(options: DiscordOptions): AuthenticatingProvider<E> {
   const keys = publicKeys(options.publicKey);
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 
+  /** The signature checks: headers, tolerance, Ed25519 over `timestamp + body`. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    const signature = decodeSignature(requireHeader(headers, 'x-signature-ed25519'), 'hex');
+    if (signature?.length !== 64) {
+      throw new VerificationError(
+        'malformed_header',
+        'onceonly: the x-signature-ed25519 header is not a 64-byte hex signature',
+      );
+    }
+    const timestamp = requireHeader(headers, 'x-signature-timestamp');
+    checkTolerance(parseTimestamp('x-signature-timestamp', timestamp), receivedAt, tolerance);
+    const body = asBuffer(rawBody);
+    const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
+    let ok = false;
+    for (const key of keys) if (verifySignature(null, signed, key, signature)) ok = true;
+    if (!ok) {
+      throw new VerificationError(
+        'invalid_signature',
+        'onceonly: the discord signature did not verify; check the public key and that the body reaches onceonly unparsed',
+      );
+    }
+  }
+
   return {
     name: 'discord',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const signature = decodeSignature(requireHeader(headers, 'x-signature-ed25519'), 'hex');
-      if (signature?.length !== 64) {
-        throw new VerificationError(
-          'malformed_header',
-          'onceonly: the x-signature-ed25519 header is not a 64-byte hex signature',
-        );
-      }
-      const timestamp = requireHeader(headers, 'x-signature-timestamp');
-      checkTolerance(parseTimestamp('x-signature-timestamp', timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
-      let ok = false;
-      for (const key of keys) if (verifySignature(null, signed, key, signature)) ok = true;
-      if (!ok) {
-        throw new VerificationError(
-          'invalid_signature',
-          'onceonly: the discord signature did not verify; check the public key and that the body reaches onceonly unparsed',
-        );
-      }
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       const id = stringField(event, 'id');
       if (id !== undefined && 'token' in event) {
         const kind = typeof event.type === 'number' ? INTERACTION_TYPES[event.type] : undefined;

@@ -14,7 +14,7 @@ import {
   type SecretInput,
   secretKeys,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A GitHub webhook payload; pass `WebhookEventMap` from `@octokit/webhooks-types` for full types. */
 export type GithubEvent = Record<string, unknown>;
@@ -55,19 +55,28 @@ const HEADER = 'x-hub-signature-256';
  */
 export function github<M extends object = Record<string, GithubEvent>>(
   options: GithubOptions,
-): Provider<M[keyof M], { [K in keyof M & string]: M[K] }> {
+): AuthenticatingProvider<M[keyof M], { [K in keyof M & string]: M[K] }> {
   const keys = secretKeys('github', options.secret);
   const retention = retentionMs(options.retention, '4d');
+
+  /** The signature checks, shared by `authenticate` and `verify`; returns the (required) event type. */
+  function authenticate({ rawBody, headers }: DeliveryInput): string {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha256=');
+    const type = requireHeader(headers, 'x-github-event');
+    requireMatch('github', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
+    return type;
+  }
 
   return {
     name: 'github',
     retentionMs: retention,
-    verify({ rawBody, headers }: DeliveryInput): Verified<M[keyof M]> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha256=');
-      const type = requireHeader(headers, 'x-github-event');
-      const body = asBuffer(rawBody);
-      requireMatch('github', hmacEach('sha256', keys, [body]), candidates);
-
+    authenticate(input: DeliveryInput): void {
+      authenticate(input);
+    },
+    verify(input: DeliveryInput): Verified<M[keyof M]> {
+      const type = authenticate(input);
+      const { headers } = input;
+      const body = asBuffer(input.rawBody);
       const event = isForm(headers)
         ? parseJsonObjectText(parseForm(body).get('payload') ?? '', 'the payload form field')
         : parseJsonObject(body);

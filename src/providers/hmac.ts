@@ -15,7 +15,7 @@ import {
   secretKeys,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** What a generic HMAC scheme signs, given the raw pieces of a delivery. */
 export interface SignedContentInput {
@@ -87,7 +87,7 @@ export interface HmacOptions<E = Record<string, unknown>> {
  *   type: (event) => String(event.type),
  * });
  */
-export function hmac<E = Record<string, unknown>>(options: HmacOptions<E>): Provider<E> {
+export function hmac<E = Record<string, unknown>>(options: HmacOptions<E>): AuthenticatingProvider<E> {
   const name = options.name;
   if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(name)) {
     throw new ConfigError(
@@ -135,28 +135,35 @@ export function hmac<E = Record<string, unknown>>(options: HmacOptions<E>): Prov
     return out;
   }
 
+  /** The signature checks: header, optional timestamp and tolerance, HMAC. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    const offered = candidates(requireHeader(headers, options.signatureHeader));
+    let timestamp: string | undefined;
+    if (options.timestampHeader) {
+      timestamp = requireHeader(headers, options.timestampHeader);
+      checkTolerance(
+        parseTimestamp(options.timestampHeader, timestamp, options.timestampUnit),
+        receivedAt,
+        tolerance,
+      );
+    }
+    const body = asBuffer(rawBody);
+    const content = signedContent({ body, timestamp, headers });
+    requireMatch(
+      name,
+      keys.map((key) => computeHmac(algorithm, key, content)),
+      offered,
+    );
+  }
+
   return {
     name,
     retentionMs,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const offered = candidates(requireHeader(headers, options.signatureHeader));
-      let timestamp: string | undefined;
-      if (options.timestampHeader) {
-        timestamp = requireHeader(headers, options.timestampHeader);
-        checkTolerance(
-          parseTimestamp(options.timestampHeader, timestamp, options.timestampUnit),
-          receivedAt,
-          tolerance,
-        );
-      }
-      const body = asBuffer(rawBody);
-      const content = signedContent({ body, timestamp, headers });
-      requireMatch(
-        name,
-        keys.map((key) => computeHmac(algorithm, key, content)),
-        offered,
-      );
-
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const { headers } = input;
+      const body = asBuffer(input.rawBody);
       const event = (json ? parseJsonObject(body) : body) as E;
       const type = options.type
         ? options.type(event, headers)

@@ -14,7 +14,7 @@ import {
   secretKeys,
   stringField,
 } from './shared.js';
-import type { DeliveryInput, Provider } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput } from './types.js';
 
 /** An Intercom notification: `id` (`notif_...`), `topic`, `data.item`. */
 export interface IntercomEvent {
@@ -54,18 +54,23 @@ const HEADER = 'x-hub-signature';
  * @example
  * createReceiver({ provider: intercom({ secret: process.env.INTERCOM_CLIENT_SECRET! }), store, on: { 'conversation.user.created': handle } });
  */
-export function intercom<E = IntercomEvent>(options: IntercomOptions): Provider<E> {
+export function intercom<E = IntercomEvent>(options: IntercomOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('intercom', options.secret);
   const retention = retentionMs(options.retention, '3d');
+
+  /** The signature check (HMAC-SHA1 over the body), shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers }: DeliveryInput): void {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha1=');
+    requireMatch('intercom', hmacEach('sha1', keys, [asBuffer(rawBody)]), candidates);
+  }
 
   return {
     name: 'intercom',
     retentionMs: retention,
-    verify({ rawBody, headers }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha1=');
-      const body = asBuffer(rawBody);
-      requireMatch('intercom', hmacEach('sha1', keys, [body]), candidates);
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       const id = requireId('intercom', stringField(event, 'id'), 'id');
       return {
         event: event as E,

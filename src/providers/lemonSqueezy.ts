@@ -12,7 +12,7 @@ import {
   secretKeys,
   stringField,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Lemon Squeezy webhook payload: `meta` (with `event_name`) and `data`. */
 export interface LemonSqueezyEvent {
@@ -46,19 +46,24 @@ const HEADER = 'x-signature';
  * @example
  * createReceiver({ provider: lemonSqueezy({ secret: process.env.LEMONSQUEEZY_WEBHOOK_SECRET! }), store, handler });
  */
-export function lemonSqueezy<E = LemonSqueezyEvent>(options: LemonSqueezyOptions): Provider<E> {
+export function lemonSqueezy<E = LemonSqueezyEvent>(options: LemonSqueezyOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('lemonSqueezy', options.secret);
   const retention = retentionMs(options.retention, '1d');
+
+  /** The signature check, shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers }: DeliveryInput): void {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex');
+    requireMatch('lemonSqueezy', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
+  }
 
   return {
     name: 'lemonsqueezy',
     retentionMs: retention,
-    verify({ rawBody, headers }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex');
-      const body = asBuffer(rawBody);
-      requireMatch('lemonSqueezy', hmacEach('sha256', keys, [body]), candidates);
-      const event = parseJsonObject(body);
-      const type = stringField(event.meta, 'event_name') ?? header(headers, 'x-event-name');
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
+      const type = stringField(event.meta, 'event_name') ?? header(input.headers, 'x-event-name');
       return { event: event as E, type, dedup: 'body' };
     },
   };

@@ -17,7 +17,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput } from './types.js';
 
 /** A Linear webhook: `action`, `type` (`Issue`, `Comment`...), `data`, `webhookTimestamp` (ms). */
 export interface LinearEvent {
@@ -65,31 +65,44 @@ const PER_ATTEMPT = ['webhookTimestamp'];
  * @example
  * createReceiver({ provider: linear({ secret: process.env.LINEAR_WEBHOOK_SECRET! }), store, on: { Issue: handleIssue } });
  */
-export function linear<E = LinearEvent>(options: LinearOptions): Provider<E> {
+export function linear<E = LinearEvent>(options: LinearOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('linear', options.secret);
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 
+  /**
+   * The signature check, then the tolerance. Linear's timestamp is a field of the signed body, so
+   * authenticating parses it; returns the parsed event for `verify`. Shared by both.
+   */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): Record<string, unknown> {
+    const candidates = offeredSignatures(
+      'linear-signature',
+      [requireHeader(headers, 'linear-signature')],
+      'hex',
+    );
+    const body = asBuffer(rawBody);
+    requireMatch('linear', hmacEach('sha256', keys, [body]), candidates);
+    const event = parseJsonObject(body);
+    const ts = event.webhookTimestamp;
+    if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) {
+      throw new VerificationError(
+        'invalid_body',
+        'onceonly: the linear body has no numeric webhookTimestamp (milliseconds)',
+      );
+    }
+    checkTolerance(ts, receivedAt, tolerance);
+    return event;
+  }
+
   return {
     name: 'linear',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(
-        'linear-signature',
-        [requireHeader(headers, 'linear-signature')],
-        'hex',
-      );
-      const body = asBuffer(rawBody);
-      requireMatch('linear', hmacEach('sha256', keys, [body]), candidates);
-      const event = parseJsonObject(body);
-      const ts = event.webhookTimestamp;
-      if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) {
-        throw new VerificationError(
-          'invalid_body',
-          'onceonly: the linear body has no numeric webhookTimestamp (milliseconds)',
-        );
-      }
-      checkTolerance(ts, receivedAt, tolerance);
+    authenticate(input: DeliveryInput): void {
+      authenticate(input);
+    },
+    verify(input: DeliveryInput): Verified<E> {
+      const event = authenticate(input);
+      const { headers } = input;
       const digest = digestWithout(event, PER_ATTEMPT);
       return {
         event: event as E,

@@ -16,7 +16,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /**
  * A Mailgun webhook body. Only `signature.timestamp` and `signature.token` are signed:
@@ -63,37 +63,52 @@ export interface MailgunOptions {
  * @example
  * createReceiver({ provider: mailgun({ secret: process.env.MAILGUN_WEBHOOK_SIGNING_KEY! }), store, on: { delivered: markDelivered } });
  */
-export function mailgun<E = MailgunEvent>(options: MailgunOptions): Provider<E> {
+export function mailgun<E = MailgunEvent>(options: MailgunOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('mailgun', options.secret);
   const tolerance = toleranceMs(options.tolerance ?? '12h');
   const retention = retentionMs(options.retention, '1d');
 
+  /**
+   * The signature checks. Mailgun's timestamp, token and signature are fields of the body, so
+   * authenticating parses it; returns the parsed body and the signed token for `verify`. Shared by both.
+   */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): {
+    event: Record<string, unknown>;
+    token: string;
+  } {
+    const body = asBuffer(rawBody);
+    let event: Record<string, unknown>;
+    let sig: unknown;
+    if (isForm(headers)) {
+      event = Object.fromEntries(parseForm(body));
+      sig = event;
+    } else {
+      event = parseJsonObject(body);
+      sig = event.signature;
+    }
+    const timestamp = stringField(sig, 'timestamp');
+    const token = stringField(sig, 'token');
+    const signature = stringField(sig, 'signature');
+    if (timestamp === undefined || token === undefined || signature === undefined) {
+      throw new VerificationError(
+        'invalid_body',
+        'onceonly: the mailgun body has no signature object with timestamp, token and signature',
+      );
+    }
+    const candidates = offeredSignatures('mailgun signature', [signature], 'hex');
+    checkTolerance(parseTimestamp('mailgun signature.timestamp', timestamp), receivedAt, tolerance);
+    requireMatch('mailgun', hmacEach('sha256', keys, [timestamp, token]), candidates);
+    return { event, token };
+  }
+
   return {
     name: 'mailgun',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const body = asBuffer(rawBody);
-      let event: Record<string, unknown>;
-      let sig: unknown;
-      if (isForm(headers)) {
-        event = Object.fromEntries(parseForm(body));
-        sig = event;
-      } else {
-        event = parseJsonObject(body);
-        sig = event.signature;
-      }
-      const timestamp = stringField(sig, 'timestamp');
-      const token = stringField(sig, 'token');
-      const signature = stringField(sig, 'signature');
-      if (timestamp === undefined || token === undefined || signature === undefined) {
-        throw new VerificationError(
-          'invalid_body',
-          'onceonly: the mailgun body has no signature object with timestamp, token and signature',
-        );
-      }
-      const candidates = offeredSignatures('mailgun signature', [signature], 'hex');
-      checkTolerance(parseTimestamp('mailgun signature.timestamp', timestamp), receivedAt, tolerance);
-      requireMatch('mailgun', hmacEach('sha256', keys, [timestamp, token]), candidates);
+    authenticate(input: DeliveryInput): void {
+      authenticate(input);
+    },
+    verify(input: DeliveryInput): Verified<E> {
+      const { event, token } = authenticate(input);
 
       const data = event['event-data'] ?? event;
       return {

@@ -18,7 +18,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Paddle Billing notification: `event_id`, `event_type`, `occurred_at`, `notification_id`, `data`. */
 export interface PaddleEvent {
@@ -63,7 +63,7 @@ const HEADER = 'paddle-signature';
  * @example
  * createReceiver({ provider: paddle({ secret: process.env.PADDLE_WEBHOOK_SECRET! }), store, on: { 'subscription.created': handle } });
  */
-export function paddle<E = PaddleEvent>(options: PaddleOptions): Provider<E> {
+export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('paddle', options.secret, (s) => {
     refuseLookalikes(
       'paddle',
@@ -79,24 +79,29 @@ export function paddle<E = PaddleEvent>(options: PaddleOptions): Provider<E> {
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '4d');
 
+  /** The signature checks: header, tolerance, HMAC over `ts:body`. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    let timestamp: string | undefined;
+    const offered: string[] = [];
+    for (const [k, v] of keyValuePairs(requireHeader(headers, HEADER), ';')) {
+      if (k === 'ts') timestamp ??= v;
+      else if (k === 'h1') offered.push(v);
+    }
+    if (timestamp === undefined) {
+      throw new VerificationError('malformed_header', 'onceonly: the paddle-signature header has no ts=');
+    }
+    const candidates = offeredSignatures(`${HEADER} h1=`, offered, 'hex');
+    checkTolerance(parseTimestamp(`${HEADER} ts=`, timestamp), receivedAt, tolerance);
+    requireMatch('paddle', hmacEach('sha256', keys, [timestamp, ':', asBuffer(rawBody)]), candidates);
+  }
+
   return {
     name: 'paddle',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      let timestamp: string | undefined;
-      const offered: string[] = [];
-      for (const [k, v] of keyValuePairs(requireHeader(headers, HEADER), ';')) {
-        if (k === 'ts') timestamp ??= v;
-        else if (k === 'h1') offered.push(v);
-      }
-      if (timestamp === undefined) {
-        throw new VerificationError('malformed_header', 'onceonly: the paddle-signature header has no ts=');
-      }
-      const candidates = offeredSignatures(`${HEADER} h1=`, offered, 'hex');
-      checkTolerance(parseTimestamp(`${HEADER} ts=`, timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      requireMatch('paddle', hmacEach('sha256', keys, [timestamp, ':', body]), candidates);
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       const id = requireId('paddle', stringField(event, 'event_id'), 'event_id');
       return { event: event as E, type: stringField(event, 'event_type'), id, dedup: 'id' };
     },

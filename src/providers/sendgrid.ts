@@ -13,7 +13,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** One SendGrid event; a delivery carries an array of them. */
 export interface SendgridEvent {
@@ -98,34 +98,42 @@ function publicKeys(input: string | readonly string[] | undefined): KeyObject[] 
  * @example
  * createReceiver({ provider: sendgrid({ publicKey: process.env.SENDGRID_WEBHOOK_PUBLIC_KEY! }), store, handler: ({ event }) => event.forEach(track) });
  */
-export function sendgrid<E extends SendgridEvent = SendgridEvent>(options: SendgridOptions): Provider<E[]> {
+export function sendgrid<E extends SendgridEvent = SendgridEvent>(
+  options: SendgridOptions,
+): AuthenticatingProvider<E[]> {
   const keys = publicKeys(options.publicKey);
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '3d');
 
+  /** The signature checks: headers, tolerance, ECDSA over `timestamp + body`. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    const signature = decodeSignature(requireHeader(headers, SIGNATURE), 'base64');
+    if (!signature) {
+      throw new VerificationError('malformed_header', `onceonly: the ${SIGNATURE} header is not base64`);
+    }
+    const timestamp = requireHeader(headers, TIMESTAMP);
+    checkTolerance(parseTimestamp(TIMESTAMP, timestamp), receivedAt, tolerance);
+    const body = asBuffer(rawBody);
+    const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
+    let ok = false;
+    for (const key of keys) {
+      if (verifySignature('sha256', signed, { key, dsaEncoding: 'der' }, signature)) ok = true;
+    }
+    if (!ok) {
+      throw new VerificationError(
+        'invalid_signature',
+        'onceonly: the sendgrid signature did not verify; check the public key and that the body reaches onceonly unparsed',
+      );
+    }
+  }
+
   return {
     name: 'sendgrid',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E[]> {
-      const signature = decodeSignature(requireHeader(headers, SIGNATURE), 'base64');
-      if (!signature) {
-        throw new VerificationError('malformed_header', `onceonly: the ${SIGNATURE} header is not base64`);
-      }
-      const timestamp = requireHeader(headers, TIMESTAMP);
-      checkTolerance(parseTimestamp(TIMESTAMP, timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
-      let ok = false;
-      for (const key of keys) {
-        if (verifySignature('sha256', signed, { key, dsaEncoding: 'der' }, signature)) ok = true;
-      }
-      if (!ok) {
-        throw new VerificationError(
-          'invalid_signature',
-          'onceonly: the sendgrid signature did not verify; check the public key and that the body reaches onceonly unparsed',
-        );
-      }
-      const events = parseJson(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E[]> {
+      authenticate(input);
+      const events = parseJson(input.rawBody);
       if (!Array.isArray(events) || events.length === 0) {
         throw new VerificationError(
           'invalid_body',

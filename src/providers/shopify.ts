@@ -12,7 +12,7 @@ import {
   type SecretInput,
   secretKeys,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Shopify webhook payload (its shape depends on the topic). */
 export type ShopifyEvent = Record<string, unknown>;
@@ -43,7 +43,7 @@ const HEADER = 'x-shopify-hmac-sha256';
  * @example
  * createReceiver({ provider: shopify({ secret: process.env.SHOPIFY_API_SECRET! }), store, on: { 'orders/create': handleOrder } });
  */
-export function shopify<E = ShopifyEvent>(options: ShopifyOptions): Provider<E> {
+export function shopify<E = ShopifyEvent>(options: ShopifyOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('shopify', options.secret, (s) => {
     refuseLookalikes(
       'shopify',
@@ -59,14 +59,20 @@ export function shopify<E = ShopifyEvent>(options: ShopifyOptions): Provider<E> 
   });
   const retention = retentionMs(options.retention, '1d');
 
+  /** The signature check, shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers }: DeliveryInput): void {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
+    requireMatch('shopify', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
+  }
+
   return {
     name: 'shopify',
     retentionMs: retention,
-    verify({ rawBody, headers }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
-      const body = asBuffer(rawBody);
-      requireMatch('shopify', hmacEach('sha256', keys, [body]), candidates);
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const { headers } = input;
+      const event = parseJsonObject(input.rawBody);
       return {
         event: event as E,
         type: header(headers, 'x-shopify-topic'),

@@ -19,7 +19,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /**
  * A Slack request: an Events API envelope (`event_callback` with `event_id` and `event`), an
@@ -58,7 +58,7 @@ export interface SlackOptions {
  * @example
  * createReceiver({ provider: slack({ secret: process.env.SLACK_SIGNING_SECRET! }), store, on: { app_mention: reply } });
  */
-export function slack<E = SlackEvent>(options: SlackOptions): Provider<E> {
+export function slack<E = SlackEvent>(options: SlackOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('slack', options.secret, (s) => {
     refuseLookalikes(
       'slack',
@@ -75,20 +75,27 @@ export function slack<E = SlackEvent>(options: SlackOptions): Provider<E> {
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 
+  /** The signature checks: headers, tolerance, HMAC over `v0:ts:body`. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    const candidates = offeredSignatures(
+      'x-slack-signature',
+      [requireHeader(headers, 'x-slack-signature')],
+      'hex',
+      'v0=',
+    );
+    const timestamp = requireHeader(headers, 'x-slack-request-timestamp');
+    checkTolerance(parseTimestamp('x-slack-request-timestamp', timestamp), receivedAt, tolerance);
+    requireMatch('slack', hmacEach('sha256', keys, ['v0:', timestamp, ':', asBuffer(rawBody)]), candidates);
+  }
+
   return {
     name: 'slack',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(
-        'x-slack-signature',
-        [requireHeader(headers, 'x-slack-signature')],
-        'hex',
-        'v0=',
-      );
-      const timestamp = requireHeader(headers, 'x-slack-request-timestamp');
-      checkTolerance(parseTimestamp('x-slack-request-timestamp', timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      requireMatch('slack', hmacEach('sha256', keys, ['v0:', timestamp, ':', body]), candidates);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const { headers } = input;
+      const body = asBuffer(input.rawBody);
 
       if (isForm(headers)) {
         const form = parseForm(body);

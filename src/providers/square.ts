@@ -13,7 +13,7 @@ import {
   secretKeys,
   stringField,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Square webhook: `merchant_id`, `type`, `event_id`, `created_at`, `data`. */
 export interface SquareEvent {
@@ -61,7 +61,7 @@ const HEADER = 'x-square-hmacsha256-signature';
  *   on: { 'payment.updated': handle },
  * });
  */
-export function square<E = SquareEvent>(options: SquareOptions): Provider<E> {
+export function square<E = SquareEvent>(options: SquareOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('square', options.secret);
   const retention = retentionMs(options.retention, '2d');
   const configured = options.notificationUrl;
@@ -72,21 +72,26 @@ export function square<E = SquareEvent>(options: SquareOptions): Provider<E> {
     );
   }
 
+  /** The signature check over the notification URL and body, shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, url }: DeliveryInput): void {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
+    const signedUrl = configured ?? url;
+    if (signedUrl === undefined) {
+      throw new ConfigError(
+        'invalid_option',
+        'onceonly: square signs the notification URL; set notificationUrl, or pass url to receive()',
+      );
+    }
+    requireMatch('square', hmacEach('sha256', keys, [signedUrl, asBuffer(rawBody)]), candidates);
+  }
+
   return {
     name: 'square',
     retentionMs: retention,
-    verify({ rawBody, headers, url }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
-      const signedUrl = configured ?? url;
-      if (signedUrl === undefined) {
-        throw new ConfigError(
-          'invalid_option',
-          'onceonly: square signs the notification URL; set notificationUrl, or pass url to receive()',
-        );
-      }
-      const body = asBuffer(rawBody);
-      requireMatch('square', hmacEach('sha256', keys, [signedUrl, body]), candidates);
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       const id = requireId('square', stringField(event, 'event_id'), 'event_id');
       return { event: event as E, type: stringField(event, 'type'), id, dedup: 'id' };
     },

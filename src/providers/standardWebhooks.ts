@@ -7,7 +7,6 @@ import {
   type EventMapOfUnion,
   header,
   hmacEach,
-  offeredSignatures,
   parseJsonObject,
   parseTimestamp,
   requireMatch,
@@ -17,7 +16,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Standard Webhooks payload: `type`, `timestamp` and `data` by convention. */
 export interface StandardWebhooksEvent {
@@ -67,13 +66,6 @@ export type StandardWebhooksEventMap<E> = [E] extends [{ type: string }]
 
 const PREFIX = 'whsec_';
 
-/** Picks the header family the delivery uses: `webhook-*` (the spec) or `svix-*` (Svix's own). */
-function family(headers: Headers): 'webhook' | 'svix' {
-  if (header(headers, 'webhook-id') !== undefined) return 'webhook';
-  if (header(headers, 'svix-id') !== undefined) return 'svix';
-  throw new VerificationError('missing_header', 'onceonly: the webhook-id (or svix-id) header is missing');
-}
-
 function required(headers: Headers, name: string): string {
   const value = header(headers, name);
   if (value === undefined)
@@ -102,7 +94,7 @@ function required(headers: Headers, name: string): string {
  */
 export function standardWebhooks<E = StandardWebhooksEvent>(
   options: StandardWebhooksOptions,
-): Provider<E, StandardWebhooksEventMap<E>> {
+): AuthenticatingProvider<E, StandardWebhooksEventMap<E>> {
   const name = options.name ?? 'standard-webhooks';
   if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(name)) {
     throw new ConfigError(
@@ -124,25 +116,58 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '4d');
 
+  /**
+   * The signature checks: headers, tolerance, HMAC over `id.timestamp.body`. Shared by
+   * `authenticate` and `verify`; returns the message id (signed), which `verify` keys on.
+   */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): string {
+    // The header family: `webhook-*` (the spec) or `svix-*` (Svix's own); the id is read once.
+    let f = 'webhook';
+    let id = header(headers, 'webhook-id');
+    if (id === undefined) {
+      id = header(headers, 'svix-id');
+      if (id === undefined) {
+        throw new VerificationError(
+          'missing_header',
+          'onceonly: the webhook-id (or svix-id) header is missing',
+        );
+      }
+      f = 'svix';
+    }
+    const timestamp = required(headers, `${f}-timestamp`);
+    const signatures = required(headers, `${f}-signature`);
+    // Only `v1,<base64>` entries are HMAC signatures; `v1a,` (asymmetric) and unknown versions are
+    // skipped. Each is decoded as it is found, without building a list of strings first.
+    const candidates: Buffer[] = [];
+    for (let from = 0; from <= signatures.length; ) {
+      let end = signatures.indexOf(' ', from);
+      if (end === -1) end = signatures.length;
+      if (signatures.startsWith('v1,', from)) {
+        const decoded = decodeSignature(signatures.slice(from + 3, end).trim(), 'base64');
+        if (decoded) candidates.push(decoded);
+      }
+      from = end + 1;
+    }
+    if (candidates.length === 0) {
+      throw new VerificationError(
+        'malformed_header',
+        `onceonly: the ${f}-signature v1, header holds no base64 signature`,
+      );
+    }
+    checkTolerance(parseTimestamp(`${f}-timestamp`, timestamp), receivedAt, tolerance);
+    requireMatch(name, hmacEach('sha256', keys, [id, '.', timestamp, '.', asBuffer(rawBody)]), candidates);
+    return id;
+  }
+
   return {
     name,
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const f = family(headers);
-      const id = required(headers, `${f}-id`);
-      const timestamp = required(headers, `${f}-timestamp`);
-      const signatures = required(headers, `${f}-signature`);
-      // Only `v1,<base64>` entries are HMAC signatures; `v1a,` (asymmetric) and unknown versions are skipped.
-      const offered: string[] = [];
-      for (const entry of signatures.split(' ')) {
-        if (entry.startsWith('v1,')) offered.push(entry.slice(3));
-      }
-      const candidates = offeredSignatures(`${f}-signature v1,`, offered, 'base64');
-      checkTolerance(parseTimestamp(`${f}-timestamp`, timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      requireMatch(name, hmacEach('sha256', keys, [id, '.', timestamp, '.', body]), candidates);
-
-      const event = parseJsonObject(body);
+    authenticate(input: DeliveryInput): void {
+      authenticate(input);
+    },
+    verify(input: DeliveryInput): Verified<E> {
+      const id = authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       return { event: event as E, type: stringField(event, 'type'), id, dedup: 'id' };
     },
   };

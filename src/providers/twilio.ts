@@ -19,7 +19,7 @@ import {
   secretKeys,
   sha256Parts,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Twilio callback: the form fields (`CallSid`, `MessageStatus`...), or the JSON body when it has one. */
 export type TwilioEvent = Record<string, unknown>;
@@ -136,7 +136,7 @@ function algorithmOf(headers: Headers): HmacAlgorithm {
  * @example
  * createReceiver({ provider: twilio({ secret: process.env.TWILIO_AUTH_TOKEN!, url: 'https://example.com/twilio/status' }), store, handler });
  */
-export function twilio<E = TwilioEvent>(options: TwilioOptions): Provider<E> {
+export function twilio<E = TwilioEvent>(options: TwilioOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('twilio', options.secret, (s) => {
     refuseLookalikes(
       'twilio',
@@ -155,40 +155,54 @@ export function twilio<E = TwilioEvent>(options: TwilioOptions): Provider<E> {
   }
   const retention = retentionMs(options.retention, '1d');
 
+  /**
+   * The signature checks over the URL and the sorted form parameters (form callbacks), or over the
+   * URL with `bodySHA256` plus the body's hash (JSON). Form parameters are signed material, so they
+   * are parsed here; a JSON body is not. Returns the parameters of a form callback for `verify`.
+   * Shared by `authenticate` and `verify`.
+   */
+  function authenticate({ rawBody, headers, url }: DeliveryInput): URLSearchParams | undefined {
+    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
+    const algorithm = algorithmOf(headers);
+    const signedUrl = configured ?? url;
+    if (signedUrl === undefined) {
+      throw new ConfigError(
+        'invalid_option',
+        'onceonly: twilio signs the URL it calls; set url, or pass url to receive()',
+      );
+    }
+    const body = asBuffer(rawBody);
+    const bodyHash = bodySha256(signedUrl);
+    const params = bodyHash === undefined ? parseForm(body) : undefined;
+    const suffix = params ? signedParams(params) : '';
+    const expected = urlVariants(signedUrl).flatMap((u) => hmacEach(algorithm, keys, [u, suffix]));
+    requireMatch('twilio', expected, candidates);
+
+    if (bodyHash !== undefined) {
+      // The URL (with bodySHA256) is signed; the body is bound to it by its hash.
+      const actual = Buffer.from(sha256Parts([body]), 'hex');
+      const claimed = decodeSignature(bodyHash.toLowerCase(), 'hex');
+      if (!claimed || !anyMatch([actual], [claimed])) {
+        throw new VerificationError(
+          'invalid_signature',
+          "onceonly: the body's SHA-256 does not match the signed bodySHA256 parameter; the body was changed or re-serialised",
+        );
+      }
+    }
+    return params;
+  }
+
   return {
     name: 'twilio',
     retentionMs: retention,
-    verify({ rawBody, headers, url }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
-      const algorithm = algorithmOf(headers);
-      const signedUrl = configured ?? url;
-      if (signedUrl === undefined) {
-        throw new ConfigError(
-          'invalid_option',
-          'onceonly: twilio signs the URL it calls; set url, or pass url to receive()',
-        );
-      }
-      const body = asBuffer(rawBody);
-      const bodyHash = bodySha256(signedUrl);
-      const params = bodyHash === undefined ? parseForm(body) : undefined;
-      const suffix = params ? signedParams(params) : '';
-      const expected = urlVariants(signedUrl).flatMap((u) => hmacEach(algorithm, keys, [u, suffix]));
-      requireMatch('twilio', expected, candidates);
-
-      if (bodyHash !== undefined) {
-        // The URL (with bodySHA256) is signed; the body is bound to it by its hash.
-        const actual = Buffer.from(sha256Parts([body]), 'hex');
-        const claimed = decodeSignature(bodyHash.toLowerCase(), 'hex');
-        if (!claimed || !anyMatch([actual], [claimed])) {
-          throw new VerificationError(
-            'invalid_signature',
-            "onceonly: the body's SHA-256 does not match the signed bodySHA256 parameter; the body was changed or re-serialised",
-          );
-        }
-        return { event: parseJsonObject(body) as E, dedup: 'body' };
-      }
+    authenticate(input: DeliveryInput): void {
+      authenticate(input);
+    },
+    verify(input: DeliveryInput): Verified<E> {
+      const params = authenticate(input);
+      if (params === undefined) return { event: parseJsonObject(input.rawBody) as E, dedup: 'body' };
       const event: Record<string, string> = {};
-      for (const [k, v] of params ?? []) if (!(k in event)) event[k] = v;
+      for (const [k, v] of params) if (!(k in event)) event[k] = v;
       return { event: event as E, dedup: 'body' };
     },
   };

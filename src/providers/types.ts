@@ -50,11 +50,48 @@ export interface Provider<E = unknown, M extends Record<string, unknown> = Recor
   readonly name: string;
   /** How long a completed key is remembered by default: the provider's retry window plus a margin (ms). */
   readonly retentionMs: number;
-  /** Verifies a delivery over its raw bytes; throws a `VerificationError` with a stable code when it fails. */
+  /**
+   * Verifies a delivery over its raw bytes; throws a `VerificationError` with a stable code when it
+   * fails. `verify` is `authenticate` (headers, timestamp tolerance, signature) followed by parsing
+   * the body and reading the event id, type and dedup key from it.
+   */
   verify(input: DeliveryInput): Verified<E> | Promise<Verified<E>>;
+  /**
+   * Authenticates a delivery without parsing it: checks the headers, the timestamp tolerance (both
+   * directions, against `receivedAt`) and the signature over the raw bytes, and throws the same
+   * `VerificationError`s as {@link verify} for those checks. It does not decode or parse the body,
+   * so a correctly signed body that is not JSON passes here and is refused by `verify` as
+   * `invalid_body`.
+   *
+   * For verifying at the edge and parsing later (accept the request, queue the raw bytes, run
+   * `verify` or your own parse in the consumer, with `receivedAt` set to the original receive time),
+   * and for measuring the cost of the signature check alone. It shares one code path with `verify`:
+   * a delivery `authenticate` accepts passes every signature check `verify` makes.
+   *
+   * Where the signed material lives inside the body the body must be parsed to authenticate:
+   * Mailgun (timestamp, token and signature are body fields) and Linear (`webhookTimestamp` is a
+   * body field), so there a body that is not JSON is `invalid_body` here too.
+   *
+   * Optional for custom providers; every built-in provider implements it, and the receiver keeps
+   * calling `verify`.
+   *
+   * @example
+   * // At the edge: authenticate, then queue the raw bytes for a consumer that parses them.
+   * await provider.authenticate({ rawBody, headers, receivedAt });
+   * await queue.send({ rawBody, headers: [...headers], receivedAt: receivedAt.toISOString() });
+   */
+  authenticate?(input: DeliveryInput): void | Promise<void>;
   /** Type-level only: the event map for typed `on` handlers. Never set at run time. */
   readonly __events?: M;
 }
+
+/** A provider whose `authenticate` is always present, as every built-in provider's is. */
+export type AuthenticatingProvider<
+  E = unknown,
+  M extends Record<string, unknown> = Record<string, E>,
+> = Provider<E, M> & {
+  authenticate(input: DeliveryInput): void | Promise<void>;
+};
 
 /** The event type of a provider. */
 export type EventOf<P> = P extends Provider<infer E, Record<string, unknown>> ? E : unknown;

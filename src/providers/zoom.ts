@@ -15,7 +15,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { DeliveryInput, Provider, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Zoom webhook: `event` (its type), `event_ts`, `payload`. */
 export interface ZoomEvent {
@@ -55,26 +55,31 @@ export interface ZoomOptions {
  * @example
  * createReceiver({ provider: zoom({ secret: process.env.ZOOM_WEBHOOK_SECRET_TOKEN! }), store, on: { 'meeting.started': handle } });
  */
-export function zoom<E = ZoomEvent>(options: ZoomOptions): Provider<E> {
+export function zoom<E = ZoomEvent>(options: ZoomOptions): AuthenticatingProvider<E> {
   const keys = secretKeys('zoom', options.secret);
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 
+  /** The signature checks: headers, tolerance, HMAC over `v0:ts:body`. Shared by `authenticate` and `verify`. */
+  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
+    const candidates = offeredSignatures(
+      'x-zm-signature',
+      [requireHeader(headers, 'x-zm-signature')],
+      'hex',
+      'v0=',
+    );
+    const timestamp = requireHeader(headers, 'x-zm-request-timestamp');
+    checkTolerance(parseTimestamp('x-zm-request-timestamp', timestamp), receivedAt, tolerance);
+    requireMatch('zoom', hmacEach('sha256', keys, ['v0:', timestamp, ':', asBuffer(rawBody)]), candidates);
+  }
+
   return {
     name: 'zoom',
     retentionMs: retention,
-    verify({ rawBody, headers, receivedAt }: DeliveryInput): Verified<E> {
-      const candidates = offeredSignatures(
-        'x-zm-signature',
-        [requireHeader(headers, 'x-zm-signature')],
-        'hex',
-        'v0=',
-      );
-      const timestamp = requireHeader(headers, 'x-zm-request-timestamp');
-      checkTolerance(parseTimestamp('x-zm-request-timestamp', timestamp), receivedAt, tolerance);
-      const body = asBuffer(rawBody);
-      requireMatch('zoom', hmacEach('sha256', keys, ['v0:', timestamp, ':', body]), candidates);
-      const event = parseJsonObject(body);
+    authenticate,
+    verify(input: DeliveryInput): Verified<E> {
+      authenticate(input);
+      const event = parseJsonObject(input.rawBody);
       return { event: event as E, type: stringField(event, 'event'), dedup: 'body' };
     },
   };
