@@ -1,0 +1,131 @@
+/**
+ * Clock skew: a process whose clock is an hour fast or slow (Date patched by a preload, the
+ * machine's clock untouched) claims and extends a lease on each shared store, then dies. Only the
+ * store's time counts: the lease ends `lease` after the claim on the store's clock, a clean process
+ * sees it in flight until then and takes it over right after, never an hour early or late.
+ */
+import { strict as assert } from 'node:assert';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, describe, it } from 'node:test';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { createClient } from 'redis';
+import { openStore } from '../../src/cli/stores.js';
+import { reachable, servers } from '../support/servers.js';
+
+const run = promisify(execFile);
+const child = fileURLToPath(new URL('./support/skew-child.ts', import.meta.url));
+const preload = fileURLToPath(new URL('./support/skew.mjs', import.meta.url));
+const HOUR = 3_600_000;
+const LEASE_MS = 2_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const dir = mkdtempSync(join(tmpdir(), 'onceonly-skew-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const stores: { label: string; url: string; probe: () => Promise<unknown> }[] = [
+  {
+    label: 'Redis',
+    url: servers.redis,
+    probe: async () => {
+      const c = await createClient({ url: servers.redis }).connect();
+      await c.ping();
+      await c.quit();
+    },
+  },
+  {
+    label: 'PostgreSQL',
+    url: servers.postgres,
+    probe: async () => {
+      const c = new pg.Client({ connectionString: servers.postgres });
+      await c.connect();
+      await c.end();
+    },
+  },
+  {
+    label: 'MySQL',
+    url: servers.mysql,
+    probe: async () => {
+      const c = await mysql.createConnection(servers.mysql);
+      await c.end();
+    },
+  },
+  { label: 'SQLite', url: join(dir, 'skew.db'), probe: async () => {} },
+];
+
+/** Drops the run's tables on the shared SQL servers (Redis keys expire on their own). */
+async function dropTables(label: string, name: string): Promise<void> {
+  const tables = [name, `${name}_versions`];
+  if (label === 'PostgreSQL') {
+    const c = new pg.Client({ connectionString: servers.postgres });
+    await c.connect();
+    for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
+    await c.end();
+  } else if (label === 'MySQL') {
+    const c = await mysql.createConnection(servers.mysql);
+    for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
+    await c.end();
+  }
+}
+
+for (const { label, url, probe } of stores) {
+  if (!(await reachable(`${label} (clock skew)`, url, probe))) continue;
+  describe(`clock skew on the ${label} store`, () => {
+    for (const skew of [HOUR, -HOUR]) {
+      it(`a process ${skew > 0 ? 'an hour fast' : 'an hour slow'} cannot make a lease live longer or shorter`, async () => {
+        // Arrange
+        const name = `onceonly_skew_${randomBytes(4).toString('hex')}`;
+        const key = `skew:${name}`;
+        const opened = await openStore(url, name);
+        try {
+          // Act: the skewed process claims, extends and dies.
+          const { stdout } = await run(process.execPath, ['--import', 'tsx', '--import', preload, child], {
+            env: {
+              ...process.env,
+              ONCEONLY_SKEW_MS: String(skew),
+              ONCEONLY_SKEW_CHILD: JSON.stringify({ url, name, key, leaseMs: LEASE_MS }),
+            },
+            timeout: 60_000,
+          });
+          const seen = JSON.parse(stdout.trim().split('\n').pop()!) as {
+            localNow: number;
+            extended: boolean;
+            claimedUntil: number;
+            viewUntil: number;
+          };
+          const now = Date.now();
+
+          // Assert: the skew was real, and the lease is measured on the store's clock.
+          assert.ok(Math.abs(seen.localNow - now - skew) < 60_000, 'the child clock was shifted');
+          assert.equal(seen.extended, true);
+          const view = await opened.store.inspect(key);
+          assert.equal(view?.state, 'processing');
+          const left = view!.expiresAt.getTime() - now;
+          assert.ok(left > 0 && left <= LEASE_MS + 1_000, `lease ends ${left} ms from now, not an hour off`);
+          assert.ok(
+            Math.abs(seen.viewUntil - view!.expiresAt.getTime()) < 50,
+            'both processes read one expiry',
+          );
+          const during = await opened.store.claim(key, { leaseMs: LEASE_MS });
+          assert.equal(during.status, 'in-flight', 'the lease is live for a clean process');
+
+          await sleep(left + 300);
+          const afterward = await opened.store.claim(key, { leaseMs: LEASE_MS });
+          assert.equal(afterward.status, 'acquired', 'taken over right after the store-clock expiry');
+          assert.equal(afterward.status === 'acquired' && afterward.lease.attempt, 2);
+          console.log(
+            `[fault figures] ${label} skew ${skew / HOUR} h: lease ended ${left} ms after the claim was seen (lease ${LEASE_MS} ms), takeover at +${left + 300} ms`,
+          );
+        } finally {
+          await opened.close();
+          await dropTables(label, name);
+        }
+      });
+    }
+  });
+}
