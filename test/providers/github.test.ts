@@ -5,6 +5,7 @@ import { sign, verify } from '@octokit/webhooks-methods';
 import { github } from '../../src/providers/index.js';
 import {
   type Delivery,
+  NOT_JSON,
   providerCases,
   receiveAll,
   rejects,
@@ -39,6 +40,7 @@ async function prime(payload: string, keys: string[]) {
 describe('github provider (signed by @octokit/webhooks-methods sign)', async () => {
   const keys = [secret(), secret(), secret(), secret(), secret(), secret()];
   await prime(body(), keys);
+  await prime(NOT_JSON, keys);
   let next = 0;
   providerCases<string>({
     name: 'github',

@@ -61,7 +61,18 @@ export interface ProviderSpec<S> {
   signatureHeader?: string;
   /** False when a re-serialised JSON body is not a meaningful case (Mailgun signs no body bytes; form bodies). */
   reserialisable?: boolean;
+  /**
+   * How a correctly signed body that is not JSON fares:
+   * - `'authenticate-only'` (default): `authenticate` passes, `verify` rejects it as `invalid_body`.
+   * - `'both-reject'`: the signed material (Mailgun) or the timestamp (Linear) is inside the body,
+   *   so `authenticate` must parse it too and both reject it as `invalid_body`.
+   * - `'both-accept'`: the scheme's body is a form, not JSON, so both accept it.
+   */
+  nonJson?: 'authenticate-only' | 'both-reject' | 'both-accept';
 }
+
+/** A body that is not JSON (nor a JSON object in any framing), signed correctly by the spec's signer. */
+export const NOT_JSON = 'not json {"id": "evt_1" caf\u00e9';
 
 export async function verifyAt(
   provider: Provider<any, any>,
@@ -72,13 +83,66 @@ export async function verifyAt(
   return await provider.verify({ rawBody, headers: new Headers(d.headers), url: d.url, receivedAt });
 }
 
+/** Runs `authenticate` on a delivery; fails when the provider has none (every built-in one has). */
+export async function authenticateAt(
+  provider: Provider<any, any>,
+  d: Delivery,
+  receivedAt: Date = NOW,
+): Promise<void> {
+  assert.equal(typeof provider.authenticate, 'function', `${provider.name} has no authenticate()`);
+  const rawBody = typeof d.body === 'string' ? new TextEncoder().encode(d.body) : d.body;
+  const result = await provider.authenticate?.({
+    rawBody,
+    headers: new Headers(d.headers),
+    url: d.url,
+    receivedAt,
+  });
+  assert.equal(result, undefined, 'authenticate returns nothing');
+}
+
 export async function rejects(
   provider: Provider<any, any>,
   d: Delivery,
   code: RejectionCode,
   receivedAt: Date = NOW,
 ): Promise<void> {
-  await assert.rejects(verifyAt(provider, d, receivedAt), (error: unknown) => {
+  await rejectsWith(verifyAt(provider, d, receivedAt), code);
+}
+
+/** `authenticate` rejects the delivery with `code`. */
+export async function authenticateRejects(
+  provider: Provider<any, any>,
+  d: Delivery,
+  code: RejectionCode,
+  receivedAt: Date = NOW,
+): Promise<void> {
+  await rejectsWith(authenticateAt(provider, d, receivedAt), code);
+}
+
+/** `verify` and `authenticate` both accept the delivery; returns what `verify` gave. */
+export async function acceptsBoth(
+  provider: Provider<any, any>,
+  d: Delivery,
+  receivedAt: Date = NOW,
+): Promise<Verified<any>> {
+  const verified = await verifyAt(provider, d, receivedAt);
+  await authenticateAt(provider, d, receivedAt);
+  return verified;
+}
+
+/** `verify` and `authenticate` both reject the delivery with the same `code`. */
+export async function rejectsBoth(
+  provider: Provider<any, any>,
+  d: Delivery,
+  code: RejectionCode,
+  receivedAt: Date = NOW,
+): Promise<void> {
+  await rejects(provider, d, code, receivedAt);
+  await authenticateRejects(provider, d, code, receivedAt);
+}
+
+async function rejectsWith(pending: Promise<unknown>, code: RejectionCode): Promise<void> {
+  await assert.rejects(pending, (error: unknown) => {
     assert.ok(error instanceof VerificationError, `expected a VerificationError, got ${String(error)}`);
     assert.equal(error.code, code);
     assert.match(error.message, /^onceonly: /);
@@ -128,9 +192,9 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
   const body = spec.body(NOW);
   const signed = spec.sign(body, a.signer, NOW);
 
-  it('verifies a delivery signed the way the provider signs it', async () => {
+  it('verifies and authenticates a delivery signed the way the provider signs it', async () => {
     const provider = spec.make(a.config);
-    const verified = await verifyAt(provider, signed);
+    const verified = await acceptsBoth(provider, signed);
     assert.equal(verified.dedup, spec.expect.dedup);
     if ('id' in spec.expect) assert.equal(verified.id, spec.expect.id);
     if ('type' in spec.expect) assert.equal(verified.type, spec.expect.type);
@@ -147,41 +211,63 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
       const reserialised = JSON.stringify(JSON.parse(body));
       assert.notEqual(reserialised, body);
       const original = spec.sign(body, a.signer, NOW);
-      await rejects(spec.make(a.config), { ...original, body: reserialised }, 'invalid_signature');
+      await rejectsBoth(spec.make(a.config), { ...original, body: reserialised }, 'invalid_signature');
     });
   }
 
   it('rejects a tampered body as invalid_signature', async () => {
-    await rejects(spec.make(a.config), (spec.tamper ?? defaultTamper)(signed), 'invalid_signature');
+    await rejectsBoth(spec.make(a.config), (spec.tamper ?? defaultTamper)(signed), 'invalid_signature');
   });
 
   it('rejects a delivery signed with another secret as invalid_signature', async () => {
-    await rejects(spec.make(b.config), signed, 'invalid_signature');
+    await rejectsBoth(spec.make(b.config), signed, 'invalid_signature');
   });
 
   it('accepts deliveries signed with either secret while rotating', async () => {
     const provider = spec.make([b.config, a.config]);
-    await verifyAt(provider, signed);
-    await verifyAt(provider, spec.sign(body, b.signer, NOW));
+    await acceptsBoth(provider, signed);
+    await acceptsBoth(provider, spec.sign(body, b.signer, NOW));
   });
+
+  const nonJson = spec.nonJson ?? 'authenticate-only';
+  it(
+    nonJson === 'authenticate-only'
+      ? 'authenticates a correctly signed body that is not JSON, which verify rejects as invalid_body'
+      : nonJson === 'both-reject'
+        ? 'rejects a correctly signed body that is not JSON as invalid_body in authenticate too (signed material inside the body)'
+        : 'accepts a correctly signed body that is not JSON in both (the scheme signs a form)',
+    async () => {
+      const provider = spec.make(a.config);
+      const d = spec.sign(NOT_JSON, a.signer, NOW);
+      if (nonJson === 'authenticate-only') {
+        await authenticateAt(provider, d);
+        await rejects(provider, d, 'invalid_body');
+        await authenticateRejects(provider, (spec.tamper ?? defaultTamper)(d), 'invalid_signature');
+      } else if (nonJson === 'both-reject') {
+        await rejectsBoth(provider, d, 'invalid_body');
+      } else {
+        await acceptsBoth(provider, d);
+      }
+    },
+  );
 
   if (spec.several) {
     const several = spec.several;
     it('accepts one good signature among several bad ones in one header', async () => {
       const c = spec.credential();
       const d = several(body, a.signer, [b.signer, c.signer], NOW);
-      await verifyAt(spec.make(a.config), d);
-      await rejects(spec.make(spec.credential().config), d, 'invalid_signature');
+      await acceptsBoth(spec.make(a.config), d);
+      await rejectsBoth(spec.make(spec.credential().config), d, 'invalid_signature');
     });
   }
 
   if (spec.signatureHeader) {
     const name = spec.signatureHeader;
     it(`rejects a delivery without ${name} as missing_header`, async () => {
-      await rejects(spec.make(a.config), withHeader(signed, name, undefined), 'missing_header');
+      await rejectsBoth(spec.make(a.config), withHeader(signed, name, undefined), 'missing_header');
     });
     it(`rejects a ${name} that holds no signature as malformed_header`, async () => {
-      await rejects(
+      await rejectsBoth(
         spec.make(a.config),
         withHeader(signed, name, '%%%not-a-signature%%%'),
         'malformed_header',
@@ -193,15 +279,15 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     const tolerance = spec.toleranceMs;
     it('rejects a delivery signed longer ago than the tolerance as timestamp_too_old', async () => {
       const at = new Date(NOW.getTime() - tolerance - 10_000);
-      await rejects(spec.make(a.config), spec.sign(spec.body(at), a.signer, at), 'timestamp_too_old');
+      await rejectsBoth(spec.make(a.config), spec.sign(spec.body(at), a.signer, at), 'timestamp_too_old');
     });
     it('rejects a delivery signed further in the future than the tolerance as timestamp_too_new', async () => {
       const at = new Date(NOW.getTime() + tolerance + 10_000);
-      await rejects(spec.make(a.config), spec.sign(spec.body(at), a.signer, at), 'timestamp_too_new');
+      await rejectsBoth(spec.make(a.config), spec.sign(spec.body(at), a.signer, at), 'timestamp_too_new');
     });
     it('accepts an old delivery measured against the receivedAt the caller supplies (queued processing)', async () => {
       const at = new Date(NOW.getTime() - 3 * tolerance);
-      await verifyAt(
+      await acceptsBoth(
         spec.make(a.config),
         spec.sign(spec.body(at), a.signer, at),
         new Date(at.getTime() + 1000),
@@ -210,7 +296,7 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     it('accepts a delivery just inside the tolerance on either side', async () => {
       for (const shift of [-tolerance + 5_000, tolerance - 5_000]) {
         const at = new Date(NOW.getTime() + shift);
-        await verifyAt(spec.make(a.config), spec.sign(spec.body(at), a.signer, at));
+        await acceptsBoth(spec.make(a.config), spec.sign(spec.body(at), a.signer, at));
       }
     });
   }

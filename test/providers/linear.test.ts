@@ -46,6 +46,8 @@ describe('linear provider (signed with the documented algorithm over node:crypto
     toleranceMs: 5 * 60_000,
     freshIdHeader: (d) => withHeader(d, 'linear-delivery', 'fresh-delivery-id'),
     signatureHeader: 'linear-signature',
+    // The timestamp is webhookTimestamp inside the body: authenticate must parse it.
+    nonJson: 'both-reject',
     malformed: ['', '  '],
   });
 

@@ -46,6 +46,8 @@ describe('twilio provider, form callbacks (signed by twilio getExpectedTwilioSig
     freshIdHeader: (d) => withHeader(d, 'i-twilio-idempotency-token', 'fresh-token'),
     signatureHeader: 'x-twilio-signature',
     reserialisable: false,
+    // A form callback's body is form parameters, never JSON.
+    nonJson: 'both-accept',
     malformed: ['AC00000000000000000000000000000000', 'SK0123', ' '],
   });
 
