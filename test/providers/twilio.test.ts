@@ -4,7 +4,17 @@ import { describe, it } from 'node:test';
 import twilioSdk from 'twilio';
 import { ConfigError } from '../../src/index.js';
 import { twilio } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejects, TRICKY_TEXT, verifyAt, withHeader } from './kit.js';
+import {
+  authenticateAt,
+  authenticateRejects,
+  type Delivery,
+  NOT_JSON,
+  providerCases,
+  rejects,
+  TRICKY_TEXT,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 const URL = 'https://example.com/twilio/status?tenant=a%20b';
 const token = () => randomBytes(16).toString('hex');
@@ -172,5 +182,13 @@ describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpected
     const d = signJson(JSON_BODY, key);
     const url = d.url!.replace(/bodySHA256=[0-9a-f]+/, `bodySHA256=${twilioSdk.getExpectedBodyHash(other)}`);
     await rejects(twilio({ secret: key }), { ...d, url, body: other }, 'invalid_signature');
+  });
+
+  it('authenticates a signed, hash-matching body that is not JSON, which verify rejects as invalid_body', async () => {
+    const key = token();
+    const d = signJson(NOT_JSON, key);
+    await authenticateAt(twilio({ secret: key }), d);
+    await rejects(twilio({ secret: key }), d, 'invalid_body');
+    await authenticateRejects(twilio({ secret: key }), { ...d, body: `${NOT_JSON} ` }, 'invalid_signature');
   });
 });

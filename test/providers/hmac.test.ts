@@ -1,0 +1,81 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { hmac } from '../../src/providers/index.js';
+import {
+  acceptsBoth,
+  authenticateAt,
+  authenticateRejects,
+  type Delivery,
+  NOT_JSON,
+  NOW,
+  providerCases,
+  rejects,
+  TRICKY_JSON,
+} from './kit.js';
+
+// A sender configured through the generic provider: x-acme-signature: sha256=hex(HMAC-SHA256(secret,
+// timestamp + "." + raw body)), x-acme-timestamp in seconds, the event id inside the signed body.
+const secret = () => randomBytes(24).toString('base64url');
+const body = () => `{"id": "ev_42", "type": "order.paid", "note": ${TRICKY_JSON}}`;
+
+function sign(payload: string, key: string, at: Date): Delivery {
+  const ts = String(Math.floor(at.getTime() / 1000));
+  const sig = createHmac('sha256', key).update(`${ts}.${payload}`, 'utf8').digest('hex');
+  return { body: payload, headers: { 'x-acme-signature': `sha256=${sig}`, 'x-acme-timestamp': ts } };
+}
+
+const acme = (config: string | string[]) =>
+  hmac({
+    name: 'acme',
+    secret: config,
+    signatureHeader: 'x-acme-signature',
+    signaturePrefix: 'sha256=',
+    signatureSeparator: ',',
+    timestampHeader: 'x-acme-timestamp',
+    id: (event) => (typeof event.id === 'string' ? event.id : undefined),
+    type: (event) => String(event.type),
+  });
+
+describe('generic hmac provider (signed with node:crypto as the configured scheme says)', () => {
+  providerCases<string>({
+    name: 'acme',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: acme,
+    body,
+    sign,
+    expect: { dedup: 'id', id: 'ev_42', type: 'order.paid' },
+    noteOf: (event) => (event as { note: unknown }).note,
+    toleranceMs: 5 * 60_000,
+    several: (payload, good, bad, at) => {
+      const sigs = [bad[0]!, good, bad[1]!].map((k) => sign(payload, k, at).headers['x-acme-signature']);
+      const d = sign(payload, good, at);
+      return { ...d, headers: { ...d.headers, 'x-acme-signature': sigs.join(',') } };
+    },
+    signatureHeader: 'x-acme-signature',
+    malformed: ['', '  '],
+  });
+
+  it('with json: false, verify and authenticate both accept a signed body that is not JSON', async () => {
+    const key = secret();
+    const d: Delivery = {
+      body: NOT_JSON,
+      headers: { 'x-sig': createHmac('sha256', key).update(NOT_JSON, 'utf8').digest('hex') },
+    };
+    const parsing = hmac({ name: 'raw', secret: key, signatureHeader: 'x-sig' });
+    const raw = hmac({ name: 'raw', secret: key, signatureHeader: 'x-sig', json: false });
+    await acceptsBoth(raw, d);
+    await authenticateAt(parsing, d);
+    await rejects(parsing, d, 'invalid_body');
+  });
+
+  it('authenticate does not require the event id that verify reads from the body', async () => {
+    const key = secret();
+    const d = sign('{"type": "order.paid"}', key, NOW);
+    await authenticateAt(acme(key), d);
+    await rejects(acme(key), d, 'missing_event_id');
+    await authenticateRejects(acme(secret()), d, 'invalid_signature');
+  });
+});
