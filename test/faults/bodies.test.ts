@@ -105,7 +105,9 @@ describe('oversized and slow bodies over HTTP (onceonly/node)', () => {
     }
     const text = await answer;
     const grown = process.memoryUsage().arrayBuffers - before;
-    console.log(`[fault figures] chunked body over a 64 KiB limit: 413 after ${sent} bytes sent, buffers +${grown} bytes`);
+    console.log(
+      `[fault figures] chunked body over a 64 KiB limit: 413 after ${sent} bytes sent, buffers +${grown} bytes`,
+    );
     assert.match(text, /^HTTP\/1\.1 413 /);
     assert.match(text, /"code":"body_too_large"/);
     assert.ok(sent < 32 * 1024 * 1024, `the answer came after ${sent} bytes sent`);
@@ -142,7 +144,9 @@ describe('oversized and slow bodies over HTTP (onceonly/node)', () => {
       }),
     );
     const grown = process.memoryUsage().arrayBuffers - before;
-    console.log(`[fault figures] 20 concurrent chunked bodies over the limit: all 413, buffers +${grown} bytes`);
+    console.log(
+      `[fault figures] 20 concurrent chunked bodies over the limit: all 413, buffers +${grown} bytes`,
+    );
     for (const text of results) assert.match(text, /^HTTP\/1\.1 413 /);
     assert.ok(grown < 64 * 1024 * 1024, `buffers grew by ${grown} bytes for 20 refused bodies`);
   });

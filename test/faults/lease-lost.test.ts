@@ -52,7 +52,8 @@ if (up) {
       await pool.query(`CREATE TABLE ${plain} (invoice TEXT PRIMARY KEY, paid_by TEXT NOT NULL)`);
     });
     after(async () => {
-      for (const t of [fenced, plain, table, `${table}_versions`]) await pool.query(`DROP TABLE IF EXISTS ${t}`);
+      for (const t of [fenced, plain, table, `${table}_versions`])
+        await pool.query(`DROP TABLE IF EXISTS ${t}`);
       await pool.end();
     });
 
