@@ -1,5 +1,5 @@
 /** `onceonly inspect`: one key's state, counts by state, the oldest leases (stuck work), and purge. */
-import { hasAdmin, type RecordView } from '../lease/types.js';
+import type { RecordView } from '../lease/types.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
 import { openStore } from './stores.js';
@@ -66,9 +66,9 @@ export async function inspect(argv: readonly string[]): Promise<number> {
       );
       return 0;
     }
-    if (!hasAdmin(opened.store))
-      throw new UsageError(`the ${opened.kind} store offers no overview; give a key`);
-    const [stats, oldest] = await Promise.all([opened.store.stats(), opened.store.oldestLeases(flags.limit)]);
+    const admin = opened.admin;
+    if (!admin) throw new UsageError(`the ${opened.kind} store offers no overview; give a key`);
+    const [stats, oldest] = await Promise.all([admin.stats(), admin.oldestLeases(flags.limit)]);
     const leases = oldest.map((v) => describe(v, now));
     print(flags.json, { stats, oldestLeases: leases }, () => {
       const lines = [

@@ -1,6 +1,6 @@
 /** Opens a store from a URL for the CLI: memory, a SQLite file, redis://, postgres://, mysql://. */
 import { UsageError } from './args.js';
-import type { Store } from '../lease/types.js';
+import { hasAdmin, type RecordView, type Store, type StoreAdmin, type StoreStats } from '../lease/types.js';
 
 export interface OpenedStore {
   store: Store;
@@ -11,7 +11,12 @@ export interface OpenedStore {
   close(): Promise<void>;
   /** Housekeeping where the store has it: rows past retention deleted. */
   purge?: () => Promise<number>;
+  /** Overview for `inspect`: the store's own, or (Redis) a bounded SCAN of the prefix. */
+  admin?: StoreAdmin;
 }
+
+/** Keys read at most by a Redis overview, so `inspect` stays cheap on a big keyspace. */
+const REDIS_SCAN_LIMIT = 100_000;
 
 /**
  * `name` isolates this use (a table name or key prefix) so a demo never collides with real data.
@@ -27,9 +32,42 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
     const { createClient } = await load<typeof import('redis')>('redis');
     const client = await createClient({ url: url.replace(/^valkey:/, 'redis:') }).connect();
     const { redisStore } = await import('../stores/redis.js');
-    const store = redisStore({ client, prefix: `${name}:` });
+    const prefix = `${name}:`;
+    const store = redisStore({ client, prefix });
+    // Redis has no query over values: read each claim key of the prefix (at most REDIS_SCAN_LIMIT).
+    const scan = async () => {
+      const views: RecordView[] = [];
+      for await (const batch of client.scanIterator({ MATCH: `${prefix}k:*`, COUNT: 1000 })) {
+        for (const full of batch as unknown as string[]) {
+          const view = await store.inspect(full.slice(prefix.length + 2));
+          if (view) views.push(view);
+        }
+        if (views.length >= REDIS_SCAN_LIMIT) break;
+      }
+      return views;
+    };
+    const admin: StoreAdmin = {
+      async stats(): Promise<StoreStats> {
+        const now = Date.now();
+        const views = await scan();
+        const live = views.filter((v) => v.state === 'processing' && v.expiresAt.getTime() > now).length;
+        const takeable = views.filter((v) => v.state === 'processing').length - live;
+        return { processing: live, takeable, completed: views.length - live - takeable };
+      },
+      async oldestLeases(limit: number): Promise<RecordView[]> {
+        return (await scan())
+          .filter((v) => v.state === 'processing')
+          .sort(
+            (a, b) =>
+              (a.updatedAt?.getTime() ?? a.expiresAt.getTime()) -
+              (b.updatedAt?.getTime() ?? b.expiresAt.getTime()),
+          )
+          .slice(0, limit);
+      },
+    };
     return {
       store,
+      admin,
       kind: 'redis',
       shared: true,
       close: async () => {
@@ -48,6 +86,7 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
       store,
       kind: 'postgres',
       shared: true,
+      admin: hasAdmin(store) ? store : undefined,
       close: async () => {
         await store.close();
         await pool.end();
@@ -64,6 +103,7 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
       store,
       kind: 'mysql',
       shared: true,
+      admin: hasAdmin(store) ? store : undefined,
       close: async () => {
         await store.close();
         await pool.end();
@@ -81,6 +121,7 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
       store,
       kind: 'sqlite',
       shared: true,
+      admin: hasAdmin(store) ? store : undefined,
       close: async () => {
         await store.close();
         db.close();

@@ -149,7 +149,7 @@ export interface StoreStats {
 export interface StoreAdmin {
   /** Counts by state. */
   stats(): Promise<StoreStats>;
-  /** Processing records (live or run out), the longest-held first: stuck work. */
+  /** Processing records, soonest expiry first: leases that ran out (stuck work) lead the list. */
   oldestLeases(limit: number): Promise<RecordView[]>;
 }
 

@@ -139,7 +139,7 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
   /** `Retry-After` sent with 503 when the store is unavailable. @default '5s' */
   retryAfter?: Duration;
   /** Called for every delivery, whatever its outcome. Errors it throws are swallowed. */
-  onOutcome?: (result: DeliveryResult) => void | Promise<void>;
+  onOutcome?: (result: DeliveryResult) => unknown;
 }
 
 export interface ReceiveInput {
@@ -225,7 +225,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   function report(result: DeliveryResult): DeliveryResult {
     if (options.onOutcome) {
       try {
-        const pending = options.onOutcome(result);
+        const pending = options.onOutcome(result) as PromiseLike<unknown> | undefined;
         if (pending && typeof pending.then === 'function') pending.then(undefined, () => {});
       } catch {
         // An observer's bug must not change what the provider is told.

@@ -241,20 +241,17 @@ export function memoryStore(
     },
 
     async oldestLeases(limit: number): Promise<RecordView[]> {
-      // Insertion order is claim order (a takeover re-inserts), so the first entries are the oldest.
-      const out: RecordView[] = [];
-      for (const [key, entry] of processing) {
-        if (out.length >= limit) break;
-        out.push({
+      return [...processing]
+        .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
+        .slice(0, limit)
+        .map(([key, entry]) => ({
           key,
-          state: 'processing',
+          state: 'processing' as const,
           attempt: entry.attempt,
           fingerprint: entry.fingerprint,
           expiresAt: new Date(entry.expiresAt),
           updatedAt: new Date(entry.updatedAt),
-        });
-      }
-      return out;
+        }));
     },
 
     async close(): Promise<void> {

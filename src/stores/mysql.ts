@@ -20,6 +20,8 @@ import {
   type RecordOptions,
   type RecordView,
   type Store,
+  type StoreAdmin,
+  type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
 
@@ -101,7 +103,7 @@ export interface MysqlPurgeOptions {
 }
 
 /** A MySQL store: the {@link Store} contract plus housekeeping. */
-export interface MysqlStore extends Store {
+export interface MysqlStore extends Store, StoreAdmin {
   /**
    * Deletes completed keys past their retention and takeable leases that ran out more than
    * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it (cron, the event scheduler, a
@@ -268,6 +270,14 @@ ON DUPLICATE KEY UPDATE
   updated_at = IF(version < ?, GREATEST(${NOW}, LAST_INSERT_ID(1)), GREATEST(updated_at, LAST_INSERT_ID(0))),
   version = IF(version < ?, ?, version)`,
 
+    stats: `SELECT
+  COALESCE(SUM(state = 0 AND expires_at > n.ms), 0) AS processing,
+  COALESCE(SUM(state = 0 AND expires_at <= n.ms), 0) AS takeable,
+  COALESCE(SUM(state = 1 AND expires_at > n.ms), 0) AS completed
+FROM ${t.keys} CROSS JOIN (SELECT ${NOW} AS ms) AS n`,
+    // LIMIT is inlined by oldestLeases() after an integer check (no DOUBLE parameter on MySQL 8).
+    oldest: `SELECT record_key, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+WHERE state = 0 ORDER BY expires_at LIMIT `,
     inspect: `SELECT state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE id = ? AND (state = 0 OR expires_at > ${NOW})`,
 
@@ -599,6 +609,30 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
         expiresAt: new Date(Number(row.expires_at)),
         updatedAt: new Date(Number(row.updated_at)),
       };
+    },
+
+    async stats(): Promise<StoreStats> {
+      const { rows } = await exec('count keys', sql.stats, []);
+      const row = rows[0] ?? {};
+      return {
+        processing: Number(row.processing ?? 0),
+        takeable: Number(row.takeable ?? 0),
+        completed: Number(row.completed ?? 0),
+      };
+    },
+
+    async oldestLeases(limit: number): Promise<RecordView[]> {
+      if (!Number.isInteger(limit) || limit < 0)
+        throw new ConfigError('invalid_option', 'onceonly: oldestLeases needs a non-negative integer limit');
+      const { rows } = await exec('list leases', sql.oldest + String(limit), []);
+      return rows.map((row) => ({
+        key: toText(row.record_key) ?? '',
+        state: 'processing' as const,
+        attempt: Number(row.attempt),
+        fingerprint: toText(row.fingerprint),
+        expiresAt: new Date(Number(row.expires_at)),
+        updatedAt: new Date(Number(row.updated_at)),
+      }));
     },
 
     async purgeExpired(purge: MysqlPurgeOptions = {}): Promise<number> {

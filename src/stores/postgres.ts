@@ -17,6 +17,8 @@ import {
   type RecordOptions,
   type RecordView,
   type Store,
+  type StoreAdmin,
+  type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
 
@@ -103,7 +105,7 @@ export interface PurgeOptions {
 }
 
 /** A PostgreSQL store: the {@link Store} contract plus housekeeping. */
-export interface PostgresStore extends Store {
+export interface PostgresStore extends Store, StoreAdmin {
   /**
    * Deletes completed keys past their retention and takeable leases that ran out more than
    * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it (cron, pg_cron, a timer): see
@@ -247,6 +249,13 @@ ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excl
 WHERE r.version < excluded.version
 RETURNING 1 AS ok`,
 
+    stats: `SELECT
+  count(*) FILTER (WHERE state = 'processing' AND expires_at > n.now) AS processing,
+  count(*) FILTER (WHERE state = 'processing' AND expires_at <= n.now) AS takeable,
+  count(*) FILTER (WHERE state = 'completed' AND expires_at > n.now) AS completed
+FROM ${t.keys}, (SELECT clock_timestamp() AS now) AS n`,
+    oldest: `SELECT key, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
+FROM ${t.keys} WHERE state = 'processing' ORDER BY expires_at LIMIT $1`,
     inspect: `SELECT state, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
 FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_timestamp())`,
 
@@ -517,6 +526,28 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
         expiresAt: new Date(toNumber(row.expires)),
         updatedAt: new Date(toNumber(row.updated)),
       };
+    },
+
+    async stats(): Promise<StoreStats> {
+      const { rows } = await exec('count keys', 'stats', []);
+      const row = rows[0] ?? {};
+      return {
+        processing: toNumber(row.processing ?? 0),
+        takeable: toNumber(row.takeable ?? 0),
+        completed: toNumber(row.completed ?? 0),
+      };
+    },
+
+    async oldestLeases(limit: number): Promise<RecordView[]> {
+      const { rows } = await exec('list leases', 'oldest', [limit]);
+      return rows.map((row) => ({
+        key: String(row.key),
+        state: 'processing' as const,
+        attempt: toNumber(row.attempt),
+        fingerprint: toOptionalString(row.fingerprint),
+        expiresAt: new Date(toNumber(row.expires)),
+        updatedAt: new Date(toNumber(row.updated)),
+      }));
     },
 
     async purgeExpired(purge: PurgeOptions = {}): Promise<number> {

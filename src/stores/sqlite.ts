@@ -24,6 +24,8 @@ import {
   type RecordOptions,
   type RecordView,
   type Store,
+  type StoreAdmin,
+  type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
 
@@ -115,7 +117,7 @@ export interface SqlitePurgeOptions {
 }
 
 /** A SQLite store: the {@link Store} contract plus housekeeping and a synchronous `record`. */
-export interface SqliteStore extends Store {
+export interface SqliteStore extends Store, StoreAdmin {
   /**
    * `record()` for use inside `db.transaction(() => ...)`, whose function must be synchronous: the
    * answer comes back at once, so the transaction can skip its writes on a duplicate. With `tx` (the
@@ -243,6 +245,13 @@ RETURNING 1 AS ok`,
 ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
 WHERE v.version < excluded.version
 RETURNING 1 AS ok`,
+    stats: `SELECT
+  COALESCE(SUM(state = 0 AND expires_at > n.ms), 0) AS processing,
+  COALESCE(SUM(state = 0 AND expires_at <= n.ms), 0) AS takeable,
+  COALESCE(SUM(state = 1 AND expires_at > n.ms), 0) AS completed
+FROM ${t.keys}, (SELECT ${NOW} AS ms) AS n`,
+    oldest: `SELECT key, state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+WHERE state = 0 ORDER BY expires_at LIMIT ?`,
     inspect: `SELECT state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE key = ? AND (state = 0 OR expires_at > ${NOW})`,
     purge: `DELETE FROM ${t.keys} WHERE key IN (
@@ -534,6 +543,22 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         expiresAt: new Date(row.expires_at),
         updatedAt: new Date(row.updated_at),
       };
+    },
+
+    async stats(): Promise<StoreStats> {
+      return run('count keys', () => stmt('stats').get() as StoreStats);
+    },
+
+    async oldestLeases(limit: number): Promise<RecordView[]> {
+      const rows = run('list leases', () => stmt('oldest').all(limit) as (ViewRow & { key: string })[]);
+      return rows.map((row) => ({
+        key: row.key,
+        state: 'processing',
+        attempt: row.attempt,
+        fingerprint: row.fingerprint ?? undefined,
+        expiresAt: new Date(row.expires_at),
+        updatedAt: new Date(row.updated_at),
+      }));
     },
 
     async purgeExpired(purge: SqlitePurgeOptions = {}): Promise<number> {

@@ -1,0 +1,155 @@
+import { strict as assert } from 'node:assert';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { createClient } from 'redis';
+import { openStore } from '../../src/cli/stores.js';
+import { reachable, servers } from '../support/servers.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'onceonly-inspect-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(...args: string[]) {
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'inspect', ...args],
+    {
+      cwd: root,
+      timeout: 60_000,
+    },
+  );
+  return stdout;
+}
+
+/** Seeds one live lease, one lease that ran out, one completed key and one key past retention. */
+async function seed(url: string, name: string) {
+  const opened = await openStore(url, name);
+  const { store } = opened;
+  await store.claim('live', { leaseMs: 600_000, fingerprint: 'ab'.repeat(32) });
+  await store.claim('stuck', { leaseMs: 50 });
+  const done = await store.claim('done', { leaseMs: 600_000 });
+  if (done.status === 'acquired') await store.confirm(done.lease, { retentionMs: 600_000 });
+  await store.record('gone', { retentionMs: 50 });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return opened;
+}
+
+function cases(label: string, url: () => string, cleanup: (name: string) => Promise<void>) {
+  describe(`onceonly inspect on ${label}`, () => {
+    const name = `oo_inspect_${randomBytes(3).toString('hex')}`;
+    after(() => cleanup(name));
+
+    it('shows counts by state and the oldest leases', async () => {
+      const opened = await seed(url(), name);
+      await opened.close();
+      const report = JSON.parse(await cli('--store', url(), '--name', name, '--json'));
+      assert.deepEqual(report.stats, { processing: 1, takeable: 1, completed: 1 });
+      assert.deepEqual(
+        report.oldestLeases.map((l: { key: string; state: string }) => [l.key, l.state]),
+        [
+          ['stuck', 'takeable'],
+          ['live', 'processing'],
+        ],
+      );
+      const text = await cli('--store', url(), '--name', name);
+      assert.match(text, /takeable \(lease ran out, crash\?\)\s+1/);
+    });
+
+    it("shows one key's state, attempt, lease and fingerprint", async () => {
+      const live = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'live'));
+      assert.equal(live.state, 'processing');
+      assert.equal(live.attempt, 1);
+      assert.equal(live.fingerprint, 'ab'.repeat(32));
+      assert.match(live.expires, /^expires in/);
+      assert.match(live.lease, /^last (written|write unknown)/);
+      assert.equal(
+        JSON.parse(await cli('--store', url(), '--name', name, '--json', 'nothing')).state,
+        'absent',
+      );
+    });
+
+    it('purges what is past retention where the store keeps rows', async () => {
+      const out = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'purge'));
+      assert.equal(typeof out.purged, 'number');
+      if (!url().startsWith('redis')) assert.ok(out.purged >= 1, `purged ${out.purged}`);
+    });
+  });
+}
+
+cases(
+  'SQLite',
+  () => join(dir, 'inspect.db'),
+  async () => {},
+);
+
+describe('onceonly inspect errors', () => {
+  it('needs --store, in one line with exit code 2', async () => {
+    await assert.rejects(cli(), (error: { code?: number; stderr?: string }) => {
+      assert.equal(error.code, 2);
+      assert.equal(
+        error.stderr?.trim(),
+        'onceonly: --store is required, e.g. --store postgres://localhost/app',
+      );
+      return true;
+    });
+  });
+});
+
+if (
+  await reachable('inspect on Redis', servers.redis, async () =>
+    (await createClient({ url: servers.redis }).connect()).quit(),
+  )
+) {
+  cases(
+    'Redis',
+    () => servers.redis,
+    async (name) => {
+      const client = await createClient({ url: servers.redis }).connect();
+      for await (const keys of client.scanIterator({ MATCH: `${name}:*` }))
+        if (keys.length) await client.del(keys);
+      await client.quit();
+    },
+  );
+}
+if (
+  await reachable('inspect on PostgreSQL', servers.postgres, async () => {
+    const c = new pg.Client({ connectionString: servers.postgres });
+    await c.connect();
+    await c.end();
+  })
+) {
+  cases(
+    'PostgreSQL',
+    () => servers.postgres,
+    async (name) => {
+      const c = new pg.Client({ connectionString: servers.postgres });
+      await c.connect();
+      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions`);
+      await c.end();
+    },
+  );
+}
+if (
+  await reachable('inspect on MariaDB/MySQL', servers.mysql, async () =>
+    (await mysql.createConnection(servers.mysql)).end(),
+  )
+) {
+  cases(
+    'MariaDB/MySQL',
+    () => servers.mysql,
+    async (name) => {
+      const c = await mysql.createConnection(servers.mysql);
+      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions`);
+      await c.end();
+    },
+  );
+}
