@@ -168,7 +168,8 @@ export async function demo(argv: readonly string[]): Promise<number> {
     duplicateRate: 0.3,
     concurrentRate: 0.2,
     requestTimeoutMs: Math.max(5_000, 3 * flags.timeout),
-    maxAttempts: 16,
+    // Providers retry for hours or days; give the run a budget no restart storm on a busy machine exhausts.
+    maxAttempts: 60,
     backoffMs: 100,
     maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
     run,

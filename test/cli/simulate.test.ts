@@ -84,6 +84,8 @@ describe('onceonly simulate against the Express example app', () => {
           '3',
           '--max-attempts',
           '2',
+          '--concurrent-rate',
+          '0',
           '--json',
         ],
         {
