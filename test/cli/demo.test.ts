@@ -35,7 +35,7 @@ async function demo(args: string[]): Promise<{ report: Report; code: number }> {
     '--events',
     String(EVENTS),
     '--timeout',
-    '500',
+    '1000',
     '--keep',
     '--json',
     ...args,
