@@ -18,6 +18,8 @@ export interface RedisInstance {
   cli(...args: string[]): Promise<string>;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** Freezes the server (SIGSTOP) for `ms`, then resumes it: connections stay open, nothing answers. */
+  pause(ms: number): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -94,6 +96,16 @@ export async function startRedisInstance(): Promise<RedisInstance> {
     cli,
     start,
     stop,
+    async pause(ms) {
+      const c = child;
+      if (!c) throw new Error('redis test server: not running');
+      c.kill('SIGSTOP');
+      try {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+      } finally {
+        c.kill('SIGCONT');
+      }
+    },
     async destroy() {
       await stop();
       await rm(dir, { recursive: true, force: true });

@@ -30,6 +30,7 @@ export interface FleetOptions {
   crash?: FaultWorkerConfig['crash'];
   effect?: FaultWorkerConfig['effect'];
   workMs?: number;
+  redisOfflineQueue?: boolean;
   /** Share of events sent again after their first success. @default 0.3 */
   duplicateRate?: number;
   /** Runs once when `at` of the events are done (the run carries on meanwhile). */
@@ -104,6 +105,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     crash: options.crash,
     effect: options.effect ?? 'plain',
     workMs: options.workMs,
+    redisOfflineQueue: options.redisOfflineQueue,
   };
   const workers = options.workers ?? 2;
   const port = await freePort();

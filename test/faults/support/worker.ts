@@ -28,6 +28,8 @@ export interface FaultWorkerConfig {
   crash?: { at: CrashStep; rate: number };
   /** 'tx': the effect and `recordSync('effect:' + key, { tx })` commit in one transaction. */
   effect: 'plain' | 'tx';
+  /** node-redis's default offline queue (commands wait for the reconnect) instead of failing fast. */
+  redisOfflineQueue?: boolean;
   /** How long the handler's work takes, in ms. @default 2 to 10 ms at random */
   workMs?: number;
 }
@@ -47,10 +49,10 @@ const recordOutcome = ledger.prepare(
 async function openStore(): Promise<{ store: Store; recordSync?: (key: string) => boolean }> {
   if (config.store === 'redis') {
     const { createClient } = await import('redis');
-    // Fail fast while the server is away (no offline queue), reconnect every 100 ms.
+    // Fail fast while the server is away (no offline queue, unless asked), reconnect every 100 ms.
     const client = createClient({
       url: config.url,
-      disableOfflineQueue: true,
+      disableOfflineQueue: !config.redisOfflineQueue,
       socket: { reconnectStrategy: () => 100, connectTimeout: 1_000 },
     });
     client.on('error', () => {});
