@@ -92,7 +92,7 @@ export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingP
     }
     const candidates = offeredSignatures(`${HEADER} h1=`, offered, 'hex');
     checkTolerance(parseTimestamp(`${HEADER} ts=`, timestamp), receivedAt, tolerance);
-    requireMatch('paddle', hmacEach('sha256', keys, [timestamp, ':', asBuffer(rawBody)]), candidates);
+    requireMatch('paddle', hmacEach('sha256', keys, [`${timestamp}:`, asBuffer(rawBody)]), candidates);
   }
 
   return {

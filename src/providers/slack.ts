@@ -85,7 +85,7 @@ export function slack<E = SlackEvent>(options: SlackOptions): AuthenticatingProv
     );
     const timestamp = requireHeader(headers, 'x-slack-request-timestamp');
     checkTolerance(parseTimestamp('x-slack-request-timestamp', timestamp), receivedAt, tolerance);
-    requireMatch('slack', hmacEach('sha256', keys, ['v0:', timestamp, ':', asBuffer(rawBody)]), candidates);
+    requireMatch('slack', hmacEach('sha256', keys, [`v0:${timestamp}:`, asBuffer(rawBody)]), candidates);
   }
 
   return {

@@ -155,7 +155,7 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
       );
     }
     checkTolerance(parseTimestamp(`${f}-timestamp`, timestamp), receivedAt, tolerance);
-    requireMatch(name, hmacEach('sha256', keys, [id, '.', timestamp, '.', asBuffer(rawBody)]), candidates);
+    requireMatch(name, hmacEach('sha256', keys, [`${id}.${timestamp}.`, asBuffer(rawBody)]), candidates);
     return id;
   }
 

@@ -140,7 +140,7 @@ export function stripe<E extends { id: string; type: string } = StripeEvent>(
       );
     }
     checkTolerance(parseTimestamp(`${HEADER} t=`, timestamp), receivedAt, tolerance);
-    requireMatch('stripe', hmacEach('sha256', keys, [timestamp, '.', asBuffer(rawBody)]), candidates);
+    requireMatch('stripe', hmacEach('sha256', keys, [`${timestamp}.`, asBuffer(rawBody)]), candidates);
   }
 
   return {

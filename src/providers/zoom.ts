@@ -70,7 +70,7 @@ export function zoom<E = ZoomEvent>(options: ZoomOptions): AuthenticatingProvide
     );
     const timestamp = requireHeader(headers, 'x-zm-request-timestamp');
     checkTolerance(parseTimestamp('x-zm-request-timestamp', timestamp), receivedAt, tolerance);
-    requireMatch('zoom', hmacEach('sha256', keys, ['v0:', timestamp, ':', asBuffer(rawBody)]), candidates);
+    requireMatch('zoom', hmacEach('sha256', keys, [`v0:${timestamp}:`, asBuffer(rawBody)]), candidates);
   }
 
   return {
