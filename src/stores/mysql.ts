@@ -9,6 +9,7 @@
  * through `LAST_INSERT_ID(expr)`, which the server sends back as `insertId` of that very statement.
  */
 import { createHash } from 'node:crypto';
+import { type PurgeOptions, purgeSettings } from './purge.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -78,29 +79,8 @@ export interface MysqlStoreOptions {
   prepare?: boolean;
 }
 
-export interface MysqlPurgeOptions {
-  /**
-   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
-   * still raises the attempt (the fencing number must never go back while a stale worker might still
-   * write). Completed keys are deleted as soon as their retention ends.
-   * @default 86_400_000 (one day)
-   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
-   */
-  leaseGraceMs?: number;
-  /**
-   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
-   * @default undefined
-   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
-   */
-  versionsUnusedForMs?: number;
-  /**
-   * Rows deleted per statement; the purge repeats until a batch comes back short, so no statement
-   * holds many row locks for long.
-   * @default 1_000
-   * @example store.purgeExpired({ batchSize: 10_000 })
-   */
-  batchSize?: number;
-}
+/** What `purgeExpired()` deletes, and in what batches. */
+export type MysqlPurgeOptions = PurgeOptions;
 
 /** A MySQL store: the {@link Store} contract plus housekeeping. */
 export interface MysqlStore extends Store, StoreAdmin {
@@ -636,20 +616,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     },
 
     async purgeExpired(purge: MysqlPurgeOptions = {}): Promise<number> {
-      const grace = purge.leaseGraceMs ?? 86_400_000;
-      const batch = purge.batchSize ?? 1_000;
-      const unused = purge.versionsUnusedForMs;
-      if (
-        !(grace >= 0) ||
-        !Number.isInteger(batch) ||
-        batch < 1 ||
-        (unused !== undefined && !(unused >= 0))
-      ) {
-        throw new ConfigError(
-          'invalid_option',
-          'onceonly: purgeExpired needs leaseGraceMs >= 0, versionsUnusedForMs >= 0 and a positive integer batchSize',
-        );
-      }
+      const { graceMs: grace, batch, unusedMs: unused } = purgeSettings(purge);
       let deleted = 0;
       for (;;) {
         // LIMIT takes no prepared parameter of type DOUBLE on MySQL 8.0.22+: inline the checked integer.

@@ -6,6 +6,7 @@
  * Every state change is one SQL statement, and all time is the server's `clock_timestamp()`.
  */
 import { createHash } from 'node:crypto';
+import { type PurgeOptions, purgeSettings } from './purge.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -80,29 +81,7 @@ export interface PostgresStoreOptions {
   prepare?: boolean;
 }
 
-export interface PurgeOptions {
-  /**
-   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
-   * still raises the attempt (the fencing number must never go back while a stale worker might still
-   * write). Completed keys are deleted as soon as their retention ends.
-   * @default 86_400_000 (one day)
-   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
-   */
-  leaseGraceMs?: number;
-  /**
-   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
-   * @default undefined
-   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
-   */
-  versionsUnusedForMs?: number;
-  /**
-   * Rows deleted per statement; the purge repeats until a batch comes back short, so no statement
-   * holds many row locks for long.
-   * @default 1_000
-   * @example store.purgeExpired({ batchSize: 10_000 })
-   */
-  batchSize?: number;
-}
+export type { PurgeOptions } from './purge.js';
 
 /** A PostgreSQL store: the {@link Store} contract plus housekeeping. */
 export interface PostgresStore extends Store, StoreAdmin {
@@ -551,26 +530,16 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
 
     async purgeExpired(purge: PurgeOptions = {}): Promise<number> {
-      const grace = purge.leaseGraceMs ?? 86_400_000;
-      const batch = purge.batchSize ?? 1_000;
-      if (!(grace >= 0) || !Number.isInteger(batch) || batch < 1) {
-        throw new ConfigError(
-          'invalid_option',
-          'onceonly: purgeExpired needs leaseGraceMs >= 0 and a positive integer batchSize',
-        );
-      }
+      const { graceMs: grace, batch, unusedMs } = purgeSettings(purge);
       let deleted = 0;
       for (;;) {
         const { count } = await exec('purge expired keys', 'purge', [grace, batch]);
         deleted += count ?? 0;
         if ((count ?? 0) < batch) break;
       }
-      if (purge.versionsUnusedForMs !== undefined) {
+      if (unusedMs !== undefined) {
         for (;;) {
-          const { count } = await exec('purge old versions', 'purgeVersions', [
-            purge.versionsUnusedForMs,
-            batch,
-          ]);
+          const { count } = await exec('purge old versions', 'purgeVersions', [unusedMs, batch]);
           deleted += count ?? 0;
           if ((count ?? 0) < batch) break;
         }

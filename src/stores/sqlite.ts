@@ -13,6 +13,7 @@
  * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
  * the event loop for up to the busy timeout.
  */
+import { type PurgeOptions, purgeSettings } from './purge.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -92,29 +93,8 @@ export interface SqliteStoreOptions {
   busyTimeout?: number;
 }
 
-export interface SqlitePurgeOptions {
-  /**
-   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
-   * still raises the attempt (the fencing number must never go back while a stale worker might still
-   * write). Completed keys are deleted as soon as their retention ends.
-   * @default 86_400_000 (one day)
-   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
-   */
-  leaseGraceMs?: number;
-  /**
-   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
-   * @default undefined
-   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
-   */
-  versionsUnusedForMs?: number;
-  /**
-   * Rows deleted per statement; the purge repeats until a batch comes back short, so other processes
-   * get the write lock between batches.
-   * @default 1_000
-   * @example store.purgeExpired({ batchSize: 10_000 })
-   */
-  batchSize?: number;
-}
+/** What `purgeExpired()` deletes, and in what batches. */
+export type SqlitePurgeOptions = PurgeOptions;
 
 /** A SQLite store: the {@link Store} contract plus housekeeping and a synchronous `record`. */
 export interface SqliteStore extends Store, StoreAdmin {
@@ -562,20 +542,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     async purgeExpired(purge: SqlitePurgeOptions = {}): Promise<number> {
-      const grace = purge.leaseGraceMs ?? 86_400_000;
-      const batch = purge.batchSize ?? 1_000;
-      const unused = purge.versionsUnusedForMs;
-      if (
-        !(grace >= 0) ||
-        !Number.isInteger(batch) ||
-        batch < 1 ||
-        (unused !== undefined && !(unused >= 0))
-      ) {
-        throw new ConfigError(
-          'invalid_option',
-          'onceonly: purgeExpired needs leaseGraceMs >= 0, versionsUnusedForMs >= 0 and a positive integer batchSize',
-        );
-      }
+      const { graceMs: grace, batch, unusedMs: unused } = purgeSettings(purge);
       let deleted = 0;
       const drain = (name: 'purge' | 'purgeVersions', ms: number) => {
         for (;;) {
