@@ -5,7 +5,6 @@
  * first attempt of a chosen share of events, and write its effect plainly or together with the
  * dedup row in one transaction (`recordSync(key, { tx })`).
  */
-import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Lease, Store } from '../../../src/lease/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
@@ -77,11 +76,11 @@ async function openStore(): Promise<{ store: Store; recordSync?: (key: string) =
 
 const opened = await openStore();
 
-/** Whether this event is one whose first attempt crashes (a fixed share, chosen by its id). */
+/** Whether this event is one whose first attempt crashes: every (1 / rate)-th event of the run. */
 function chosen(id: string | undefined): boolean {
   if (!config.crash || !id) return false;
-  const h = createHash('sha256').update(id).digest().readUInt32BE(0);
-  return h / 2 ** 32 < config.crash.rate;
+  const n = Number(id.slice(id.lastIndexOf('_') + 1));
+  return Number.isInteger(n) && n % Math.max(1, Math.round(1 / config.crash.rate)) === 3;
 }
 
 // Effects written whose claim is not confirmed yet (plain effects only). A kill meant for another
