@@ -254,7 +254,7 @@ export async function demo(argv: readonly string[]): Promise<number> {
           ['workers killed mid-handler', report.workersKilled],
           ['connections refused or dropped (worker down)', report.droppedConnections],
           ['takeovers after a crash', report.takeoversAfterCrash],
-        ['leases lost to a stall (reported)', report.byOutcome['lease-lost'] ?? 0],
+          ['leases lost to a stall (reported)', report.byOutcome['lease-lost'] ?? 0],
           ['handler runs', report.handlerRuns],
           ['effects applied', report.effectsApplied],
           ['events lost', report.eventsLost],

@@ -1,6 +1,6 @@
 /** Opens a store from a URL for the CLI: memory, a SQLite file, redis://, postgres://, mysql://. */
 import { UsageError } from './args.js';
-import { hasAdmin, type RecordView, type Store, type StoreAdmin, type StoreStats } from '../lease/types.js';
+import type { RecordView, Store, StoreAdmin, StoreStats } from '../lease/types.js';
 
 export interface OpenedStore {
   store: Store;
@@ -81,57 +81,45 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
     const Pool = pg.Pool ?? (pg as unknown as { default: typeof pg }).default.Pool;
     const pool = new Pool({ connectionString: url, max: 8 });
     const { postgresStore } = await import('../stores/postgres.js');
-    const store = postgresStore({ client: pool, table: name });
-    return {
-      store,
-      kind: 'postgres',
-      shared: true,
-      admin: hasAdmin(store) ? store : undefined,
-      close: async () => {
-        await store.close();
-        await pool.end();
-      },
-      purge: () => store.purgeExpired(),
-    };
+    return sqlStore('postgres', postgresStore({ client: pool, table: name }), () => pool.end());
   }
   if (scheme === 'mysql' || scheme === 'mariadb') {
     const mysql = await load<typeof import('mysql2/promise')>('mysql2/promise');
     const pool = mysql.createPool({ uri: url.replace(/^mariadb:/, 'mysql:'), connectionLimit: 8 });
     const { mysqlStore } = await import('../stores/mysql.js');
-    const store = mysqlStore({ client: pool, table: name });
-    return {
-      store,
-      kind: 'mysql',
-      shared: true,
-      admin: hasAdmin(store) ? store : undefined,
-      close: async () => {
-        await store.close();
-        await pool.end();
-      },
-      purge: () => store.purgeExpired(),
-    };
+    return sqlStore('mysql', mysqlStore({ client: pool, table: name }), () => pool.end());
   }
   if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
     const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
     const Database = (await load<{ default: typeof import('better-sqlite3') }>('better-sqlite3')).default;
     const db = new Database(path);
     const { sqliteStore } = await import('../stores/sqlite.js');
-    const store = sqliteStore({ client: db, table: name.replace(/[^a-z0-9_]/gi, '_') });
-    return {
-      store,
-      kind: 'sqlite',
-      shared: true,
-      admin: hasAdmin(store) ? store : undefined,
-      close: async () => {
-        await store.close();
-        db.close();
-      },
-      purge: () => store.purgeExpired(),
-    };
+    return sqlStore('sqlite', sqliteStore({ client: db, table: name.replace(/[^a-z0-9_]/gi, '_') }), () =>
+      db.close(),
+    );
   }
   throw new UsageError(
     `unknown store ${JSON.stringify(url)}: use memory, a SQLite file path, redis://, postgres:// or mysql://`,
   );
+}
+
+/** A SQL store opened here: it has the admin views and a purge, and its client is ours to close. */
+function sqlStore(
+  kind: 'postgres' | 'mysql' | 'sqlite',
+  store: Store & StoreAdmin & { purgeExpired(): Promise<number> },
+  closeClient: () => unknown,
+): OpenedStore {
+  return {
+    store,
+    kind,
+    shared: true,
+    admin: store,
+    purge: () => store.purgeExpired(),
+    close: async () => {
+      await store.close();
+      await closeClient();
+    },
+  };
 }
 
 async function load<T>(pkg: string): Promise<T> {
