@@ -29,7 +29,7 @@ export interface FaultWorkerConfig {
   effect: 'plain' | 'tx';
   /** node-redis's default offline queue (commands wait for the reconnect) instead of failing fast. */
   redisOfflineQueue?: boolean;
-  /** How long the handler's work takes, in ms. @default 2 to 10 ms at random */
+  /** How long the handler's work takes, in ms, ±50% at random. @default 2 to 10 ms at random */
   workMs?: number;
 }
 
@@ -125,7 +125,8 @@ const receiver = createReceiver({
     recordRun.run(id, attempt, process.pid);
     const first = attempt === 1 && lease !== undefined && chosen(id);
     if (first && config.crash?.at === 'claimed') await crash(true);
-    await sleep(config.workMs ?? 2 + Math.random() * 8); // the real work
+    // The real work: workMs spread ±50% so that some run is always under way when a fault lands.
+    await sleep(config.workMs !== undefined ? config.workMs * (0.5 + Math.random()) : 2 + Math.random() * 8);
     if (first && config.crash?.at === 'handler') await crash(true);
     if (first && config.crash?.at === 'release') throw new Error('fault: the payment API answered 502');
     if (signal.aborted) throw signal.reason;
