@@ -66,6 +66,14 @@ export type StandardWebhooksEventMap<E> = [E] extends [{ type: string }]
 
 const PREFIX = 'whsec_';
 
+/** The header names of one family, built once rather than per delivery. */
+interface Family {
+  readonly timestamp: string;
+  readonly signature: string;
+}
+const WEBHOOK: Family = { timestamp: 'webhook-timestamp', signature: 'webhook-signature' };
+const SVIX: Family = { timestamp: 'svix-timestamp', signature: 'svix-signature' };
+
 function required(headers: Headers, name: string): string {
   const value = header(headers, name);
   if (value === undefined)
@@ -122,7 +130,7 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
    */
   function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): string {
     // The header family: `webhook-*` (the spec) or `svix-*` (Svix's own); the id is read once.
-    let f = 'webhook';
+    let f: Family = WEBHOOK;
     let id = header(headers, 'webhook-id');
     if (id === undefined) {
       id = header(headers, 'svix-id');
@@ -132,10 +140,10 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
           'onceonly: the webhook-id (or svix-id) header is missing',
         );
       }
-      f = 'svix';
+      f = SVIX;
     }
-    const timestamp = required(headers, `${f}-timestamp`);
-    const signatures = required(headers, `${f}-signature`);
+    const timestamp = required(headers, f.timestamp);
+    const signatures = required(headers, f.signature);
     // Only `v1,<base64>` entries are HMAC signatures; `v1a,` (asymmetric) and unknown versions are
     // skipped. Each is decoded as it is found, without building a list of strings first.
     const candidates: Buffer[] = [];
@@ -151,10 +159,10 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
     if (candidates.length === 0) {
       throw new VerificationError(
         'malformed_header',
-        `onceonly: the ${f}-signature v1, header holds no base64 signature`,
+        `onceonly: the ${f.signature} v1, header holds no base64 signature`,
       );
     }
-    checkTolerance(parseTimestamp(`${f}-timestamp`, timestamp), receivedAt, tolerance);
+    checkTolerance(parseTimestamp(f.timestamp, timestamp), receivedAt, tolerance);
     requireMatch(name, hmacEach('sha256', keys, [`${id}.${timestamp}.`, asBuffer(rawBody)]), candidates);
     return id;
   }
