@@ -23,7 +23,7 @@ const run = promisify(execFile);
 const child = fileURLToPath(new URL('./support/skew-child.ts', import.meta.url));
 const preload = fileURLToPath(new URL('./support/skew.mjs', import.meta.url));
 const HOUR = 3_600_000;
-const LEASE_MS = 2_000;
+const LEASE_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-skew-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { FAULT_SIZE, type FleetReport, runFleet, summary } from './support/fleet.js';
 
-const EVENTS = 100 * FAULT_SIZE;
+const EVENTS = 60 * FAULT_SIZE;
 const RATE = 0.05;
 const common = { store: 'sqlite', events: EVENTS, timeoutMs: 400, workers: 2 } as const;
 

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { type PgInstance, startPgInstance } from '../support/pg-instance.js';
 import { FAULT_SIZE, type FleetReport, runFleet, sleep, summary } from './support/fleet.js';
 
-const EVENTS = 150 * FAULT_SIZE;
+const EVENTS = 100 * FAULT_SIZE;
 // Fail-closed keeps its promise for an outage shorter than the lease: a handler that ends while the
 // store is away confirms once it is back, within its lease. 2 s deadline: 8 s lease, 4 s outage.
 const TIMEOUT_MS = 2_000;

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
 import { FAULT_SIZE, runFleet, sleep, summary } from './support/fleet.js';
 
-const EVENTS = 150 * FAULT_SIZE;
+const EVENTS = 100 * FAULT_SIZE;
 
 describe('Redis store frozen or queued behind a reconnect (own redis-server)', () => {
   let redis: RedisInstance;

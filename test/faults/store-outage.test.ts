@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { startRedisInstance, type RedisInstance } from '../support/redis-instance.js';
 import { FAULT_SIZE, type FleetReport, runFleet, sleep, summary } from './support/fleet.js';
 
-const EVENTS = 150 * FAULT_SIZE;
+const EVENTS = 100 * FAULT_SIZE;
 // Fail-closed keeps its promise for an outage shorter than the lease: a handler that ends while the
 // store is away confirms once it is back, within its lease. 2 s deadline: 8 s lease, 4 s outage.
 const TIMEOUT_MS = 2_000;
@@ -62,7 +62,7 @@ describe('Redis store outage under load (own redis-server)', () => {
     const r = await runFleet({
       store: 'redis',
       url: redis.url,
-      events: 120 * FAULT_SIZE,
+      events: 80 * FAULT_SIZE,
       workMs: 1_000,
       timeoutMs: 2_000,
       concurrency: 32,
