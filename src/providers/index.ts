@@ -22,5 +22,12 @@ export {
 } from './standardWebhooks.js';
 export { type StripeEvent, type StripeOptions, stripe } from './stripe.js';
 export { type TwilioEvent, type TwilioOptions, twilio } from './twilio.js';
-export type { DeliveryInput, EventMapOf, EventOf, Provider, Verified } from './types.js';
+export type {
+  AuthenticatingProvider,
+  DeliveryInput,
+  EventMapOf,
+  EventOf,
+  Provider,
+  Verified,
+} from './types.js';
 export { type ZoomEvent, type ZoomOptions, zoom, zoomUrlValidation } from './zoom.js';
