@@ -23,7 +23,7 @@ export {
   type Store,
 } from './lease/index.js';
 export { hmac, type HmacOptions } from './providers/hmac.js';
-export type { DeliveryInput, Provider, Verified } from './providers/types.js';
+export type { AuthenticatingProvider, DeliveryInput, Provider, Verified } from './providers/types.js';
 export { memoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type { DegradedReason, WorkContext } from './lease/engine.js';
 export { once, type OnceOptions, type OnceResult } from './once.js';
