@@ -75,7 +75,7 @@ async function dropTables(label: string, name: string): Promise<void> {
 
 for (const { label, url, probe } of stores) {
   if (!(await reachable(`${label} (clock skew)`, url, probe))) continue;
-  describe(`clock skew on the ${label} store`, () => {
+  describe(`clock skew on the ${label} store`, { concurrency: true }, () => {
     for (const skew of [HOUR, -HOUR]) {
       it(`a process ${skew > 0 ? 'an hour fast' : 'an hour slow'} cannot make a lease live longer or shorter`, async () => {
         // Arrange
