@@ -378,6 +378,23 @@ describe('receiver: outcomes', () => {
     assert.equal(again.outcome, 'duplicate');
   });
 
+  it('reads Node-style header objects case-insensitively and hands the handler a web Headers', async () => {
+    let seen: Headers | undefined;
+    const { receiver } = setup({
+      handler: ({ delivery }) => {
+        seen = delivery.headers;
+      },
+    });
+    const body = JSON.stringify({ id: 'evt_case', type: 't' });
+    const headers = Object.fromEntries(
+      Object.entries(sign(body)).map(([k, v]) => [k.toUpperCase(), ` ${v} `]),
+    );
+    const result = await receiver.receive({ rawBody: body, headers: { ...headers, 'X-Extra': ['a', 'b'] } });
+    assert.equal(result.outcome, 'processed');
+    assert.ok(seen instanceof Headers);
+    assert.equal(seen.get('x-extra'), 'a, b');
+  });
+
   it('measures tolerance against a supplied receivedAt for queued processing', async () => {
     const { receiver } = setup();
     const body = JSON.stringify({ id: 'evt_19', type: 't' });

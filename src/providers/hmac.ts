@@ -15,14 +15,14 @@ import {
   secretKeys,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
 
 /** What a generic HMAC scheme signs, given the raw pieces of a delivery. */
 export interface SignedContentInput {
   readonly body: Uint8Array;
   /** The timestamp header's value exactly as sent, when the scheme has one. */
   readonly timestamp: string | undefined;
-  readonly headers: Headers;
+  readonly headers: HeaderReader;
 }
 
 export interface HmacOptions<E = Record<string, unknown>> {
@@ -53,7 +53,7 @@ export interface HmacOptions<E = Record<string, unknown>> {
    */
   signedContent?: (input: SignedContentInput) => readonly (Uint8Array | string)[];
   /** Reads the event id from the parsed body (which is signed): dedup keys on it. */
-  id?: (event: E, headers: Headers) => string | undefined;
+  id?: (event: E, headers: HeaderReader) => string | undefined;
   /** A header carrying the event id. */
   idHeader?: string;
   /**
@@ -63,7 +63,7 @@ export interface HmacOptions<E = Record<string, unknown>> {
    */
   idSigned?: boolean;
   /** Reads the event type from the body. */
-  type?: (event: E, headers: Headers) => string | undefined;
+  type?: (event: E, headers: HeaderReader) => string | undefined;
   /** A header carrying the event type, used when `type` is not given. */
   typeHeader?: string;
   /** Require a JSON object body and parse it; `false` passes the raw bytes as the event. @default true */

@@ -4,6 +4,7 @@
  */
 import { createHash, createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { ConfigError, VerificationError } from '../errors.js';
+import type { HeaderReader } from './types.js';
 import { type Duration, parseDuration } from '../lease/duration.js';
 
 /** One secret, or several during a rotation (any one may match). */
@@ -43,13 +44,13 @@ export function secretKeys(
 }
 
 /** A header's value, or `undefined` when missing or empty. */
-export function header(headers: Headers, name: string): string | undefined {
+export function header(headers: HeaderReader, name: string): string | undefined {
   const value = headers.get(name);
   return value === null || value === '' ? undefined : value;
 }
 
 /** A header's value; a `missing_header` rejection naming the header when absent. */
-export function requireHeader(headers: Headers, name: string): string {
+export function requireHeader(headers: HeaderReader, name: string): string {
   const value = header(headers, name);
   if (value === undefined)
     throw new VerificationError('missing_header', `onceonly: the ${name} header is missing`);
@@ -269,7 +270,7 @@ export function parseJsonObjectText(text: string, what: string): Record<string, 
 }
 
 /** True when the request says its body is `application/x-www-form-urlencoded`. */
-export function isForm(headers: Headers): boolean {
+export function isForm(headers: HeaderReader): boolean {
   const type = headers.get('content-type');
   return type?.toLowerCase().startsWith('application/x-www-form-urlencoded') === true;
 }

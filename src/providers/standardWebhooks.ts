@@ -16,7 +16,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
 
 /** A Standard Webhooks payload: `type`, `timestamp` and `data` by convention. */
 export interface StandardWebhooksEvent {
@@ -74,7 +74,7 @@ interface Family {
 const WEBHOOK: Family = { timestamp: 'webhook-timestamp', signature: 'webhook-signature' };
 const SVIX: Family = { timestamp: 'svix-timestamp', signature: 'svix-signature' };
 
-function required(headers: Headers, name: string): string {
+function required(headers: HeaderReader, name: string): string {
   const value = header(headers, name);
   if (value === undefined)
     throw new VerificationError('missing_header', `onceonly: the ${name} header is missing`);

@@ -19,7 +19,7 @@ import {
   secretKeys,
   sha256Parts,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
 
 /** A Twilio callback: the form fields (`CallSid`, `MessageStatus`...), or the JSON body when it has one. */
 export type TwilioEvent = Record<string, unknown>;
@@ -106,7 +106,7 @@ function signedParams(params: URLSearchParams): string {
   return out;
 }
 
-function algorithmOf(headers: Headers): HmacAlgorithm {
+function algorithmOf(headers: HeaderReader): HmacAlgorithm {
   const settings = header(headers, 'x-twilio-webhooks-signature-settings');
   if (settings === undefined) return 'sha1';
   for (const part of settings.split(',')) {

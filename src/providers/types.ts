@@ -3,12 +3,21 @@
  * A provider only verifies and describes; it never touches storage.
  */
 
+/**
+ * Read access to request headers, case-insensitive: a web `Headers` fits, and so does the receiver's
+ * light view over a Node `IncomingHttpHeaders` object (no copy into a `Headers` per delivery).
+ */
+export interface HeaderReader {
+  /** The header's value (several joined with `, `), or `null` when absent. */
+  get(name: string): string | null;
+}
+
 /** One delivery as the receiver hands it to a provider: raw bytes, never re-serialised JSON. */
 export interface DeliveryInput {
   /** The exact bytes of the request body. */
   readonly rawBody: Uint8Array;
   /** The request headers (case-insensitive). */
-  readonly headers: Headers;
+  readonly headers: HeaderReader;
   /** The full URL the provider called (needed by Twilio and Square, which sign it). */
   readonly url?: string | undefined;
   /** When the delivery was received; timestamp tolerance is measured against this. */

@@ -1,4 +1,5 @@
 import { BodyTimeoutError, BodyTooLargeError, VerificationError } from '../errors.js';
+import type { HeaderReader } from '../providers/types.js';
 
 /** Raw bodies accepted by `receive()`. A string is taken as UTF-8; prefer bytes. */
 export type RawBody = Uint8Array | ArrayBuffer | string;
@@ -38,13 +39,79 @@ export function toHeaders(input: HeadersInput | undefined): Headers {
       else headers.append(name, String(value));
     }
   } catch (cause) {
-    throw new VerificationError(
-      'malformed_header',
-      'onceonly: a request header has an invalid name or value',
-      { cause },
-    );
+    throw malformed(cause);
   }
   return headers;
+}
+
+/**
+ * Headers for the pipeline: a web `Headers` as it is, and a plain object (Node's
+ * `IncomingHttpHeaders`) behind a light case-insensitive view instead of a copy into `Headers`, which
+ * costs more than verifying a signature. Values are checked as they are read, as `Headers` would.
+ */
+export function toHeaderReader(input: HeadersInput | undefined): HeaderReader {
+  if (input instanceof Headers) return input;
+  if (input !== undefined && input !== null && !(Symbol.iterator in input)) {
+    return new ObjectHeaders(input as Record<string, string | readonly string[] | number | undefined>);
+  }
+  return toHeaders(input);
+}
+
+/** A web `Headers` for a reader from {@link toHeaderReader}. */
+export function asWebHeaders(reader: HeaderReader): Headers {
+  if (reader instanceof Headers) return reader;
+  if (reader instanceof ObjectHeaders) return reader.toHeaders();
+  throw new TypeError('onceonly: unknown header reader');
+}
+
+function malformed(cause?: unknown): VerificationError {
+  return new VerificationError(
+    'malformed_header',
+    'onceonly: a request header has an invalid name or value',
+    {
+      cause,
+    },
+  );
+}
+
+// What `Headers` refuses in a value: NUL, CR and LF.
+const FORBIDDEN_VALUE = /[\0\r\n]/;
+
+class ObjectHeaders implements HeaderReader {
+  /** Built only if a lookup misses and the object has names that are not lower case. */
+  private folded: Map<string, unknown> | undefined;
+
+  constructor(private readonly input: Record<string, string | readonly string[] | number | undefined>) {}
+
+  get(name: string): string | null {
+    const key = name.toLowerCase();
+    // Node's IncomingHttpHeaders are lower case already: one property read.
+    let raw: unknown = Object.hasOwn(this.input, key) ? this.input[key] : undefined;
+    if (raw === undefined) raw = this.fold().get(key);
+    if (raw === undefined || raw === null) return null;
+    const value = Array.isArray(raw) ? raw.map((v) => String(v).trim()).join(', ') : String(raw).trim();
+    if (FORBIDDEN_VALUE.test(value)) throw malformed();
+    return value;
+  }
+
+  private fold(): Map<string, unknown> {
+    if (this.folded) return this.folded;
+    const folded = new Map<string, unknown>();
+    for (const name of Object.keys(this.input)) {
+      const lower = name.toLowerCase();
+      if (lower === name) continue;
+      const raw = this.input[name];
+      const previous = folded.get(lower);
+      folded.set(lower, previous === undefined ? raw : [previous, raw].flat());
+    }
+    this.folded = folded;
+    return folded;
+  }
+
+  /** A web `Headers` copy, for handlers that ask for one. */
+  toHeaders(): Headers {
+    return toHeaders(this.input);
+  }
 }
 
 /**

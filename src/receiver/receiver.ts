@@ -11,15 +11,16 @@ import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
 import type { Lease, Store } from '../lease/types.js';
 import { resolveTimings } from '../once.js';
-import type { EventMapOf, EventOf, Provider, Verified } from '../providers/types.js';
+import type { EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
 import {
   type BodySource,
   type HeadersInput,
   type RawBody,
   readBody,
   readBounded,
+  asWebHeaders,
   toBytes,
-  toHeaders,
+  toHeaderReader,
 } from './body.js';
 import { type Outcome, toResponse } from './http.js';
 
@@ -236,7 +237,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
 
   async function pipeline(
     bytes: Uint8Array,
-    headers: Headers,
+    headers: HeaderReader,
     url: string | undefined,
     receivedAt: Date,
     started: number,
@@ -280,7 +281,16 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       key = `${provider.name}:${verified.key ?? verified.id}`;
     else if (verified.dedup === 'body') key = `${provider.name}:body:${bodyDigest}`;
     base.key = key;
-    const delivery = { rawBody: bytes, headers, receivedAt };
+    let webHeaders: Headers | undefined;
+    const delivery = {
+      rawBody: bytes,
+      receivedAt,
+      // A web Headers only when the handler asks for one (Node's header objects stay as they are).
+      get headers(): Headers {
+        webHeaders ??= asWebHeaders(headers);
+        return webHeaders;
+      },
+    };
     const contextFor = (work: WorkContext | undefined): HandlerContext<unknown> => ({
       event: verified.event,
       type: verified.type,
@@ -382,9 +392,9 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   async function receive(input: ReceiveInput): Promise<DeliveryResult> {
     const started = Date.now();
     let bytes: Uint8Array;
-    let headers: Headers;
+    let headers: HeaderReader;
     try {
-      headers = toHeaders(input.headers);
+      headers = toHeaderReader(input.headers);
       const raw = input.rawBody;
       bytes = isBodySource(raw)
         ? await readBounded(raw, maxBodyBytes, headers.get('content-length'), bodyTimeoutMs)
