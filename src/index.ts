@@ -28,6 +28,7 @@ export { memoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type { DegradedReason, WorkContext } from './lease/engine.js';
 export { once, type OnceOptions, type OnceResult } from './once.js';
 export {
+  ATTEMPT_HEADER,
   createReceiver,
   DEGRADED_HEADER,
   type DeliveryResult,

@@ -95,6 +95,7 @@ describe('receiver: outcomes', () => {
     const { receiver, runs, outcomes } = setup();
     const res = await receiver.fetch(delivery({ id: 'evt_1', type: 'thing.created' }));
     assert.deepEqual(await json(res), { status: 200, outcome: 'processed', body: { outcome: 'processed' } });
+    assert.equal(res.headers.get('onceonly-attempt'), null, 'a first attempt carries no attempt header');
     assert.equal(runs.length, 1);
     assert.equal(outcomes[0]?.key, 'acme:evt_1');
     assert.equal(outcomes[0]?.attempt, 1);
@@ -206,6 +207,11 @@ describe('receiver: outcomes', () => {
           now += 5 * 60_000; // the first run outlives its lease
           const takeover = await receiver.fetch(delivery({ id: 'evt_7', type: 't' }));
           assert.equal(takeover.headers.get('onceonly-outcome'), 'processed');
+          assert.equal(
+            takeover.headers.get('onceonly-attempt'),
+            '2',
+            'a takeover is visible to the provider log',
+          );
         }
       },
     });

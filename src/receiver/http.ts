@@ -19,6 +19,11 @@ export type Outcome =
 export const OUTCOME_HEADER = 'Onceonly-Outcome';
 /** Header present when onceonly could not keep its full promise (fail-open, confirm failed, ...). */
 export const DEGRADED_HEADER = 'Onceonly-Degraded';
+/**
+ * Header present when the run took over a lease that ran out (attempt 2 and up): an earlier run
+ * crashed or stalled, and may have applied part of its effects. Fence your writes with the attempt.
+ */
+export const ATTEMPT_HEADER = 'Onceonly-Attempt';
 
 const MESSAGES: Partial<Record<Outcome, string>> = {
   failed: 'the handler failed; the event was released for the retry',
@@ -34,6 +39,7 @@ export function outcomeHeaders(
 ): Record<string, string> {
   const headers: Record<string, string> = { [OUTCOME_HEADER]: result.outcome, ...extra };
   if (result.degraded) headers[DEGRADED_HEADER] = result.degraded;
+  if (result.attempt !== undefined && result.attempt > 1) headers[ATTEMPT_HEADER] = String(result.attempt);
   if (result.retryAfter !== undefined) headers['Retry-After'] = String(result.retryAfter);
   return headers;
 }

@@ -1,5 +1,6 @@
 export { type BodySource, type HeadersInput, type RawBody, readBody, readBounded } from './body.js';
 export {
+  ATTEMPT_HEADER,
   DEGRADED_HEADER,
   OUTCOME_HEADER,
   type Outcome,

@@ -55,5 +55,10 @@ describe('SIGKILL at every step of a delivery', () => {
     assert.ok(r.workersKilled > 0);
     assert.ok(r.effectsDoubled > 0, 'a crash after a plain effect and before confirm doubles it');
     assert.ok(r.effectsDoubled <= r.takeovers, 'every double comes from a takeover after a crash');
+    assert.equal(
+      r.unreportedDoubles,
+      0,
+      'every double is reported: its takeover answers Onceonly-Attempt >= 2',
+    );
   });
 });

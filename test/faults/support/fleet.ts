@@ -180,7 +180,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     for (const row of ledger
       .prepare(
         `SELECT event_id AS id, COUNT(*) AS n FROM outcomes
-         WHERE degraded IS NOT NULL OR outcome = 'lease-lost' GROUP BY event_id`,
+         WHERE degraded IS NOT NULL OR outcome = 'lease-lost' OR (outcome = 'processed' AND attempt > 1)
+         GROUP BY event_id`,
       )
       .all() as { id: string; n: number }[])
       reported.set(row.id, row.n);
