@@ -9,7 +9,7 @@
  * through `LAST_INSERT_ID(expr)`, which the server sends back as `insertId` of that very statement.
  */
 import { createHash } from 'node:crypto';
-import { type PurgeOptions, purgeSettings } from './purge.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -97,33 +97,12 @@ export interface MysqlStore extends Store, StoreAdmin {
 }
 
 const DEFAULT_TABLE = 'onceonly';
-const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** `TEXT` holds 65,535 bytes; the primary key is a SHA-256 of the key, so index limits never bite. */
 const MAX_KEY_BYTES = 65_535;
 const MAX_FINGERPRINT_BYTES = 512;
 
-interface TableNames {
-  keys: string;
-  versions: string;
-  index: string;
-}
-
-function tableNames(table: string): TableNames {
-  const parts = table.split('.');
-  if (parts.length > 2 || !parts.every((p) => identifier.test(p) && p.length <= 55)) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: mysqlStore table must be a plain identifier or database.table (letters, digits, underscores, at most 55 characters each), got ${JSON.stringify(table)}`,
-    );
-  }
-  const quote = (p: string) => `\`${p}\``;
-  const last = parts[parts.length - 1]!;
-  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
-  return {
-    keys: schema + quote(last),
-    versions: schema + quote(`${last}_versions`),
-    index: quote(`${last}_expires_at_idx`),
-  };
+function mysqlTables(table: string): TableNames {
+  return tableNames(table, { store: 'mysqlStore', qualifier: 'database', quote: '`', maxLength: 55 });
 }
 
 function ddl(t: TableNames): string[] {
@@ -160,7 +139,7 @@ function ddl(t: TableNames): string[] {
  * writeFileSync('migrations/20260101_onceonly.sql', mysqlMigration('onceonly'));
  */
 export function mysqlMigration(table: string = DEFAULT_TABLE): string {
-  return `${ddl(tableNames(table)).join(';\n\n')};\n`;
+  return `${ddl(mysqlTables(table)).join(';\n\n')};\n`;
 }
 
 /**
@@ -380,7 +359,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     );
   }
   const table = options.table ?? DEFAULT_TABLE;
-  const t = tableNames(table);
+  const t = mysqlTables(table);
   const sql = statements(t);
   const autoCreate = options.autoCreate ?? true;
   const retries = options.deadlockRetries ?? 5;

@@ -6,7 +6,7 @@
  * Every state change is one SQL statement, and all time is the server's `clock_timestamp()`.
  */
 import { createHash } from 'node:crypto';
-import { type PurgeOptions, purgeSettings } from './purge.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -81,7 +81,7 @@ export interface PostgresStoreOptions {
   prepare?: boolean;
 }
 
-export type { PurgeOptions } from './purge.js';
+export type { PurgeOptions } from './sql.js';
 
 /** A PostgreSQL store: the {@link Store} contract plus housekeeping. */
 export interface PostgresStore extends Store, StoreAdmin {
@@ -98,30 +98,10 @@ export interface PostgresStore extends Store, StoreAdmin {
 }
 
 const DEFAULT_TABLE = 'onceonly';
-const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-interface TableNames {
-  keys: string;
-  versions: string;
-  index: string;
-  lockName: string;
-}
-
-function tableNames(table: string): TableNames {
-  const parts = table.split('.');
-  if (parts.length > 2 || !parts.every((p) => identifier.test(p) && p.length <= 54)) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: postgresStore table must be a plain identifier or schema.table (letters, digits, underscores, at most 54 characters each), got ${JSON.stringify(table)}`,
-    );
-  }
-  const quote = (p: string) => `"${p}"`;
-  const last = parts[parts.length - 1]!;
-  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
+function postgresTables(table: string): TableNames & { lockName: string } {
   return {
-    keys: schema + quote(last),
-    versions: schema + quote(`${last}_versions`),
-    index: quote(`${last}_expires_at_idx`),
+    ...tableNames(table, { store: 'postgresStore', qualifier: 'schema', quote: '"', maxLength: 54 }),
     lockName: `onceonly:${table}`,
   };
 }
@@ -155,11 +135,11 @@ CREATE TABLE IF NOT EXISTS ${t.versions} (
  * writeFileSync('migrations/20260101_onceonly.sql', postgresMigration('onceonly'));
  */
 export function postgresMigration(table: string = DEFAULT_TABLE): string {
-  return ddl(tableNames(table));
+  return ddl(postgresTables(table));
 }
 
 /** All statements, built once per table. `$n` placeholders; the ms amounts are cast explicitly. */
-function statements(t: TableNames) {
+function statements(t: TableNames & { lockName: string }) {
   const ms = (n: number) => `($${n}::float8 * interval '1 millisecond')`;
   const epochMs = (col: string) => `floor(extract(epoch FROM ${col}) * 1000)::int8`;
   return {
@@ -360,7 +340,7 @@ const toOptionalString = (v: unknown): string | undefined => (v == null ? undefi
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const { client, prepare = true, table = DEFAULT_TABLE, autoCreate = true } = options ?? {};
   const run = runnerFor(client, prepare, 'postgresStore client');
-  const t = tableNames(table);
+  const t = postgresTables(table);
   const sql = statements(t);
 
   async function createTables(): Promise<void> {

@@ -13,7 +13,7 @@
  * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
  * the event loop for up to the busy timeout.
  */
-import { type PurgeOptions, purgeSettings } from './purge.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -126,33 +126,15 @@ export interface SqliteStore extends Store, StoreAdmin {
 
 const DEFAULT_TABLE = 'onceonly';
 const DEFAULT_BUSY_TIMEOUT = 5_000;
-const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-interface TableNames {
-  keys: string;
-  versions: string;
-  index: string;
-  /** The keys table without its schema, as `CREATE INDEX ... ON` wants it. */
-  bareKeys: string;
-}
-
-function tableNames(table: string): TableNames {
-  const parts = table.split('.');
-  if (parts.length > 2 || !parts.every((p) => identifier.test(p) && p.length <= 100)) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: sqliteStore table must be a plain identifier or schema.table (letters, digits, underscores), got ${JSON.stringify(table)}`,
-    );
-  }
-  const quote = (p: string) => `"${p}"`;
-  const last = parts[parts.length - 1]!;
-  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
-  return {
-    keys: schema + quote(last),
-    versions: schema + quote(`${last}_versions`),
-    index: schema + quote(`${last}_expires_at_idx`),
-    bareKeys: quote(last),
-  };
+function sqliteTables(table: string): TableNames {
+  return tableNames(table, {
+    store: 'sqliteStore',
+    qualifier: 'schema',
+    quote: '"',
+    maxLength: 100,
+    indexInSchema: true,
+  });
 }
 
 function ddl(t: TableNames): string[] {
@@ -184,7 +166,7 @@ function ddl(t: TableNames): string[] {
  * db.exec(sqliteMigration());
  */
 export function sqliteMigration(table: string = DEFAULT_TABLE): string {
-  return `${ddl(tableNames(table)).join(';\n\n')};\n`;
+  return `${ddl(sqliteTables(table)).join(';\n\n')};\n`;
 }
 
 /**
@@ -329,7 +311,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     );
   }
   const table = options.table ?? DEFAULT_TABLE;
-  const t = tableNames(table);
+  const t = sqliteTables(table);
   const sql = statements(t);
   const autoCreate = options.autoCreate ?? true;
   const wal = options.wal ?? true;

@@ -1,0 +1,94 @@
+/** What the SQL stores share: table names and what `purgeExpired()` deletes, in what batches. */
+import { ConfigError } from '../errors.js';
+
+export interface PurgeOptions {
+  /**
+   * A lease that ran out and nobody took over is kept this long past its expiry, so that a takeover
+   * still raises the attempt (the fencing number must never go back while a stale worker might still
+   * write). Completed keys are deleted as soon as their retention ends.
+   * @default 86_400_000 (one day)
+   * @example store.purgeExpired({ leaseGraceMs: 3_600_000 })
+   */
+  leaseGraceMs?: number;
+  /**
+   * Also forget ordering-guard versions not advanced for this long. By default versions are kept.
+   * @default undefined
+   * @example store.purgeExpired({ versionsUnusedForMs: 30 * 86_400_000 })
+   */
+  versionsUnusedForMs?: number;
+  /**
+   * Rows deleted per statement; the purge repeats until a batch comes back short, so no statement
+   * holds many row locks (or SQLite's write lock) for long.
+   * @default 1_000
+   * @example store.purgeExpired({ batchSize: 10_000 })
+   */
+  batchSize?: number;
+}
+
+/** The purge options with their defaults, checked once. */
+export function purgeSettings(options: PurgeOptions = {}): {
+  graceMs: number;
+  batch: number;
+  unusedMs: number | undefined;
+} {
+  const graceMs = options.leaseGraceMs ?? 86_400_000;
+  const batch = options.batchSize ?? 1_000;
+  const unusedMs = options.versionsUnusedForMs;
+  if (
+    !(graceMs >= 0) ||
+    !Number.isInteger(batch) ||
+    batch < 1 ||
+    (unusedMs !== undefined && !(unusedMs >= 0))
+  ) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: purgeExpired needs leaseGraceMs >= 0, versionsUnusedForMs >= 0 and a positive integer batchSize',
+    );
+  }
+  return { graceMs, batch, unusedMs };
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The quoted names of a SQL store's tables and index, from a `table` or `schema.table` option. */
+export interface TableNames {
+  /** The keys table, schema-qualified when a schema was given. */
+  keys: string;
+  versions: string;
+  /** The expiry index; schema-qualified only where the dialect wants it (`indexInSchema`). */
+  index: string;
+  /** The keys table without its schema, as SQLite's `CREATE INDEX ... ON` wants it. */
+  bareKeys: string;
+}
+
+/**
+ * Checks a `table` option (a plain identifier, or two joined by a dot) and quotes the names derived
+ * from it. Only plain identifiers pass, so the names are safe to put into SQL text.
+ */
+export function tableNames(
+  table: string,
+  dialect: {
+    store: string;
+    qualifier: 'schema' | 'database';
+    quote: '"' | '`';
+    maxLength: number;
+    indexInSchema?: boolean;
+  },
+): TableNames {
+  const parts = table.split('.');
+  if (parts.length > 2 || !parts.every((p) => IDENTIFIER.test(p) && p.length <= dialect.maxLength)) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: ${dialect.store} table must be a plain identifier or ${dialect.qualifier}.table (letters, digits, underscores, at most ${dialect.maxLength} characters each), got ${JSON.stringify(table)}`,
+    );
+  }
+  const quote = (p: string) => `${dialect.quote}${p}${dialect.quote}`;
+  const last = parts[parts.length - 1]!;
+  const schema = parts.length === 2 ? `${quote(parts[0]!)}.` : '';
+  return {
+    keys: schema + quote(last),
+    versions: schema + quote(`${last}_versions`),
+    index: (dialect.indexInSchema ? schema : '') + quote(`${last}_expires_at_idx`),
+    bareKeys: quote(last),
+  };
+}
