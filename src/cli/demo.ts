@@ -7,7 +7,6 @@
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +14,7 @@ import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { progressBar, table } from './report.js';
 import { demoSecret, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
+import { freePort, until } from './wait.js';
 import type { WorkerConfig } from './worker.js';
 
 export const demoFlags = {
@@ -147,7 +147,7 @@ export async function demo(argv: readonly string[]): Promise<number> {
     await until(
       () => listening.size >= workers || startupFailure !== undefined,
       60_000,
-      'workers did not start listening',
+      'onceonly demo: workers did not start listening',
     );
     if (startupFailure) throw new Error(startupFailure);
   } catch (error) {
@@ -274,23 +274,4 @@ export async function demo(argv: readonly string[]): Promise<number> {
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(test: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!test()) {
-    if (Date.now() > end) throw new Error(`onceonly demo: ${what} within ${ms / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

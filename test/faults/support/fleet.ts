@@ -7,12 +7,12 @@
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
+import { freePort, until } from '../../../src/cli/wait.js';
 import type { FaultWorkerConfig } from './worker.js';
 
 /** Scales the default sizes: FAULT_SIZE=10 runs ten times the events. */
@@ -61,25 +61,6 @@ export interface FleetReport {
 }
 
 const workerFile = fileURLToPath(new URL('./worker.ts', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(test: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!test()) {
-    if (Date.now() > end) throw new Error(`fault fleet: ${what} within ${ms / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   const dir = mkdtempSync(join(tmpdir(), 'onceonly-faults-'));
@@ -140,7 +121,12 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       forked++;
       cluster.fork(env);
     }
-    await until(() => listening.size >= workers || startupFailure !== undefined, 60_000, 'workers listening');
+    await until(
+      () => listening.size >= workers || startupFailure !== undefined,
+      60_000,
+      'fault fleet: workers listening',
+      25,
+    );
     if (startupFailure) throw new Error(startupFailure);
 
     let faultDone: Promise<void> | undefined;
@@ -229,7 +215,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   } finally {
     stopping = true;
     for (const w of mine()) w.process.kill('SIGKILL');
-    await until(() => mine().length === 0, 10_000, 'workers exit').catch(() => {});
+    await until(() => mine().length === 0, 10_000, 'fault fleet: workers exit', 25).catch(() => {});
     cluster.off('listening', onListening);
     cluster.off('exit', onExit);
     ledger.close();
