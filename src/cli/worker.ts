@@ -48,8 +48,11 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 // Effects written whose claim is not confirmed yet. A crash in that window (effect committed, confirm
 // not) is the one gap no claim can close: the retry runs the effect again. Closing it takes the effect
 // and the dedup row in one transaction (record(key, { tx })). The demo's kills land mid-work, so it
-// waits for the window to be empty, then kills the process in the same tick.
+// waits for the window to be empty, then kills the process in the same tick. Entries are keyed by
+// event and attempt, and only the delivery that ran the handler clears its own: a duplicate of the
+// same event answered in-flight meanwhile must not open the window early.
 const unconfirmed = new Set<string>();
+const ran = (id: string | undefined, attempt: number | undefined) => `${id}#${attempt}`;
 
 async function crash(): Promise<never> {
   while (unconfirmed.size > 0) await sleep(1);
@@ -81,10 +84,12 @@ const receiver = createReceiver({
     // A well-behaved handler commits nothing once its signal has aborted.
     if (signal.aborted) throw signal.reason;
     applyEffect.run(id, attempt, process.pid);
-    unconfirmed.add(id!);
+    unconfirmed.add(ran(id, attempt));
   },
   onOutcome: (result) => {
-    if (result.id) unconfirmed.delete(result.id);
+    // in-flight and duplicate come from other deliveries of the event; they ran no handler here.
+    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate')
+      unconfirmed.delete(ran(result.id, result.attempt));
   },
 });
 
