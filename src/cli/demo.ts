@@ -125,6 +125,7 @@ export async function demo(argv: readonly string[]): Promise<number> {
   let stopping = false;
   let killed = 0;
   let startupFailure: string | undefined;
+  const aborted = new AbortController();
   const listening = new Set<number>();
   const everListened = new Set<number>();
   cluster.on('listening', (w) => {
@@ -134,12 +135,14 @@ export async function demo(argv: readonly string[]): Promise<number> {
   cluster.on('exit', (w, code, signal) => {
     listening.delete(w.id);
     if (stopping) return;
-    if (!everListened.has(w.id)) {
-      // A worker that dies before it listens would die again: stop instead of looping.
+    // SIGKILL is the chaos: a restarted worker can be handed queued connections, and killed by one,
+    // before the primary hears it listen. Any other death before listening would repeat: stop.
+    if (signal === 'SIGKILL') killed++;
+    else if (!everListened.has(w.id)) {
       startupFailure = `a worker exited during start-up (${signal ?? `code ${code}`}); see its error above`;
+      aborted.abort();
       return;
     }
-    if (signal === 'SIGKILL') killed++;
     cluster.fork(env); // restart, as a process manager would
   });
   for (let i = 0; i < workers; i++) cluster.fork(env);
@@ -174,19 +177,27 @@ export async function demo(argv: readonly string[]): Promise<number> {
     maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
     run,
     onProgress: bar,
+    signal: aborted.signal,
   });
   bar?.(flags.events, flags.events);
 
   stopping = true;
   // Every acknowledged effect is committed to the ledger; stop the workers without ceremony.
+  // A worker that already exited stays in cluster.workers until its IPC channel closes too, and
+  // emits no second 'exit': wait only for the live ones.
   await Promise.all(
     Object.values(cluster.workers ?? {}).map((w) => {
-      if (!w) return undefined;
-      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      if (!w || w.isDead()) return undefined;
+      const exited = new Promise<void>((resolve) => w.process.once('exit', () => resolve()));
       w.process.kill('SIGKILL');
       return exited;
     }),
   );
+  if (startupFailure) {
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(startupFailure);
+  }
 
   // The verdict comes from the ledger alone.
   const effects = new Map<string, { n: number; maxAttempt: number }>();

@@ -34,13 +34,14 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(`onceonly: ${message.replace(/^onceonly: /, '')}`);
-    process.exitCode = error instanceof UsageError ? 2 : 1;
-  },
-);
+// Exit once the output is flushed: a command is done when it returns, whatever handles a driver or
+// node:cluster still holds (a killed worker's connections can keep the primary's loop alive).
+function exit(code: number): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
+main(process.argv.slice(2)).then(exit, (error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(`onceonly: ${message.replace(/^onceonly: /, '')}`);
+  exit(error instanceof UsageError ? 2 : 1);
+});

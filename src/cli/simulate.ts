@@ -3,6 +3,7 @@
  * than once (plain duplicates, and concurrent copies in the same moment), and every copy is retried
  * with exponential backoff after any non-2xx, timeout or dropped connection, re-signed each time.
  */
+import { setMaxListeners } from 'node:events';
 import { eventBody, type SimProvider, sign } from './sign.js';
 
 export interface SimulateOptions {
@@ -26,6 +27,8 @@ export interface SimulateOptions {
   /** A run id that makes event ids unique. */
   run: string;
   onProgress?: (done: number, total: number) => void;
+  /** Stops the run early: no new requests once aborted (copies still unsent count as given up). */
+  signal?: AbortSignal;
 }
 
 export interface SimulateReport {
@@ -49,6 +52,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function simulate(options: SimulateOptions): Promise<SimulateReport> {
   const started = performance.now();
+  // Every request in flight listens on the run's signal.
+  if (options.signal) setMaxListeners(0, options.signal);
   const report: SimulateReport = {
     events: options.events,
     deliveries: 0,
@@ -80,6 +85,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
   /** One copy of an event, retried until a 2xx or the schedule runs out. */
   async function deliverCopy(id: string, body: string): Promise<boolean> {
     for (let attempt = 0; attempt < options.maxAttempts; attempt++) {
+      if (options.signal?.aborted) return false;
       if (attempt > 0) {
         report.retries++;
         const base = Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (attempt - 1));
@@ -88,12 +94,21 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
       const signed = sign(options.provider, options.secret, id, body);
       await acquire();
       report.deliveries++;
+      // One controller with a plain timer: on Node 20 a timeout signal combined through
+      // AbortSignal.any can be collected before it fires, leaving a request waiting forever.
+      const request = new AbortController();
+      const timer = setTimeout(
+        () => request.abort(new DOMException('request timed out', 'TimeoutError')),
+        options.requestTimeoutMs,
+      );
+      const stop = () => request.abort(options.signal?.reason);
+      options.signal?.addEventListener('abort', stop, { once: true });
       try {
         const res = await fetch(options.url, {
           method: 'POST',
           body: signed.body,
           headers: signed.headers,
-          signal: AbortSignal.timeout(options.requestTimeoutMs),
+          signal: request.signal,
         });
         await res.arrayBuffer().catch(() => undefined);
         const outcome = res.headers.get('onceonly-outcome') ?? `http-${res.status}`;
@@ -106,6 +121,8 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
           report.dropped++;
         }
       } finally {
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', stop);
         releaseSlot();
       }
     }
