@@ -105,11 +105,13 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   const onExit = (w: { id: number }, code: number | null, signal: string | null) => {
     listening.delete(w.id);
     if (stopping) return;
-    if (!everListened.has(w.id)) {
+    // A restarted worker can be handed queued connections, and killed by one, before the primary
+    // hears it listen: SIGKILL is always a fault to restart from.
+    if (signal === 'SIGKILL') killed++;
+    else if (!everListened.has(w.id)) {
       startupFailure = `a fault worker exited during start-up (${signal ?? `code ${code}`})`;
       return;
     }
-    if (signal === 'SIGKILL') killed++;
     forked++;
     cluster.fork(env);
   };
@@ -151,7 +153,9 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     stopping = true;
     await Promise.all(
       mine().map((w) => {
-        const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+        // An exited worker lingers in cluster.workers until its channel closes; it exits no more.
+        if (w.isDead()) return undefined;
+        const exited = new Promise<void>((resolve) => w.process.once('exit', () => resolve()));
         w.process.kill('SIGKILL');
         return exited;
       }),

@@ -85,7 +85,10 @@ function chosen(id: string | undefined): boolean {
 
 // Effects written whose claim is not confirmed yet (plain effects only). A kill meant for another
 // step waits until no other handler of this process is in that window, so it tests the claim alone.
+// Keyed by event and attempt, cleared only by the delivery that ran the handler (an in-flight copy of
+// the same event answered meanwhile must not open the window early).
 const unconfirmed = new Set<string>();
+const ran = (id: string | undefined, attempt: number | undefined) => `${id}#${attempt}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function crash(waitForWindow: boolean): Promise<never> {
@@ -140,11 +143,12 @@ const receiver = createReceiver({
         .immediate();
     } else {
       applyEffect.run(id, attempt, process.pid, lease === undefined ? 1 : 0);
-      unconfirmed.add(id!);
+      unconfirmed.add(ran(id, attempt));
     }
   },
   onOutcome: (result) => {
-    if (result.id) unconfirmed.delete(result.id);
+    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate')
+      unconfirmed.delete(ran(result.id, result.attempt));
     recordOutcome.run(
       result.id ?? null,
       result.outcome,
