@@ -56,13 +56,11 @@ if (
   // through the claim script, which must pass the same suite.
   const olderServer: NodeRedisLike = {
     evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
-    eval: (body, o) => nodeRedis.eval(body, o),
-    set: async () => {
-      throw new Error('ERR syntax error');
-    },
-    pExpireTime: async () => {
-      throw new Error("ERR unknown command 'PEXPIRETIME'");
-    },
+    sendCommand: ((args: string[]) => {
+      if (args[0] === 'SET' && args.includes('NX') && args.includes('GET'))
+        return Promise.reject(new Error('ERR syntax error'));
+      return nodeRedis.sendCommand(args);
+    }) as NodeRedisLike['sendCommand'],
   };
   await runConformance({
     name: 'redisStore conformance (claims by script, as on Redis 6.2)',
@@ -71,41 +69,34 @@ if (
   });
 
   describe('redisStore on the Redis server', () => {
-    it('claims a free key with one plain SET NX PX round trip, answers a completed key the same way, scripts only a held one', async () => {
+    it('claims a free key with one plain SET NX PX GET, answers a completed key the same way, scripts only a held one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];
       const counting: NodeRedisLike = {
-        evalSha: (sha, o) => {
-          sent.push('EVALSHA');
-          return nodeRedis.evalSha(sha, o);
-        },
-        eval: (body, o) => {
-          sent.push('EVAL');
-          return nodeRedis.eval(body, o);
-        },
-        set: (key, value, o) => {
-          sent.push('SET');
-          return nodeRedis.set(key, value, o);
-        },
-        pExpireTime: (key) => {
-          sent.push('PEXPIRETIME');
-          return nodeRedis.pExpireTime(key);
-        },
+        evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
+        sendCommand: ((args: string[]) => {
+          sent.push(args[0]!);
+          return nodeRedis.sendCommand(args);
+        }) as NodeRedisLike['sendCommand'],
       };
       const store = redisStore({ client: counting, prefix, checkEvictionPolicy: false });
       // Act, Assess: a free key.
       const claim = store.claim('one-trip', { leaseMs: LONG });
-      assert.deepEqual(sent.splice(0), ['SET', 'PEXPIRETIME'], 'both sent at once: one round trip');
+      // The first claim also reads the server's clock, in the same tick: one round trip.
+      assert.deepEqual(sent.splice(0), ['TIME', 'SET'], 'both sent at once: one round trip');
       const lease = acquired(await claim);
       assert.deepEqual(sent.splice(0), []);
+      // The next free key is the SET alone.
+      acquired(await store.claim('one-trip-2', { leaseMs: LONG }));
+      assert.deepEqual(sent.splice(0), ['SET']);
       // A key being processed: the SET NX fails, then the script decides.
       assert.equal((await store.claim('one-trip', { leaseMs: LONG })).status, 'in-flight');
-      assert.deepEqual(sent.splice(0), ['SET', 'PEXPIRETIME', 'EVALSHA']);
-      // A completed key: answered by the SET's GET, no script.
+      assert.deepEqual(sent.splice(0), ['SET', 'EVALSHA']);
+      // Confirm is one script; a completed key is answered by the SET's GET, no script.
       assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
-      sent.length = 0;
+      assert.deepEqual(sent.splice(0), ['EVALSHA']);
       assert.equal((await store.claim('one-trip', { leaseMs: LONG })).status, 'completed');
-      assert.deepEqual(sent.splice(0), ['SET', 'PEXPIRETIME']);
+      assert.deepEqual(sent.splice(0), ['SET']);
     });
 
     it('lays keys out as prefix + k: + key (state|token|attempt|grace|fingerprint) and prefix + v: + entity', async () => {
@@ -148,14 +139,21 @@ if (
       assert.equal(view?.fingerprint, 'y');
     });
 
-    it("reports the lease's end from the key's own expiry, identically in the lease and in inspect()", async () => {
-      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
-      const lease = acquired(await store.claim('expiry', { leaseMs: LONG }));
-      const pexpiretime = await nodeRedis.pExpireTime(`${prefix}k:expiry`);
-      assert.equal(lease.expiresAt.getTime(), Number(pexpiretime) - 3_600_000, 'key expiry minus the grace');
-      assert.equal((await store.inspect('expiry'))?.expiresAt.getTime(), lease.expiresAt.getTime());
-      const held = await store.claim('expiry', { leaseMs: LONG });
-      assert.equal(held.status === 'in-flight' && held.expiresAt.getTime(), lease.expiresAt.getTime());
+    it("reports the lease's end on the server's clock: never after the key's own, at most a round trip before", async () => {
+      for (const client of [nodeRedis, ioredis]) {
+        const store = redisStore({ client, prefix: `${prefix}exp:`, checkEvictionPolicy: false });
+        for (let i = 0; i < 20; i++) {
+          const key = `expiry-${client === nodeRedis ? 'nr' : 'io'}-${i}`;
+          const lease = acquired(await store.claim(key, { leaseMs: LONG }));
+          const exact = Number(await nodeRedis.pExpireTime(`${prefix}exp:k:${key}`)) - 3_600_000;
+          const early = exact - lease.expiresAt.getTime();
+          assert.ok(early >= 0 && early < 50, `lease end ${early} ms before the key's`);
+          // inspect() and an in-flight claim read the key's own expiry, exactly.
+          assert.equal((await store.inspect(key))?.expiresAt.getTime(), exact);
+          const held = await store.claim(key, { leaseMs: LONG });
+          assert.equal(held.status === 'in-flight' && held.expiresAt.getTime(), exact);
+        }
+      }
     });
 
     it('decides on the server clock: a client clock days off changes nothing', async () => {

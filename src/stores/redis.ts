@@ -18,16 +18,15 @@ import {
 } from '../lease/types.js';
 import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
 
-/** The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`, `createCluster()`. */
+/**
+ * The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`,
+ * `createCluster()`. Commands go through `sendCommand` (the typed helpers cost more per call than
+ * the command itself); `evalSha` only tells a node-redis client from an ioredis one.
+ */
 export interface NodeRedisLike {
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): PromiseLike<unknown>;
-  set(
-    key: string,
-    value: string,
-    options: { condition: 'NX'; expiration: { type: 'PX'; value: number }; GET: true },
-  ): PromiseLike<unknown>;
-  pExpireTime(key: string): PromiseLike<unknown>;
+  /** A client's `sendCommand(args)`, or a cluster's `sendCommand(firstKey, isReadonly, args)`. */
+  sendCommand(...args: never[]): PromiseLike<unknown>;
 }
 
 /** The part of an ioredis client or cluster the store uses: `new Redis()`, `new Cluster()`. */
@@ -89,6 +88,8 @@ const DEFAULT_GRACE = '1h';
 // Lua formats numbers with 14 significant digits, so every duration handed to a script stays below
 // 1e13 ms (about 300 years) and is passed as a decimal string built here.
 const MAX_MS = 1e13;
+/** How often the server's clock is read again (one `TIME`, in a claim's round trip). */
+const CLOCK_REFRESH_MS = 10_000;
 
 interface Script {
   body: string;
@@ -109,38 +110,45 @@ const scripts = {
   inspect: script(INSPECT),
 };
 
-type Run = (s: Script, key: string, args: string[]) => Promise<unknown>;
-
-/**
- * `SET key value NX PX px GET` and `PEXPIRETIME key`, sent together: one round trip. Resolves to
- * the value the key already held (null when the SET won) and the key's absolute expiry in ms.
- */
-type SetNx = (key: string, value: string, px: number) => [PromiseLike<unknown>, PromiseLike<unknown>];
+/** How the store talks to a client: three kinds of command, each on one key's node. */
+interface Wire {
+  /** A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches it. */
+  run(s: Script, key: string, args: string[]): Promise<unknown>;
+  /** `SET key value NX PX px GET`: the value the key already held, or null when the SET won. */
+  setNx(key: string, value: string, px: number): Promise<unknown>;
+  /** `TIME` on the node that holds `key`: [seconds, microseconds]. */
+  time(key: string): Promise<unknown>;
+}
 
 function isNoScript(err: unknown): boolean {
   return err instanceof Error && err.message.includes('NOSCRIPT');
 }
 
-/**
- * The two ways the store talks to the client: scripts by EVALSHA, and on NOSCRIPT (never loaded,
- * SCRIPT FLUSH, failover to a fresh node) EVAL, which also caches them; and the plain SET NX of a claim.
- */
-function adapt(client: RedisClientLike): { run: Run; setNx: SetNx } {
+interface NodeRedisClusterLike {
+  masters?: unknown;
+  nodeClient?: unknown;
+  sendCommand(firstKey: string, isReadonly: boolean, args: string[]): PromiseLike<unknown>;
+}
+
+function adapt(client: RedisClientLike): Wire {
   if (typeof (client as NodeRedisLike).evalSha === 'function') {
-    const c = client as NodeRedisLike;
+    const cluster = client as unknown as NodeRedisClusterLike;
+    // A cluster routes by the key given first; a client takes the arguments alone.
+    const send: (key: string, args: string[]) => Promise<unknown> =
+      Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function'
+        ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args))
+        : (_key, args) =>
+            Promise.resolve(
+              (client as unknown as { sendCommand(a: string[]): PromiseLike<unknown> }).sendCommand(args),
+            );
     return {
-      run: (s, key, args) => {
-        const options = { keys: [key], arguments: args };
-        return Promise.resolve(c.evalSha(s.sha, options)).catch((err: unknown) => {
+      run: (s, key, args) =>
+        send(key, ['EVALSHA', s.sha, '1', key, ...args]).catch((err: unknown) => {
           if (!isNoScript(err)) throw err;
-          return c.eval(s.body, options);
-        });
-      },
-      // node-redis writes commands issued in the same tick together: one round trip.
-      setNx: (key, value, px) => [
-        c.set(key, value, { condition: 'NX', expiration: { type: 'PX', value: px }, GET: true }),
-        c.pExpireTime(key),
-      ],
+          return send(key, ['EVAL', s.body, '1', key, ...args]);
+        }),
+      setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
+      time: (key) => send(key, ['TIME']),
     };
   }
   if (typeof (client as IoRedisLike).evalsha === 'function') {
@@ -151,10 +159,8 @@ function adapt(client: RedisClientLike): { run: Run; setNx: SetNx } {
           if (!isNoScript(err)) throw err;
           return c.eval(s.body, 1, key, ...args);
         }),
-      setNx: (key, value, px) => [
-        c.call('SET', key, value, 'PX', String(px), 'NX', 'GET'),
-        c.call('PEXPIRETIME', key),
-      ],
+      setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
+      time: () => Promise.resolve(c.call('TIME')),
     };
   }
   throw new ConfigError(
@@ -194,9 +200,10 @@ const sameField = (stored: string, offered: string) => stored === '' || offered 
 
 /**
  * A store on Redis or Valkey, for node-redis (v5+) and ioredis clients, standalone or Redis Cluster.
- * Claiming a free key is one round trip: a plain `SET NX PX` (with `GET`, so a completed key is
- * answered in the same trip) sent together with `PEXPIRETIME` for the lease's end. Only when the key
- * is being processed does a script decide between in-flight and takeover. Confirm, release, extend,
+ * Claiming a free key is one command: a plain `SET NX PX` (with `GET`, so a completed key is
+ * answered in the same trip); the lease's end is the server's time, read with `TIME` every few
+ * seconds in a claim's round trip. Only when the key is being processed does a script decide
+ * between in-flight and takeover. Confirm, release, extend,
  * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
  * command acts on one key, so it runs on Redis Cluster, and all time is the server's.
  *
@@ -220,7 +227,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
   const { client } = options;
-  const { run, setNx } = adapt(client);
+  const wire = adapt(client);
   // SET NX together with GET needs Redis 7 / Valkey 7.2; on older servers every claim is a script.
   let fastClaims = true;
   const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -258,7 +265,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    return run(s, key, args).then(
+    return wire.run(s, key, args).then(
       (reply) => {
         afterFirstAnswer();
         return reply;
@@ -269,29 +276,58 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
 
+  // The server's clock, carried on this process's monotonic clock: `TIME` is read now and then,
+  // sent in the same tick as a claim's SET (so in its round trip), and a free key's lease end is
+  // the server time the SET was sent at plus the lease. The offset is taken at the reply, so it is
+  // never ahead of the server, and the lease end never later than the key's real one (it is earlier
+  // by at most a round trip). The process's own wall clock plays no part.
+  let clockOffset: number | undefined; // server ms minus performance.now()
+  let clockReadAt = Number.NEGATIVE_INFINITY;
+  let clockReading: Promise<void> | undefined;
+  function readClock(key: string): Promise<void> {
+    clockReading ??= wire
+      .time(key)
+      .then(
+        (reply) => {
+          const at = performance.now();
+          const [seconds, micros] = reply as [unknown, unknown];
+          // String() first: a client with a typeMapping may hand back Buffers.
+          const offset = Number(String(seconds)) * 1000 + Math.floor(Number(String(micros)) / 1000) - at;
+          if (Number.isFinite(offset)) {
+            clockOffset = offset;
+            clockReadAt = at;
+          }
+        },
+        () => {},
+      )
+      .finally(() => {
+        clockReading = undefined;
+      });
+    return clockReading;
+  }
+
   /**
-   * The claim of a key nobody holds: one plain SET NX PX (with GET, so a completed key is answered
-   * in the same trip), and PEXPIRETIME for the lease's end on the server's clock. Returns undefined
-   * when the key is processing (the script decides) or the server is too old for SET NX GET.
+   * The claim of a key nobody holds: one plain SET NX PX, with GET so a completed key is answered in
+   * the same trip. Returns undefined when the key is processing (the script decides) or the server
+   * is too old for SET NX GET.
    */
   async function fastClaim(
     userKey: string,
     token: string,
     g: number,
     fp: string,
-    px: number,
+    leaseMs: number,
     fingerprint: string | undefined,
   ): Promise<Claim | undefined> {
     const key = claimKey(userKey);
-    const [setting, expiring] = setNx(key, `p|${token}|1|${g}|${fp}`, px);
-    // PEXPIRETIME's own failure only matters when the SET won; never leave it unhandled.
-    const expiry = expiring.then(Number, () => 0);
+    const sentAt = performance.now();
+    const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
     let held: unknown;
     try {
-      held = await setting;
+      held = await wire.setNx(key, `p|${token}|1|${g}|${fp}`, leaseMs + g);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (/syntax error|unknown command/i.test(message)) {
+      if (/syntax error/i.test(message)) {
         fastClaims = false;
         return undefined;
       }
@@ -299,16 +335,18 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
     afterFirstAnswer();
     if (held === null || held === undefined) {
-      let at = await expiry;
-      if (!(at > 0)) {
-        // PEXPIRETIME missing or failed: the key is ours, ask a script for its expiry.
+      if (clockOffset === undefined) await clock;
+      let expiresAt: number;
+      if (clockOffset !== undefined) expiresAt = Math.floor(sentAt + clockOffset) + leaseMs;
+      else {
+        // TIME failed: the key is ours, ask a script for its expiry.
         const reply = (await call('claim', scripts.inspect, key, [])) as [string, number] | null;
         if (!reply) throw failure('claim', new Error('the claimed key vanished at once'));
-        at = Number(reply[1]);
+        expiresAt = Number(reply[1]) - g;
       }
       return {
         status: 'acquired',
-        lease: createLease({ key: userKey, token, attempt: 1, fingerprint, expiresAt: new Date(at - g) }),
+        lease: createLease({ key: userKey, token, attempt: 1, fingerprint, expiresAt: new Date(expiresAt) }),
       };
     }
     const value = String(held);
@@ -330,7 +368,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const token = newToken();
       const fp = fingerprintField(fingerprint);
       if (fastClaims) {
-        const fast = await fastClaim(key, token, g, fp, lease + g, fingerprint);
+        const fast = await fastClaim(key, token, g, fp, lease, fingerprint);
         if (fast) return fast;
       }
       const reply = (await call('claim', scripts.claim, claimKey(key), [
