@@ -111,6 +111,10 @@ for (const { label, url, probe } of stores) {
             Math.abs(seen.viewUntil - view!.expiresAt.getTime()) < 50,
             'both processes read one expiry',
           );
+          // The skewed process's own lease handle is on the store's clock too (the extend came a
+          // moment after the claim, so its end is a little later, never an hour off).
+          const drift = seen.viewUntil - seen.claimedUntil;
+          assert.ok(drift >= 0 && drift < 1_000, `the claim's expiresAt is ${drift} ms off the store's`);
           const during = await opened.store.claim(key, { leaseMs: LEASE_MS });
           assert.equal(during.status, 'in-flight', 'the lease is live for a clean process');
 
