@@ -3,10 +3,10 @@ import { type Duration, parseDuration } from '../lease/duration.js';
 import {
   asBuffer,
   checkTolerance,
+  hmac as computeHmac,
   decodeSignature,
   type HmacAlgorithm,
   header,
-  hmac as computeHmac,
   parseJsonObject,
   parseTimestamp,
   requireHeader,
@@ -15,7 +15,7 @@ import {
   secretKeys,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, HeaderReader, Verified } from './types.js';
 
 /** What a generic HMAC scheme signs, given the raw pieces of a delivery. */
 export interface SignedContentInput {

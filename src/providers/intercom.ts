@@ -1,5 +1,4 @@
 import type { Duration } from '../lease/duration.js';
-import type { Verified } from './types.js';
 import {
   asBuffer,
   digestWithout,
@@ -14,7 +13,7 @@ import {
   secretKeys,
   stringField,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** An Intercom notification: `id` (`notif_...`), `topic`, `data.item`. */
 export interface IntercomEvent {

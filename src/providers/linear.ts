@@ -1,4 +1,3 @@
-import type { Verified } from './types.js';
 import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
@@ -17,7 +16,7 @@ import {
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Linear webhook: `action`, `type` (`Issue`, `Comment`...), `data`, `webhookTimestamp` (ms). */
 export interface LinearEvent {

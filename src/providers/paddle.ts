@@ -1,17 +1,15 @@
 import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
-  asBuffer,
   checkTolerance,
-  hmacEach,
   keyValuePairs,
   offeredSignatures,
   parseJsonObject,
   parseTimestamp,
   refuseLookalikes,
   requireHeader,
+  requireHmac,
   requireId,
-  requireMatch,
   retentionMs,
   type SecretInput,
   secretKeys,
@@ -92,7 +90,7 @@ export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingP
     }
     const candidates = offeredSignatures(`${HEADER} h1=`, offered, 'hex');
     checkTolerance(parseTimestamp(`${HEADER} ts=`, timestamp), receivedAt, tolerance);
-    requireMatch('paddle', hmacEach('sha256', keys, [`${timestamp}:`, asBuffer(rawBody)]), candidates);
+    requireHmac('paddle', 'sha256', keys, `${timestamp}:`, rawBody, candidates);
   }
 
   return {

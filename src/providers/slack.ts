@@ -2,7 +2,6 @@ import type { Duration } from '../lease/duration.js';
 import {
   asBuffer,
   checkTolerance,
-  hmacEach,
   isForm,
   offeredSignatures,
   parseForm,
@@ -11,8 +10,8 @@ import {
   parseTimestamp,
   refuseLookalikes,
   requireHeader,
+  requireHmac,
   requireId,
-  requireMatch,
   retentionMs,
   type SecretInput,
   secretKeys,
@@ -85,7 +84,7 @@ export function slack<E = SlackEvent>(options: SlackOptions): AuthenticatingProv
     );
     const timestamp = requireHeader(headers, 'x-slack-request-timestamp');
     checkTolerance(parseTimestamp('x-slack-request-timestamp', timestamp), receivedAt, tolerance);
-    requireMatch('slack', hmacEach('sha256', keys, [`v0:${timestamp}:`, asBuffer(rawBody)]), candidates);
+    requireHmac('slack', 'sha256', keys, `v0:${timestamp}:`, rawBody, candidates);
   }
 
   return {

@@ -1,22 +1,20 @@
 import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
-  asBuffer,
   checkTolerance,
   decodeSignature,
   type EventMapOfUnion,
   header,
-  hmacEach,
   parseJsonObject,
   parseTimestamp,
-  requireMatch,
+  requireHmac,
   retentionMs,
   type SecretInput,
   secretKeys,
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, HeaderReader, Verified } from './types.js';
 
 /** A Standard Webhooks payload: `type`, `timestamp` and `data` by convention. */
 export interface StandardWebhooksEvent {
@@ -163,7 +161,7 @@ export function standardWebhooks<E = StandardWebhooksEvent>(
       );
     }
     checkTolerance(parseTimestamp(f.timestamp, timestamp), receivedAt, tolerance);
-    requireMatch(name, hmacEach('sha256', keys, [`${id}.${timestamp}.`, asBuffer(rawBody)]), candidates);
+    requireHmac(name, 'sha256', keys, `${id}.${timestamp}.`, rawBody, candidates);
     return id;
   }
 

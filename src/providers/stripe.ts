@@ -1,17 +1,15 @@
 import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import {
-  asBuffer,
   checkTolerance,
-  type EventMapOfUnion,
-  hmacEach,
   decodeSignature,
+  type EventMapOfUnion,
   parseJsonObject,
   parseTimestamp,
   refuseLookalikes,
   requireHeader,
+  requireHmac,
   requireId,
-  requireMatch,
   retentionMs,
   type SecretInput,
   secretKeys,
@@ -140,7 +138,7 @@ export function stripe<E extends { id: string; type: string } = StripeEvent>(
       );
     }
     checkTolerance(parseTimestamp(`${HEADER} t=`, timestamp), receivedAt, tolerance);
-    requireMatch('stripe', hmacEach('sha256', keys, [`${timestamp}.`, asBuffer(rawBody)]), candidates);
+    requireHmac('stripe', 'sha256', keys, `${timestamp}.`, rawBody, candidates);
   }
 
   return {

@@ -19,7 +19,7 @@ import {
   secretKeys,
   sha256Parts,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified, HeaderReader } from './types.js';
+import type { AuthenticatingProvider, DeliveryInput, HeaderReader, Verified } from './types.js';
 
 /** A Twilio callback: the form fields (`CallSid`, `MessageStatus`...), or the JSON body when it has one. */
 export type TwilioEvent = Record<string, unknown>;

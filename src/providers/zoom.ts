@@ -1,14 +1,12 @@
 import { createHmac } from 'node:crypto';
 import type { Duration } from '../lease/duration.js';
 import {
-  asBuffer,
   checkTolerance,
-  hmacEach,
   offeredSignatures,
   parseJsonObject,
   parseTimestamp,
   requireHeader,
-  requireMatch,
+  requireHmac,
   retentionMs,
   type SecretInput,
   secretKeys,
@@ -70,7 +68,7 @@ export function zoom<E = ZoomEvent>(options: ZoomOptions): AuthenticatingProvide
     );
     const timestamp = requireHeader(headers, 'x-zm-request-timestamp');
     checkTolerance(parseTimestamp('x-zm-request-timestamp', timestamp), receivedAt, tolerance);
-    requireMatch('zoom', hmacEach('sha256', keys, [`v0:${timestamp}:`, asBuffer(rawBody)]), candidates);
+    requireHmac('zoom', 'sha256', keys, `v0:${timestamp}:`, rawBody, candidates);
   }
 
   return {
