@@ -186,6 +186,13 @@ export function parseTimestamp(name: string, value: string, unit: 's' | 'ms' = '
 /** Rejects a timestamp outside ±`toleranceMs` of `receivedAt`, saying which side it fell off. */
 export function checkTolerance(timestampMs: number, receivedAt: Date, toleranceMs: number): void {
   const skew = receivedAt.getTime() - timestampMs;
+  // An invalid receivedAt would make every comparison false and wave any timestamp through.
+  if (Number.isNaN(skew)) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: receivedAt is not a valid Date; pass the time the delivery arrived (or leave it out for now)',
+    );
+  }
   if (skew > toleranceMs) {
     throw new VerificationError(
       'timestamp_too_old',

@@ -106,6 +106,17 @@ function signedParams(params: URLSearchParams): string {
   return out;
 }
 
+/**
+ * The URL Twilio called, from the configured public URL: Twilio signs the whole URL, query included,
+ * and adds `bodySHA256` to the query of every JSON callback, so a configured URL without a query
+ * takes the query the request arrived with (a configured one with a query is used as it is).
+ */
+function withQueryOf(configured: string, requested: string | undefined): string {
+  if (configured.includes('?') || requested === undefined) return configured;
+  const at = requested.indexOf('?');
+  return at === -1 ? configured : configured + requested.slice(at);
+}
+
 function algorithmOf(headers: HeaderReader): HmacAlgorithm {
   const settings = header(headers, 'x-twilio-webhooks-signature-settings');
   if (settings === undefined) return 'sha1';
@@ -164,7 +175,7 @@ export function twilio<E = TwilioEvent>(options: TwilioOptions): AuthenticatingP
   function authenticate({ rawBody, headers, url }: DeliveryInput): URLSearchParams | undefined {
     const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
     const algorithm = algorithmOf(headers);
-    const signedUrl = configured ?? url;
+    const signedUrl = configured === undefined ? url : withQueryOf(configured, url);
     if (signedUrl === undefined) {
       throw new ConfigError(
         'invalid_option',

@@ -391,6 +391,14 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
 
   async function receive(input: ReceiveInput): Promise<DeliveryResult> {
     const started = Date.now();
+    const { receivedAt } = input;
+    if (receivedAt !== undefined && !(receivedAt instanceof Date && Number.isFinite(receivedAt.getTime()))) {
+      // A bad receivedAt must never switch the timestamp tolerance off: refuse it before anything runs.
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: receive() needs receivedAt as a valid Date (when the delivery arrived), got ${String(receivedAt)}`,
+      );
+    }
     let bytes: Uint8Array;
     let headers: HeaderReader;
     try {
@@ -402,7 +410,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     } catch (error) {
       return rejectionResult(error, started);
     }
-    return pipeline(bytes, headers, input.url, input.receivedAt ?? new Date(), started);
+    return pipeline(bytes, headers, input.url, receivedAt ?? new Date(), started);
   }
 
   function rejectionResult(error: unknown, started: number): DeliveryResult {

@@ -14,6 +14,7 @@ import {
   VerificationError,
 } from '../../src/index.js';
 import type { Verified } from '../../src/providers/types.js';
+import { toResponse } from '../../src/receiver/http.js';
 
 /** One signed request as it would reach the receiver. */
 export interface Delivery {
@@ -293,6 +294,34 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
         new Date(at.getTime() + 1000),
       );
     });
+    it('refuses an invalid receivedAt instead of letting a stale delivery through', async () => {
+      const at = new Date(NOW.getTime() - 30 * 86_400_000);
+      const stale = spec.sign(spec.body(at), a.signer, at);
+      const invalid = new Date('not a date');
+      for (const pending of [
+        verifyAt(spec.make(a.config), stale, invalid),
+        authenticateAt(spec.make(a.config), stale, invalid),
+      ]) {
+        await assert.rejects(
+          pending,
+          (error: unknown) => error instanceof ConfigError && error.code === 'invalid_option',
+        );
+      }
+      const receiver = createReceiver({
+        provider: spec.make(a.config),
+        store: memoryStore(),
+        handler: () => {},
+      });
+      await assert.rejects(
+        receiver.receive({
+          rawBody: stale.body,
+          headers: stale.headers,
+          url: stale.url,
+          receivedAt: invalid,
+        }),
+        (error: unknown) => error instanceof ConfigError && /receivedAt/.test(error.message),
+      );
+    });
     it('accepts a delivery just inside the tolerance on either side', async () => {
       for (const shift of [-tolerance + 5_000, tolerance - 5_000]) {
         const at = new Date(NOW.getTime() + shift);
@@ -311,18 +340,47 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     }
   });
 
-  it('never echoes the secret or the expected signature in a rejection message', async () => {
+  it('never echoes the secret or the expected signature in a rejection message or response', async () => {
     const tampered = (spec.tamper ?? defaultTamper)(signed);
+    // What the verifier computed for the tampered bytes: the same bytes signed with the right key.
+    const tamperedText =
+      typeof tampered.body === 'string' ? tampered.body : new TextDecoder().decode(tampered.body);
+    const expected = spec.sign(tamperedText, a.signer, NOW);
+    // The header values that change with the body are the signatures (offered and expected).
+    const signatures = Object.entries(expected.headers)
+      .filter(([name, value]) => signed.headers[name] !== value)
+      .flatMap(([name, value]) => [value, signed.headers[name] ?? '']);
+    // Whole values and their parts (`t=..,v1=<hex>` holds the signature as one part).
+    const secrets = [
+      a.config,
+      ...signatures,
+      ...signatures.flatMap((value) => value.split(/[\s,;=]+/)),
+    ].filter((value) => value.length >= 16);
+    const leaks = (text: string) => secrets.filter((value) => text.includes(value));
+    let message = '';
     try {
       await verifyAt(spec.make(a.config), tampered);
       assert.fail('expected a rejection');
     } catch (error) {
-      const message = String((error as Error).message);
-      assert.ok(!message.includes(a.config), 'the message contains the secret');
-      for (const value of Object.values(signed.headers)) {
-        if (value.length >= 16) assert.ok(!message.includes(value), 'the message contains a signature');
-      }
+      message = String((error as Error).message);
     }
+    assert.deepEqual(leaks(message), [], 'the message contains the secret or a signature');
+    const receiver = createReceiver({
+      provider: spec.make(a.config),
+      store: memoryStore(),
+      handler: () => {},
+    });
+    const response = toResponse(
+      await receiver.receive({
+        rawBody: tampered.body,
+        headers: tampered.headers,
+        url: tampered.url,
+        receivedAt: NOW,
+      }),
+    );
+    assert.equal(response.status, 401);
+    const text = `${await response.text()} ${JSON.stringify([...response.headers])}`;
+    assert.deepEqual(leaks(text), [], 'the response contains the secret or a signature');
   });
 
   it('processes a delivery once: the same delivery again is a duplicate and the handler ran once', async () => {

@@ -11,6 +11,7 @@ import {
   NOT_JSON,
   providerCases,
   rejects,
+  TRICKY_JSON,
   TRICKY_TEXT,
   verifyAt,
   withHeader,
@@ -145,6 +146,36 @@ function signJson(payload: string, key: string): Delivery {
 }
 
 describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpectedTwilioSignature + getExpectedBodyHash)', () => {
+  providerCases<string>({
+    name: 'twilio',
+    credential: () => {
+      const k = token();
+      return { signer: k, config: k };
+    },
+    make: (config) => twilio({ secret: config }),
+    body: () => `{"event": "call.completed", "note": ${TRICKY_JSON}}`,
+    sign: (payload, key) => signJson(payload, key),
+    expect: { dedup: 'body' },
+    noteOf: (event) => (event as { note: unknown }).note,
+    toleranceMs: undefined,
+    freshIdHeader: (d) => withHeader(d, 'i-twilio-idempotency-token', 'fresh-token'),
+    signatureHeader: 'x-twilio-signature',
+    malformed: ['AC00000000000000000000000000000000', 'SK0123', ' '],
+  });
+
+  it('verifies behind a proxy: the configured public URL takes the bodySHA256 query the request arrived with', async () => {
+    const key = token();
+    const d = signJson(JSON_BODY, key);
+    const arrived = `http://127.0.0.1:3000/twilio/json${d.url!.slice(d.url!.indexOf('?'))}`;
+    const provider = twilio({ secret: key, url: 'https://example.com/twilio/json' });
+    const verified = await verifyAt(provider, { ...d, url: arrived });
+    assert.equal((verified.event as { note: string }).note, 'café – 😀');
+    // The same with the path-and-query form a node:http request gives.
+    await verifyAt(provider, { ...d, url: arrived.slice('http://127.0.0.1:3000'.length) });
+    // A configured URL that already has its query is used as it is.
+    await verifyAt(twilio({ secret: key, url: d.url! }), { ...d, url: '/somewhere/else' });
+  });
+
   it('verifies the URL signature and the body hash, and parses the raw JSON', async () => {
     const key = token();
     const d = signJson(JSON_BODY, key);
