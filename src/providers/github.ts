@@ -8,6 +8,7 @@ import {
   parseForm,
   parseJsonObject,
   parseJsonObjectText,
+  refuseLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -56,7 +57,21 @@ const HEADER = 'x-hub-signature-256';
 export function github<M extends object = Record<string, GithubEvent>>(
   options: GithubOptions,
 ): AuthenticatingProvider<M[keyof M], { [K in keyof M & string]: M[K] }> {
-  const keys = secretKeys('github', options.secret);
+  const keys = secretKeys('github', options.secret, (s) => {
+    refuseLookalikes(
+      'github',
+      s,
+      [
+        ['ghp_', 'a personal access token'],
+        ['github_pat_', 'a fine-grained personal access token'],
+        ['gho_', 'an OAuth token'],
+        ['ghs_', 'an app installation token'],
+        ['ghu_', 'an app user token'],
+      ],
+      'the secret you entered for the webhook (Settings → Webhooks)',
+    );
+    return Buffer.from(s, 'utf8');
+  });
   const retention = retentionMs(options.retention, '4d');
 
   /** The signature checks, shared by `authenticate` and `verify`; returns the (required) event type. */

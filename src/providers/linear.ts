@@ -8,6 +8,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
+  refuseLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -65,7 +66,15 @@ const PER_ATTEMPT = ['webhookTimestamp'];
  * createReceiver({ provider: linear({ secret: process.env.LINEAR_WEBHOOK_SECRET! }), store, on: { Issue: handleIssue } });
  */
 export function linear<E = LinearEvent>(options: LinearOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('linear', options.secret);
+  const keys = secretKeys('linear', options.secret, (s) => {
+    refuseLookalikes(
+      'linear',
+      s,
+      [['lin_api_', 'a Linear API key']],
+      "the webhook's signing secret (lin_wh_...) from Settings → API → Webhooks",
+    );
+    return Buffer.from(s, 'utf8');
+  });
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 

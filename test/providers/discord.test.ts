@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { generateKeyPairSync, type KeyObject, sign as edSign } from 'node:crypto';
+import { sign as edSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { discord } from '../../src/providers/index.js';
 import { type Delivery, NOW, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';

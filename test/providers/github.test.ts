@@ -62,7 +62,7 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
     toleranceMs: undefined,
     freshIdHeader: (d) => withHeader(d, 'x-github-delivery', 'a-fresh-guid-minted-by-the-replayer'),
     signatureHeader: 'x-hub-signature-256',
-    malformed: ['', '   '],
+    malformed: ['ghp_0123456789abcdefghij', 'github_pat_11ABC', 'ghs_xyz', '', '   '],
   });
 
   it('agrees with @octokit/webhooks-methods verify', async () => {

@@ -34,7 +34,7 @@ describe('intercom provider (signed with the documented algorithm over node:cryp
     noteOf: (event) => (event as { data: { item: { body: unknown } } }).data.item.body,
     toleranceMs: undefined,
     signatureHeader: 'x-hub-signature',
-    malformed: ['', ' '],
+    malformed: ['dG9rOjAxMjM0NTY3ODk=', '', ' '],
   });
 
   it('gives a retry (delivery_attempts bumped) the same key and the same content fingerprint', async () => {

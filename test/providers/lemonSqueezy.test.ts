@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { lemonSqueezy } from '../../src/providers/index.js';
-import { type Delivery, providerCases, verifyAt, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, providerCases, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
 
 // Lemon Squeezy's documented algorithm: hex(HMAC-SHA256(signing secret, raw body)) in X-Signature.
 const secret = () => randomBytes(12).toString('base64url');
@@ -34,7 +34,7 @@ describe('lemonSqueezy provider (signed with the documented algorithm over node:
     noteOf: (event) => (event as { meta: { custom_data: { note: unknown } } }).meta.custom_data.note,
     toleranceMs: undefined,
     signatureHeader: 'x-signature',
-    malformed: ['', '\n'],
+    malformed: ['eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.x', '', '\n'],
   });
 
   it('takes the type from the signed meta.event_name, not the unsigned X-Event-Name header', async () => {

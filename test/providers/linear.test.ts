@@ -48,7 +48,7 @@ describe('linear provider (signed with the documented algorithm over node:crypto
     signatureHeader: 'linear-signature',
     // The timestamp is webhookTimestamp inside the body: authenticate must parse it.
     nonJson: 'both-reject',
-    malformed: ['', '  '],
+    malformed: ['lin_api_0123456789', '', '  '],
   });
 
   it('keys on a digest of the signed body (not the unsigned Linear-Delivery)', async () => {

@@ -45,7 +45,7 @@ describe('mailgun provider (signed with the documented algorithm over node:crypt
     reserialisable: false,
     // Timestamp, token and signature are fields of the body: authenticate must parse it.
     nonJson: 'both-reject',
-    malformed: ['', '   '],
+    malformed: ['pubkey-0123456789abcdef', '', '   '],
   });
 
   it('keys on the signed token, not on the unauthenticated event id', async () => {

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { generateKeyPairSync, type KeyObject, sign as ecSign } from 'node:crypto';
+import { sign as ecSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sendgrid } from '../../src/providers/index.js';
 import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';

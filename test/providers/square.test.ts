@@ -32,7 +32,7 @@ describe('square provider (signed with the documented algorithm over node:crypto
     noteOf: (event) => (event as { data: { object: { note: unknown } } }).data.object.note,
     toleranceMs: undefined,
     signatureHeader: 'x-square-hmacsha256-signature',
-    malformed: ['', ' '],
+    malformed: ['EAAAl0123456789', 'sq0csp-abc', '', ' '],
   });
 
   it('rejects a delivery signed for another notification URL as invalid_signature', async () => {
