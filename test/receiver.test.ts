@@ -673,4 +673,23 @@ describe('receiver: configuration', () => {
     assert.ok(retention > 2 * 3600_000 - 5_000 && retention <= 2 * 3600_000, `retention ${retention}`);
     void receiver;
   });
+
+  it("lets the receiver's retention and lease override the provider's default", async () => {
+    const { store } = setup({});
+    let leaseMs = 0;
+    const receiver = createReceiver({
+      provider: acme({ retention: '2h' }),
+      store,
+      retention: '9d',
+      lease: '90s',
+      handler: ({ lease }) => {
+        leaseMs = lease!.expiresAt.getTime() - Date.now();
+      },
+    });
+    await receiver.fetch(delivery({ id: 'evt_override', type: 't' }));
+    assert.ok(leaseMs > 85_000 && leaseMs <= 90_000, `lease ${leaseMs}`);
+    const view = await store.inspect('acme:evt_override');
+    const retention = view!.expiresAt.getTime() - Date.now();
+    assert.ok(retention > 9 * 86_400_000 - 5_000 && retention <= 9 * 86_400_000, `retention ${retention}`);
+  });
 });

@@ -118,7 +118,11 @@ export function discord<E = DiscordEvent>(options: DiscordOptions): Authenticati
       authenticate(input);
       const event = parseJsonObject(input.rawBody);
       const id = stringField(event, 'id');
-      if (id !== undefined && 'token' in event) {
+      if ('token' in event) {
+        // An interaction always carries its id; without one it must not fall back to a body key.
+        if (id === undefined) {
+          throw new VerificationError('missing_event_id', 'onceonly: the discord interaction has no id');
+        }
         const kind = typeof event.type === 'number' ? INTERACTION_TYPES[event.type] : undefined;
         return { event: event as E, type: kind ?? String(event.type), id, dedup: 'id' };
       }

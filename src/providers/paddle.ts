@@ -82,8 +82,16 @@ export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingP
     let timestamp: string | undefined;
     const offered: string[] = [];
     for (const [k, v] of keyValuePairs(requireHeader(headers, HEADER), ';')) {
-      if (k === 'ts') timestamp ??= v;
-      else if (k === 'h1') offered.push(v);
+      if (k === 'ts') {
+        // Two timestamps leave it open which one was signed: refuse, as for Stripe's t=.
+        if (timestamp !== undefined) {
+          throw new VerificationError(
+            'malformed_header',
+            'onceonly: the paddle-signature header has more than one ts= timestamp',
+          );
+        }
+        timestamp = v;
+      } else if (k === 'h1') offered.push(v);
     }
     if (timestamp === undefined) {
       throw new VerificationError('malformed_header', 'onceonly: the paddle-signature header has no ts=');

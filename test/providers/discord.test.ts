@@ -63,6 +63,15 @@ describe('discord provider (Ed25519, key pair generated in the test)', () => {
     );
   });
 
+  it('rejects a signed interaction without an id as missing_event_id, never keying it on the body', async () => {
+    const { signer, config } = credential();
+    await rejects(
+      discord({ publicKey: config }),
+      sign('{"type":2,"application_id":"app1","token":"tok","data":{}}', signer, NOW),
+      'missing_event_id',
+    );
+  });
+
   it('rejects a signature of the wrong length as malformed_header', async () => {
     const { signer, config } = credential();
     const d = sign(body(), signer, NOW);

@@ -1,3 +1,4 @@
+import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { hmac } from '../../src/providers/index.js';
@@ -77,5 +78,16 @@ describe('generic hmac provider (signed with node:crypto as the configured schem
     await authenticateAt(acme(key), d);
     await rejects(acme(key), d, 'missing_event_id');
     await authenticateRejects(acme(secret()), d, 'invalid_signature');
+  });
+
+  it('defaults retention to 3 days (the provider is unknown) and takes an override', () => {
+    assert.equal(acme(secret()).retentionMs, 3 * 86_400_000);
+    const longer = hmac({
+      name: 'acme',
+      secret: secret(),
+      signatureHeader: 'x-acme-signature',
+      retention: '30d',
+    });
+    assert.equal(longer.retentionMs, 30 * 86_400_000);
   });
 });

@@ -46,6 +46,13 @@ describe('paddle provider (signed with the documented algorithm over node:crypto
     await rejects(paddle({ secret: key }), withHeader(d, 'paddle-signature', header), 'malformed_header');
   });
 
+  it('rejects a header with two ts= as malformed_header (which one was signed is unclear)', async () => {
+    const key = secret();
+    const d = sign(body(), key, NOW);
+    const header = `ts=1;${d.headers['paddle-signature']!}`;
+    await rejects(paddle({ secret: key }), withHeader(d, 'paddle-signature', header), 'malformed_header');
+  });
+
   it('rejects a signed notification without event_id as missing_event_id', async () => {
     const key = secret();
     await rejects(

@@ -222,4 +222,9 @@ describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpected
     await rejects(twilio({ secret: key }), d, 'invalid_body');
     await authenticateRejects(twilio({ secret: key }), { ...d, body: `${NOT_JSON} ` }, 'invalid_signature');
   });
+
+  it('defaults retention to 1 day and takes an override', () => {
+    assert.equal(twilio({ secret: token() }).retentionMs, 86_400_000);
+    assert.equal(twilio({ secret: token(), retention: '3d' }).retentionMs, 3 * 86_400_000);
+  });
 });
