@@ -4,8 +4,8 @@
  * The route reads the request stream itself, so it gets the exact bytes when it is registered before
  * any global body parser. Where the app kept the raw bytes (`express.raw()` in front of the route, or
  * a `verify` callback that stores `req.rawBody`), those are used. When a parser consumed the body
- * and kept nothing, the delivery fails with `body_already_parsed` (500) naming the line to move,
- * passed to Express's error handling, instead of a confusing signature mismatch.
+ * and kept nothing, the delivery is answered 500 `body_already_parsed` by the core (outcome headers,
+ * `onOutcome`) with a message naming the line to move, instead of a confusing signature mismatch.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Provider } from '../providers/types.js';

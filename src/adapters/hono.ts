@@ -5,7 +5,7 @@
  */
 import type { Provider } from '../providers/types.js';
 import { toResponse } from '../receiver/http.js';
-import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
+import { closeIfRefused, type ReceiverInput, toReceiver, unreadable } from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
 
@@ -26,7 +26,7 @@ export interface HonoContext {
  * handler, and answers with the outcome (or your handler's own `Response`). If a middleware already
  * read the body as bytes (`c.req.arrayBuffer()`), those exact bytes are used; if it parsed it
  * (`c.req.json()`, `c.req.text()`, a validator), the exact bytes are gone and the delivery fails with
- * `body_already_parsed` (thrown to `app.onError`, 500) naming the line to move. Takes a receiver or
+ * `body_already_parsed` (500, through the core: outcome headers and `onOutcome`) naming the line to move. Takes a receiver or
  * the options to create one.
  *
  * @example
@@ -45,9 +45,13 @@ export function webhook<P extends Provider<any, any>>(
       : cache?.blob
         ? new Uint8Array(await ((await cache.blob) as Blob).arrayBuffer())
         : undefined;
-    if (!kept) throw new BodyAlreadyParsedError(FIX);
     if (request.method !== 'POST') return r.fetch(new Request(request.url, { method: request.method }));
-    const result = await r.receive({ rawBody: kept, headers: request.headers, url: request.url });
+    // Parsed, not kept: the core answers 500 body_already_parsed naming the fix.
+    const result = await r.receive({
+      rawBody: kept ?? unreadable(FIX),
+      headers: request.headers,
+      url: request.url,
+    });
     return toResponse(result);
   };
 }

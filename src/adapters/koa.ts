@@ -45,7 +45,7 @@ export interface KoaWebhookOptions {
  * Koa middleware that receives a webhook safely: reads the raw body with the `maxBodyBytes` bound
  * (413 before buffering more), verifies, dedups, runs your handler, and answers with the outcome.
  * A body parser that ran first leaves no exact bytes, so that is refused with `body_already_parsed`
- * (thrown to Koa's error handling as a 500) naming the line to move. Takes a receiver or the
+ * (500 through the core: outcome headers and `onOutcome`) naming the line to move. Takes a receiver or the
  * options to create one.
  *
  * @example

@@ -6,7 +6,8 @@
  * bytes on `req.rawBody`, and the helper verifies those; bodies Nest does not parse (other content
  * types, or `bodyParser: false`) are read from the request stream with the `maxBodyBytes` bound.
  * Without `rawBody: true` the bytes are gone, and the delivery fails with `body_already_parsed`
- * (through Nest's exception filter, 500) naming that option instead of a confusing signature mismatch.
+ * (500 through the core: outcome headers and `onOutcome`) naming that option instead of a confusing
+ * signature mismatch.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Provider } from '../providers/types.js';
@@ -26,8 +27,7 @@ const FIX = 'create the app with NestFactory.create(AppModule, { rawBody: true }
 /**
  * A function for a Nest controller method that receives a webhook safely: verifies over the raw
  * bytes, dedups, runs your handler, and writes the outcome (or your handler's own `Response`) to the
- * response, so the method takes `@Res()`. Takes a receiver or the options to create one. Errors
- * (only `body_already_parsed`; delivery failures are outcomes) go to Nest's exception filters.
+ * response, so the method takes `@Res()`. Takes a receiver or the options to create one.
  *
  * @example
  * const receive = webhook({ provider: github({ secret }), store, handler });

@@ -5,7 +5,8 @@
  * parses nothing for them), so no body-parser setting is needed.
  */
 import type { Provider } from '../providers/types.js';
-import { BodyAlreadyParsedError, closeIfRefused, type ReceiverInput, toReceiver } from '../receiver/node.js';
+import { toResponse } from '../receiver/http.js';
+import { closeIfRefused, type ReceiverInput, toReceiver, unreadable } from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
 
@@ -26,8 +27,13 @@ export function webhook<P extends Provider<any, any>>(
 ): (request: Request) => Promise<Response> {
   const r = toReceiver(receiver);
   return async (request) => {
-    // Reading the body before handing the request over leaves nothing exact to verify.
-    if (request.bodyUsed) throw new BodyAlreadyParsedError(FIX);
+    // Reading the body before handing the request over leaves nothing exact to verify: the core
+    // answers 500 body_already_parsed naming the fix.
+    if (request.bodyUsed) {
+      return toResponse(
+        await r.receive({ rawBody: unreadable(FIX), headers: request.headers, url: request.url }),
+      );
+    }
     return closeIfRefused(await r.fetch(request));
   };
 }

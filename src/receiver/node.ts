@@ -30,18 +30,30 @@ export function streamConsumed(req: IncomingMessage): boolean {
 }
 
 /**
+ * A body source that fails as soon as it is read, with {@link BodyAlreadyParsedError}: handed to
+ * `receive()` when another body parser consumed the body, so the delivery ends through the core
+ * like every other (500 `body_already_parsed` with the message naming `fix`, the outcome headers,
+ * `onOutcome`), whatever the framework's own error handling would have made of a thrown error.
+ */
+export function unreadable(fix: string): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new BodyAlreadyParsedError(fix)) }),
+  };
+}
+
+/**
  * What `receive()` should read for a Node request: the raw bytes another layer kept (Express
  * `express.raw()`'s Buffer body, a `rawBody` Buffer as set by Nest `rawBody: true` or a
- * `verify` callback), else the untouched request stream. Throws {@link BodyAlreadyParsedError} with
- * `fix` when the stream was consumed and no raw bytes were kept.
+ * `verify` callback), else the untouched request stream, else (the stream was consumed and no raw
+ * bytes were kept) a source that ends the delivery as `body_already_parsed` naming `fix`.
  */
 export function nodeRawBody(
   req: IncomingMessage,
   fix: string,
   kept?: readonly unknown[],
-): Uint8Array | IncomingMessage {
+): Uint8Array | IncomingMessage | AsyncIterable<Uint8Array> {
   for (const candidate of kept ?? []) if (candidate instanceof Uint8Array) return candidate;
-  if (streamConsumed(req)) throw new BodyAlreadyParsedError(fix);
+  if (streamConsumed(req)) return unreadable(fix);
   return req;
 }
 
@@ -110,7 +122,7 @@ export function methodNotAllowed(receiver: Receiver): Promise<Response> {
 export function receiveNode(
   receiver: Receiver,
   req: IncomingMessage,
-  rawBody: Uint8Array | IncomingMessage,
+  rawBody: Uint8Array | IncomingMessage | AsyncIterable<Uint8Array>,
 ): Promise<DeliveryResult> {
   return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req) });
 }

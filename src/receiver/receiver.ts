@@ -1,4 +1,5 @@
 import {
+  BodyAlreadyParsedError,
   BodyTimeoutError,
   BodyTooLargeError,
   ConfigError,
@@ -467,6 +468,9 @@ function rejection(
 ): DeliveryResult {
   if (error instanceof BodyTooLargeError) return done('too-large', 413, { code: error.code, error });
   if (error instanceof BodyTimeoutError) return done('rejected', 408, { code: error.code, error });
+  // The app's own body parser got there first: an operator error, answered 500 so the provider
+  // retries once the app is fixed, with the message naming the line to change.
+  if (error instanceof BodyAlreadyParsedError) return done('rejected', 500, { code: error.code, error });
   if (error instanceof VerificationError) return done('rejected', error.status, { code: error.code, error });
   if (error instanceof ConfigError) throw error;
   // A provider that threw something unexpected on hostile input: still a clean 400, never a crash.

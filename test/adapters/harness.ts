@@ -106,6 +106,28 @@ export async function deliverChunkedNode(
   });
 }
 
+/**
+ * The answer when another body parser consumed the body first: the core's own 500
+ * `body_already_parsed` (outcome `rejected`, the message naming `fix`), the handler never run, and
+ * `onOutcome` told (when the fixture lives in this process), whatever the framework's error handling.
+ */
+export function assertParsedFirst(
+  res: Answer,
+  fix: RegExp,
+  seen: { id: string; ran: number | undefined; outcomes?: readonly { code: string | undefined }[] },
+): void {
+  assert.equal(res.status, 500);
+  assert.equal(res.outcome, 'rejected');
+  assert.equal(res.json?.code, 'body_already_parsed');
+  assert.match(
+    res.json?.message ?? '',
+    /^onceonly: the request body was already read by another body parser/,
+  );
+  assert.match(res.json?.message ?? '', fix);
+  assert.equal(seen.ran, undefined, 'the handler never ran');
+  if (seen.outcomes) assert.equal(seen.outcomes.at(-1)?.code, 'body_already_parsed', 'onOutcome saw it');
+}
+
 export interface Server {
   /** The webhook route's full URL. */
   url: string;
