@@ -1,13 +1,13 @@
 /**
  * Express + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`
- * (Express 4 works the same). In your app the imports are `onceonly`, `onceonly/express` and
- * `onceonly/providers`.
+ * (Express 4 works the same).
+ * It imports the package by name, as your app would (the repository's `npm install` builds it).
  */
 import { createHmac } from 'node:crypto';
 import express from 'express';
-import { webhook } from '../../src/adapters/express.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { webhook } from 'onceonly/express';
+import { memoryStore } from 'onceonly';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 const app = express();

@@ -1,12 +1,13 @@
 /**
  * Fastify + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`.
- * In your app the imports are `onceonly`, `onceonly/fastify` and `onceonly/providers`.
+ *
+ * It imports the package by name, as your app would (the repository's `npm install` builds it).
  */
 import { createHmac } from 'node:crypto';
 import Fastify from 'fastify';
-import { webhook } from '../../src/adapters/fastify.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { webhook } from 'onceonly/fastify';
+import { memoryStore } from 'onceonly';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 const app = Fastify();

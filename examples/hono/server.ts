@@ -1,14 +1,15 @@
 /**
  * Hono + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts` (Node,
  * through @hono/node-server). On Bun, Deno or Workers export `app` (or `app.fetch`) instead of
- * calling `serve`. In your app the imports are `onceonly`, `onceonly/hono` and `onceonly/providers`.
+ * calling `serve`.
+ * It imports the package by name, as your app would (the repository's `npm install` builds it).
  */
 import { createHmac } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { webhook } from '../../src/adapters/hono.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { webhook } from 'onceonly/hono';
+import { memoryStore } from 'onceonly';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 const app = new Hono();

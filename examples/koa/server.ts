@@ -1,13 +1,13 @@
 /**
  * Koa + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`
- * (Koa 2 works the same). In your app the imports are `onceonly`, `onceonly/koa` and
- * `onceonly/providers`.
+ * (Koa 2 works the same).
+ * It imports the package by name, as your app would (the repository's `npm install` builds it).
  */
 import { createHmac } from 'node:crypto';
 import Koa from 'koa';
-import { webhook } from '../../src/adapters/koa.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { webhook } from 'onceonly/koa';
+import { memoryStore } from 'onceonly';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 const app = new Koa();

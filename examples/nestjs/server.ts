@@ -1,53 +1,33 @@
 /**
  * NestJS + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`.
- * In your app the imports are `onceonly`, `onceonly/nestjs` and `onceonly/providers`.
  *
- * The decorators are applied as calls so this file runs under tsx without `experimentalDecorators`.
- * In a Nest project (which has it on) the controller reads:
- *
- *   @Controller('webhooks')
- *   export class WebhooksController {
- *     @Post()
- *     handle(@Req() req: RawBodyRequest<Request>, @Res() res: Response) {
- *       return receive(req, res);
- *     }
- *   }
+ * The module is applied as a call so this file runs under tsx without `experimentalDecorators`;
+ * in a Nest project it reads `@Module({ imports: [OnceonlyModule.register({ ... })] })`.
+ * `OnceonlyModule.registerAsync({ path, imports, inject, useFactory })` builds the options from your
+ * own services instead.
  */
-import 'reflect-metadata';
 import { createHmac } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Controller, Module, Post, Req, Res } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { webhook } from '../../src/adapters/nestjs.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { memoryStore } from 'onceonly';
+import { OnceonlyModule } from 'onceonly/nestjs';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 
-const receive = webhook({
-  provider: github({ secret }),
-  store: memoryStore(), // one process only; use redisStore / postgresStore when you run several
-  handler: async ({ type, attempt }) => {
-    console.log(`${type} received (attempt ${attempt})`);
-  },
-});
-
-class WebhooksController {
-  handle(req: IncomingMessage, res: ServerResponse) {
-    return receive(req, res);
-  }
-}
-Controller('webhooks')(WebhooksController);
-Post()(
-  WebhooksController.prototype,
-  'handle',
-  Object.getOwnPropertyDescriptor(WebhooksController.prototype, 'handle')!,
-);
-Req()(WebhooksController.prototype, 'handle', 0);
-Res()(WebhooksController.prototype, 'handle', 1);
-
 class AppModule {}
-Module({ controllers: [WebhooksController] })(AppModule);
+Module({
+  imports: [
+    OnceonlyModule.register({
+      path: 'webhooks',
+      provider: github({ secret }),
+      store: memoryStore(), // one process only; use redisStore / postgresStore when you run several
+      handler: async ({ type, attempt }) => {
+        console.log(`${type} received (attempt ${attempt})`);
+      },
+    }),
+  ],
+})(AppModule);
 
 // rawBody: true makes Nest keep the exact bytes (req.rawBody) next to the parsed JSON.
 const app = await NestFactory.create(AppModule, { rawBody: true, logger: ['error', 'warn'] });

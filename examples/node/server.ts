@@ -1,12 +1,13 @@
 /**
  * Bare node:http + onceonly: GitHub webhooks received once. Run from this folder: `npx tsx server.ts`.
- * In your app the imports are `onceonly`, `onceonly/node` and `onceonly/providers`.
+ *
+ * It imports the package by name, as your app would (the repository's `npm install` builds it).
  */
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { webhook } from '../../src/adapters/node.js';
-import { memoryStore } from '../../src/index.js';
-import { github } from '../../src/providers/index.js';
+import { webhook } from 'onceonly/node';
+import { memoryStore } from 'onceonly';
+import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';
 

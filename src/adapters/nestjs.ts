@@ -1,17 +1,30 @@
 /**
- * NestJS 10 and 11 on the Express platform: a controller helper for an app created with
- * `NestFactory.create(AppModule, { rawBody: true })`.
+ * NestJS 10 and 11, on the Express and the Fastify platform: `OnceonlyModule.register({ path, ...
+ * options })` (or `registerAsync` to build the options from injected services) adds a `POST` route
+ * to the app; `webhook(options)` is the same as a function for a controller method of your own.
  *
- * Nest's own body parsers run before every controller. With `rawBody: true` they keep the exact
- * bytes on `req.rawBody`, and the helper verifies those; bodies Nest does not parse (other content
- * types, or `bodyParser: false`) are read from the request stream with the `maxBodyBytes` bound.
- * Without `rawBody: true` the bytes are gone, and the delivery fails with `body_already_parsed`
- * (500 through the core: outcome headers and `onOutcome`) naming that option instead of a confusing
- * signature mismatch.
+ * Nest's own body parsers run before every controller. With `NestFactory.create(AppModule,
+ * { rawBody: true })` they keep the exact bytes on `req.rawBody`, and those are verified; with
+ * `bodyParser: false` (or a content type Nest does not parse) the route reads the request stream
+ * itself with the `maxBodyBytes` bound. Without either, the bytes are gone, and the delivery ends as
+ * `body_already_parsed` (500 through the core: outcome headers and `onOutcome`) naming that option
+ * instead of a confusing signature mismatch.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Provider } from '../providers/types.js';
 import {
+  Controller,
+  type DynamicModule,
+  type FactoryProvider,
+  Inject,
+  Module,
+  Post,
+  Req,
+  Res,
+} from '@nestjs/common';
+import type { Provider } from '../providers/types.js';
+import type { Receiver } from '../receiver/receiver.js';
+import {
+  type NodeReply,
   nodeRawBody,
   type ReceiverInput,
   receiveNode,
@@ -24,10 +37,24 @@ export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js'
 
 const FIX = 'create the app with NestFactory.create(AppModule, { rawBody: true })';
 
+/** The request a Nest route gets: Node's (Express platform) or Fastify's, which wraps it in `raw`. */
+export type NestRequest = IncomingMessage | { readonly raw: IncomingMessage };
+
+/** The response a Nest route gets with `@Res()`: Node's (Express platform) or Fastify's reply. */
+export type NestResponse =
+  | ServerResponse
+  | {
+      readonly raw: ServerResponse;
+      code(status: number): unknown;
+      header(name: string, value: string | string[]): unknown;
+      send(payload: Uint8Array): unknown;
+    };
+
 /**
  * A function for a Nest controller method that receives a webhook safely: verifies over the raw
  * bytes, dedups, runs your handler, and writes the outcome (or your handler's own `Response`) to the
- * response, so the method takes `@Res()`. Takes a receiver or the options to create one.
+ * response, so the method takes `@Res()`. Takes a receiver or the options to create one. Works on
+ * the Express and the Fastify platform.
  *
  * @example
  * const receive = webhook({ provider: github({ secret }), store, handler });
@@ -42,12 +69,122 @@ const FIX = 'create the app with NestFactory.create(AppModule, { rawBody: true }
  */
 export function webhook<P extends Provider<any, any>>(
   receiver: ReceiverInput<P>,
-): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+): (req: NestRequest, res: NestResponse) => Promise<void> {
   const r = toReceiver(receiver);
   return async (req, res) => {
-    const { rawBody, body } = req as IncomingMessage & { rawBody?: unknown; body?: unknown };
-    const raw = nodeRawBody(req, FIX, [rawBody, body]);
-    const result = await receiveNode(r, req, raw);
-    writeNodeReply(res, await toNodeReply(result, req));
+    const node = 'raw' in req && isNodeRequest(req.raw) ? req.raw : (req as IncomingMessage);
+    const { rawBody, body } = req as { rawBody?: unknown; body?: unknown };
+    const result = await receiveNode(r, node, nodeRawBody(node, FIX, [rawBody, body]));
+    const reply = await toNodeReply(result, node);
+    if ('raw' in res && typeof res.send === 'function') sendFastify(res, reply);
+    else writeNodeReply(res as ServerResponse, reply);
   };
+}
+
+function isNodeRequest(value: unknown): value is IncomingMessage {
+  return typeof value === 'object' && value !== null && typeof (value as IncomingMessage).on === 'function';
+}
+
+function sendFastify(res: Exclude<NestResponse, ServerResponse>, { status, headers, body }: NodeReply): void {
+  res.code(status);
+  for (const [name, value] of Object.entries(headers)) res.header(name, value);
+  res.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+}
+
+/** `OnceonlyModule.register` options: the receiver's options (or a receiver) and the route's path. */
+export type OnceonlyModuleOptions<P extends Provider<any, any> = Provider<any, any>> = ReceiverInput<P> & {
+  /**
+   * The `POST` route, from the app's root (a global prefix applies).
+   * @example 'webhooks/stripe'
+   */
+  path: string;
+};
+
+export interface OnceonlyModuleAsyncOptions<P extends Provider<any, any> = Provider<any, any>> {
+  /** The `POST` route, from the app's root (a global prefix applies). @example 'webhooks/stripe' */
+  path: string;
+  /** Modules whose providers `useFactory` injects. */
+  imports?: DynamicModule['imports'];
+  /** What `useFactory` receives, in order: provider tokens (classes, strings, symbols). */
+  inject?: FactoryProvider['inject'];
+  /** Builds the receiver's options (or a receiver) from the injected services. */
+  useFactory: (...deps: any[]) => ReceiverInput<P> | Promise<ReceiverInput<P>>;
+}
+
+let registrations = 0;
+
+/**
+ * A Nest module that adds one webhook route. Register it once per provider; the handler may use
+ * your services through `registerAsync`.
+ *
+ * @example
+ * @Module({
+ *   imports: [
+ *     OnceonlyModule.register({ path: 'webhooks/github', provider: github({ secret }), store, handler }),
+ *     OnceonlyModule.registerAsync({
+ *       path: 'webhooks/stripe',
+ *       imports: [BillingModule],
+ *       inject: [BillingService],
+ *       useFactory: (billing: BillingService) => ({
+ *         provider: stripe({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
+ *         store,
+ *         on: { 'invoice.paid': ({ event }) => billing.markPaid(event.data.object.id) },
+ *       }),
+ *     }),
+ *   ],
+ * })
+ * export class AppModule {}
+ * // main.ts: await NestFactory.create(AppModule, { rawBody: true })
+ */
+export class OnceonlyModule {
+  /** One webhook route from options known up front. */
+  static register<P extends Provider<any, any>>(options: OnceonlyModuleOptions<P>): DynamicModule {
+    const { path, ...input } = options as OnceonlyModuleOptions<P> & Record<string, unknown>;
+    const receiver = toReceiver(input as ReceiverInput<P>);
+    const token = `onceonly:receiver:${++registrations}:${path}`;
+    return {
+      module: OnceonlyModule,
+      controllers: [webhookController(path, token)],
+      providers: [{ provide: token, useValue: receiver }],
+    };
+  }
+
+  /** One webhook route whose options are built from injected services. */
+  static registerAsync<P extends Provider<any, any>>(options: OnceonlyModuleAsyncOptions<P>): DynamicModule {
+    const token = `onceonly:receiver:${++registrations}:${options.path}`;
+    return {
+      module: OnceonlyModule,
+      imports: options.imports ?? [],
+      controllers: [webhookController(options.path, token)],
+      providers: [
+        {
+          provide: token,
+          useFactory: async (...deps: unknown[]) => toReceiver(await options.useFactory(...deps)),
+          inject: options.inject ?? [],
+        },
+      ],
+    };
+  }
+}
+Module({})(OnceonlyModule);
+
+/** A controller class with one `POST path` route over the receiver registered under `token`. */
+function webhookController(path: string, token: string): new (receiver: Receiver) => unknown {
+  // The decorators are applied as calls: no compiler flag is needed to build this file.
+  class OnceonlyWebhookController {
+    readonly #receive: (req: NestRequest, res: NestResponse) => Promise<void>;
+    constructor(receiver: Receiver) {
+      this.#receive = webhook(receiver);
+    }
+    handle(req: NestRequest, res: NestResponse): Promise<void> {
+      return this.#receive(req, res);
+    }
+  }
+  Controller()(OnceonlyWebhookController);
+  Inject(token)(OnceonlyWebhookController, undefined, 0);
+  const handle = Object.getOwnPropertyDescriptor(OnceonlyWebhookController.prototype, 'handle')!;
+  Post(path)(OnceonlyWebhookController.prototype, 'handle', handle);
+  Req()(OnceonlyWebhookController.prototype, 'handle', 0);
+  Res()(OnceonlyWebhookController.prototype, 'handle', 1);
+  return OnceonlyWebhookController;
 }

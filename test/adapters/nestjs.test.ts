@@ -2,9 +2,10 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
-import { Body, Controller, Module, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Inject, Injectable, Module, Post, Req, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { webhook } from '../../src/adapters/nestjs.js';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { OnceonlyModule, webhook } from '../../src/adapters/nestjs.js';
 import type { Receiver } from '../../src/index.js';
 import {
   adapterSuite,
@@ -96,6 +97,120 @@ describe('NestJS 11: its global JSON parser', () => {
         outcomes: f.outcomes,
       });
       assert.deepEqual(errors, [], "nothing reached Nest's exception filters: the core answered");
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** An app whose only webhook route comes from OnceonlyModule, on either platform. */
+async function startModule(
+  imports: unknown[],
+  options: { rawBody?: boolean; bodyParser?: boolean; fastify?: boolean },
+  path = 'webhooks',
+): Promise<Server> {
+  class AppModule {}
+  Module({ imports: imports as never[] })(AppModule);
+  const { fastify, ...rest } = options;
+  const app = fastify
+    ? await NestFactory.create(AppModule, new FastifyAdapter(), { ...rest, logger: false })
+    : await NestFactory.create(AppModule, { ...rest, logger: false });
+  await app.listen(0, '127.0.0.1');
+  const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+  return { url: `${base}/${path}`, close: () => app.close() };
+}
+
+adapterSuite('NestJS 11 OnceonlyModule.register (Express platform, rawBody: true)', (receiver) =>
+  startModule([OnceonlyModule.register({ path: 'webhooks', ...receiver })], { rawBody: true }),
+);
+adapterSuite('NestJS 11 OnceonlyModule.register (Fastify platform, rawBody: true)', (receiver) =>
+  startModule([OnceonlyModule.register({ path: 'webhooks', ...receiver })], { rawBody: true, fastify: true }),
+);
+adapterSuite('NestJS 11 OnceonlyModule.register (Express platform, bodyParser: false)', (receiver) =>
+  startModule([OnceonlyModule.register({ path: 'webhooks', ...receiver })], { bodyParser: false }),
+);
+
+describe('NestJS 11: OnceonlyModule', () => {
+  it('registerAsync builds the receiver from an injected service, and two routes live side by side', async () => {
+    // A service of the app's own, used by the handler.
+    class Ledger {
+      readonly seen: string[] = [];
+      record(id: string) {
+        this.seen.push(id);
+      }
+    }
+    Injectable()(Ledger);
+    class LedgerModule {}
+    Module({ providers: [Ledger], exports: [Ledger] })(LedgerModule);
+    const f = fixture();
+    const other = fixture();
+    let injected: Ledger | undefined;
+    const server = await startModule(
+      [
+        OnceonlyModule.registerAsync({
+          path: 'webhooks/ledger',
+          imports: [LedgerModule],
+          inject: [Ledger],
+          useFactory: (ledger: Ledger) => {
+            injected = ledger;
+            return { ...f.options, handler: ({ event }) => ledger.record((event as { id: string }).id) };
+          },
+        }),
+        OnceonlyModule.register({ path: 'webhooks/other', ...other.receiver }),
+      ],
+      { rawBody: true },
+      'webhooks/ledger',
+    );
+    try {
+      const id = eventId();
+      const body = bodyOf({ id, action: 'ok' });
+      assert.equal((await deliver(server.url, body)).outcome, 'processed');
+      assert.equal((await deliver(server.url, body)).outcome, 'duplicate');
+      const second = eventId();
+      const res = await deliver(
+        server.url.replace('/ledger', '/other'),
+        bodyOf({ id: second, action: 'ok' }),
+      );
+      assert.equal(res.outcome, 'processed');
+      assert.equal(other.behaviour.runs.get(second), 1);
+      // The app's own Ledger was injected into the first route's handler and saw its event once.
+      assert.ok(injected instanceof Ledger);
+      assert.deepEqual(injected.seen, [id]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 500 body_already_parsed on the Fastify platform without rawBody: true', async () => {
+    const f = fixture();
+    const server = await startModule([OnceonlyModule.register({ path: 'webhooks', ...f.receiver })], {
+      fastify: true,
+    });
+    try {
+      const id = eventId();
+      const res = await deliver(server.url, bodyOf({ id, action: 'ok' }));
+      assertParsedFirst(res, /rawBody: true/, {
+        id,
+        ran: f.behaviour.attempts.get(id),
+        outcomes: f.outcomes,
+      });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("with bodyParser: false, refuses an oversized body with the core's 413 before reading it", async () => {
+    const f = fixture();
+    const server = await startModule([OnceonlyModule.register({ path: 'webhooks', ...f.receiver })], {
+      bodyParser: false,
+    });
+    try {
+      const res = await deliver(
+        server.url,
+        bodyOf({ id: eventId(), action: 'ok', padding: 'x'.repeat(200_000) }),
+      );
+      assert.equal(res.status, 413);
+      assert.equal(res.outcome, 'too-large');
     } finally {
       await server.close();
     }
