@@ -128,6 +128,39 @@ export function assertParsedFirst(
   if (seen.outcomes) assert.equal(seen.outcomes.at(-1)?.code, 'body_already_parsed', 'onOutcome saw it');
 }
 
+/**
+ * Starts a signed POST, sends only `send` bytes of its body (with `declared` as Content-Length, or
+ * chunked without one) and, unless `finish`, never finishes it. Resolves with the answer; fails when none comes within
+ * 5 s, which is what an adapter that waits to buffer the whole body would do.
+ */
+export async function sendPart(
+  url: string,
+  part: { declared?: number; send: number; finish?: boolean },
+): Promise<{ status: number; outcome: string | undefined }> {
+  const headers: Record<string, string | number> = await signed('{"partial":true}');
+  if (part.declared !== undefined) headers['content-length'] = part.declared;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers }, (res) => {
+      res.resume();
+      clearTimeout(timer);
+      resolve({
+        status: res.statusCode ?? 0,
+        outcome: res.headers['onceonly-outcome'] as string | undefined,
+      });
+      req.destroy();
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`no answer within 5 s after ${part.send} bytes: the body is being buffered`));
+    }, 5_000);
+    // The server may close the connection as it answers: that is not a failure of the test.
+    req.on('error', () => {});
+    const chunk = Buffer.alloc(1024, 'x');
+    for (let sent = 0; sent < part.send; sent += chunk.length) req.write(chunk);
+    if (part.finish) req.end();
+  });
+}
+
 export interface Server {
   /** The webhook route's full URL. */
   url: string;
@@ -165,7 +198,26 @@ export function localControls(f: Fixture): Controls {
  * The shared behaviours. `start` runs the framework with the adapter on a loopback port, port 0, and
  * returns the webhook URL.
  */
-export function adapterSuite(name: string, start: (receiver: Receiver) => Promise<Server>): void {
+export interface SuiteOptions {
+  /**
+   * The framework's own body parser reads the body before the adapter, bounded by this limit (Nest
+   * with `rawBody: true`: 100 kB). The early-refusal cases then send bodies past that limit and
+   * accept the framework's 413; the other 413 cases (bodies under it) still get the core's.
+   */
+  parserLimit?: number;
+  /**
+   * That parser answers its 413 only once the client has sent the whole body, which it drains
+   * without keeping (body-parser, under Nest on Express): the early-refusal cases then finish
+   * sending and expect the 413 after it.
+   */
+  parserDrains?: boolean;
+}
+
+export function adapterSuite(
+  name: string,
+  start: (receiver: Receiver) => Promise<Server>,
+  options: SuiteOptions = {},
+): void {
   describe(`${name}: end to end over real HTTP`, () => {
     let server: Server;
     let c: Controls;
@@ -282,6 +334,33 @@ export function adapterSuite(name: string, start: (receiver: Receiver) => Promis
       assert.equal(streamed.status, 413);
       assert.equal(streamed.outcome, 'too-large');
     });
+
+    // "413 before buffering more": the answer arrives while the client has sent only part of the body.
+    const limit = options.parserLimit ?? MAX_BODY;
+    const fromCore = options.parserLimit === undefined;
+    const drains = options.parserDrains === true;
+    it(
+      drains
+        ? 'answers 413 to a declared Content-Length over the limit once the drained body is sent'
+        : 'answers 413 to a declared Content-Length over the limit after 1 KiB of the body, never waiting for the rest',
+      async () => {
+        const declared = 4 * limit;
+        const res = await sendPart(server.url, { declared, send: drains ? declared : 1024, finish: drains });
+        assert.equal(res.status, 413);
+        if (fromCore) assert.equal(res.outcome, 'too-large');
+      },
+    );
+
+    it(
+      drains
+        ? 'answers 413 to a chunked body over the limit once the drained body is sent'
+        : 'answers 413 once a chunked body passes the limit, while the client is still sending',
+      async () => {
+        const res = await sendPart(server.url, { send: limit + 16 * 1024, finish: drains });
+        assert.equal(res.status, 413);
+        if (fromCore) assert.equal(res.outcome, 'too-large');
+      },
+    );
 
     it('processes a chunked body under the limit from its exact bytes', async () => {
       const id = eventId();
