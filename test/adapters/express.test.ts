@@ -13,6 +13,8 @@ import {
   type Fixture,
   fixture,
   listen,
+  localOutcomes,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
@@ -30,6 +32,12 @@ for (const [label, express] of [
     return listen(a);
   };
 
+  const startApp = (receiver: Receiver) =>
+    app((a) => {
+      a.post('/webhooks', webhook(receiver));
+      a.use(express.json());
+    });
+  outcomeSuite(label, () => localOutcomes(startApp));
   adapterSuite(label, (receiver: Receiver) =>
     app((a) => {
       a.post('/webhooks', webhook(receiver));

@@ -3,7 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { webhook } from '../../src/adapters/fastify.js';
 import type { Receiver } from '../../src/index.js';
-import { adapterSuite, bodyOf, deliver, eventId, type Fixture, fixture, type Server } from './harness.js';
+import {
+  adapterSuite,
+  bodyOf,
+  deliver,
+  eventId,
+  type Fixture,
+  fixture,
+  localOutcomes,
+  outcomeSuite,
+  type Server,
+} from './harness.js';
 
 async function start(build: (app: FastifyInstance) => Promise<void> | void): Promise<Server> {
   const app = Fastify();
@@ -12,11 +22,12 @@ async function start(build: (app: FastifyInstance) => Promise<void> | void): Pro
   return { url: `${address}/webhooks`, close: () => app.close() };
 }
 
-adapterSuite('Fastify 5', (receiver: Receiver) =>
+const startApp = (receiver: Receiver) =>
   start((app) => {
     app.register(webhook(receiver), { prefix: '/webhooks' });
-  }),
-);
+  });
+adapterSuite('Fastify 5', startApp);
+outcomeSuite('Fastify 5', () => localOutcomes(startApp));
 
 describe('Fastify 5: the app keeps its own body parsers', () => {
   let f: Fixture;

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import type { Receiver } from '../../src/index.js';
 import { bodyOf, eventId, type Fixture, fixture, keyOf, MAX_BODY, SECRET } from './behaviour.js';
+import { BODY_TIMEOUT_MS, type OutcomeFixture, outcomeFixture, stripeDelivery } from './outcomes.js';
 
 export * from './behaviour.js';
 
@@ -435,4 +436,163 @@ export async function listen(
         server.close(() => resolve());
       }),
   };
+}
+
+/** Two routes over the Stripe outcome receivers (fail-closed and fail-open), and their stores. */
+export interface OutcomeServers {
+  closed: string;
+  open: string;
+  /** Switches both stores off (every call throws) or on. */
+  setDown(down: boolean): Promise<void>;
+  /** Claims `key` in the fail-closed store with a short lease and never confirms it: a crashed run. */
+  plant(key: string, leaseMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts the two outcome routes with a framework's `start`, in this process. */
+export async function localOutcomes(start: (receiver: Receiver) => Promise<Server>): Promise<OutcomeServers> {
+  const closed: OutcomeFixture = outcomeFixture('closed');
+  const open: OutcomeFixture = outcomeFixture('open');
+  const [a, b] = [await start(closed.receiver), await start(open.receiver)];
+  return {
+    closed: a.url,
+    open: b.url,
+    async setDown(down) {
+      closed.store.down = down;
+      open.store.down = down;
+    },
+    async plant(key, leaseMs) {
+      await closed.store.claim(key, { leaseMs });
+    },
+    async close() {
+      await a.close();
+      await b.close();
+    },
+  };
+}
+
+async function post(url: string, d: { body: string; headers: Record<string, string> }): Promise<Answer> {
+  return answer(await fetch(url, { method: 'POST', body: d.body, headers: d.headers }));
+}
+
+/**
+ * Every outcome of the core's table through the adapter, with a provider keyed on its signed id
+ * (Stripe, signed by the `stripe` package): status, outcome headers and body exactly as the core's.
+ */
+export function outcomeSuite(
+  name: string,
+  start: () => Promise<OutcomeServers>,
+  options: SuiteOptions = {},
+): void {
+  describe(`${name}: every outcome as the core maps it (Stripe, signed by the stripe package)`, () => {
+    let s: OutcomeServers;
+    before(async () => {
+      s = await start();
+    });
+    after(async () => {
+      await s?.close();
+    });
+    const id = () => `evt_${eventId()}`;
+
+    it('processes an event, then answers its re-signed retry as a duplicate, keyed on the signed id', async () => {
+      const event = { id: id(), type: 'invoice.paid', note: 'café – 😀' };
+      const first = await post(s.closed, stripeDelivery(event));
+      assert.equal(first.status, 200);
+      assert.equal(first.outcome, 'processed');
+      assert.deepEqual(first.json, { outcome: 'processed' });
+      const retry = await post(s.closed, stripeDelivery(event));
+      assert.equal(retry.status, 200);
+      assert.equal(retry.outcome, 'duplicate');
+      assert.deepEqual(retry.json, { outcome: 'duplicate' });
+    });
+
+    it('answers 422 conflict for the same event id with another body, without running a handler', async () => {
+      const event = { id: id(), type: 'invoice.paid' };
+      assert.equal((await post(s.closed, stripeDelivery(event))).outcome, 'processed');
+      const forged = await post(s.closed, stripeDelivery({ ...event, note: 'changed' }));
+      assert.equal(forged.status, 422);
+      assert.equal(forged.outcome, 'conflict');
+      assert.deepEqual(forged.json, {
+        outcome: 'conflict',
+        code: 'fingerprint_mismatch',
+        message: 'this event id was already seen with a different body',
+      });
+    });
+
+    it('acknowledges an event type with no handler as 200 ignored', async () => {
+      const res = await post(s.closed, stripeDelivery({ id: id(), type: 'customer.created' }));
+      assert.equal(res.status, 200);
+      assert.equal(res.outcome, 'ignored');
+      assert.deepEqual(res.json, { outcome: 'ignored' });
+    });
+
+    it('fails closed with 503 store-unavailable and Retry-After while the store is down, then processes the retry', async () => {
+      const event = { id: id(), type: 'invoice.paid' };
+      await s.setDown(true);
+      try {
+        const res = await post(s.closed, stripeDelivery(event));
+        assert.equal(res.status, 503);
+        assert.equal(res.outcome, 'store-unavailable');
+        assert.ok(Number(res.headers.get('retry-after')) >= 1, 'Retry-After');
+        assert.equal(res.json?.code, 'store_unavailable');
+      } finally {
+        await s.setDown(false);
+      }
+      assert.equal((await post(s.closed, stripeDelivery(event))).outcome, 'processed');
+    });
+
+    it('fails open when configured: 200 processed, marked Onceonly-Degraded', async () => {
+      await s.setDown(true);
+      try {
+        const res = await post(s.open, stripeDelivery({ id: id(), type: 'invoice.paid' }));
+        assert.equal(res.status, 200);
+        assert.equal(res.outcome, 'processed');
+        assert.equal(res.headers.get('onceonly-degraded'), 'store-unavailable');
+      } finally {
+        await s.setDown(false);
+      }
+    });
+
+    it('marks the takeover of a crashed run with Onceonly-Attempt: 2', async () => {
+      const event = { id: id(), type: 'invoice.paid' };
+      await s.plant(`stripe:${event.id}`, 150);
+      const during = await post(s.closed, stripeDelivery(event));
+      assert.equal(during.status, 409);
+      assert.equal(during.outcome, 'in-flight');
+      assert.ok(Number(during.headers.get('retry-after')) >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const res = await post(s.closed, stripeDelivery(event));
+      assert.equal(res.status, 200);
+      assert.equal(res.outcome, 'processed');
+      assert.equal(res.headers.get('onceonly-attempt'), '2');
+    });
+
+    if (options.parserLimit === undefined) {
+      it('answers 408 body_timeout to a body trickled slower than bodyTimeout, without claiming', async () => {
+        const event = { id: id(), type: 'invoice.paid' };
+        const d = stripeDelivery(event);
+        const res = await new Promise<{ status: number; outcome: string | undefined }>((resolve, reject) => {
+          const req = httpRequest(
+            s.closed,
+            { method: 'POST', headers: { ...d.headers, 'content-length': d.body.length } },
+            (r) => {
+              r.resume();
+              resolve({
+                status: r.statusCode ?? 0,
+                outcome: r.headers['onceonly-outcome'] as string | undefined,
+              });
+              req.destroy();
+            },
+          );
+          req.on('error', () => {});
+          setTimeout(() => reject(new Error('no answer to a trickled body')), BODY_TIMEOUT_MS + 5_000);
+          req.write(d.body.slice(0, 10));
+        });
+        assert.equal(res.status, 408);
+        assert.equal(res.outcome, 'rejected');
+        // Nothing was claimed: the whole delivery now goes through.
+        assert.equal((await post(s.closed, d)).outcome, 'processed');
+      });
+    }
+  });
 }

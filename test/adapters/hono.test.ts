@@ -12,6 +12,8 @@ import {
   eventId,
   type Fixture,
   fixture,
+  localOutcomes,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
@@ -32,11 +34,12 @@ function start(build: (app: Hono) => void): Promise<Server> {
   });
 }
 
-adapterSuite('Hono on @hono/node-server', (receiver: Receiver) =>
+const startApp = (receiver: Receiver) =>
   start((app) => {
     app.post('/webhooks', webhook(receiver));
-  }),
-);
+  });
+adapterSuite('Hono on @hono/node-server', startApp);
+outcomeSuite('Hono on @hono/node-server', () => localOutcomes(startApp));
 
 describe('Hono: a middleware that reads the body first', () => {
   let f: Fixture;

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import Koa3 from 'koa';
 import { type KoaContext, webhook } from '../../src/adapters/koa.js';
+import type { Receiver } from '../../src/index.js';
 import {
   adapterSuite,
   assertParsedFirst,
@@ -12,6 +13,8 @@ import {
   type Fixture,
   fixture,
   listen,
+  localOutcomes,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
@@ -47,6 +50,12 @@ for (const [label, Koa] of [
     return listen(app.callback());
   };
 
+  const startApp = (receiver: Receiver) =>
+    serve((app) => {
+      app.use(webhook(receiver, { path: '/webhooks' }) as Koa3.Middleware);
+      app.use(bodyParser() as Koa3.Middleware);
+    });
+  outcomeSuite(label, () => localOutcomes(startApp));
   adapterSuite(label, (receiver) =>
     serve((app) => {
       app.use(webhook(receiver, { path: '/webhooks' }) as Koa3.Middleware);

@@ -14,6 +14,8 @@ import {
   deliver,
   eventId,
   fixture,
+  localOutcomes,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
@@ -147,6 +149,22 @@ adapterSuite(
 );
 adapterSuite('NestJS 11 OnceonlyModule.register (Express platform, bodyParser: false)', (receiver) =>
   startModule([OnceonlyModule.register({ path: 'webhooks', ...receiver })], { bodyParser: false }),
+);
+
+const moduleApp = (options: Parameters<typeof startModule>[1]) => (receiver: Receiver) =>
+  startModule([OnceonlyModule.register({ path: 'webhooks', ...receiver })], options);
+outcomeSuite(
+  'NestJS 11 webhook() (Express platform, rawBody: true)',
+  () => localOutcomes((receiver) => start(receiver, { rawBody: true })),
+  { parserLimit: NEST_LIMIT },
+);
+outcomeSuite(
+  'NestJS 11 OnceonlyModule (Fastify platform, rawBody: true)',
+  () => localOutcomes(moduleApp({ rawBody: true, fastify: true })),
+  { parserLimit: 1024 * 1024 },
+);
+outcomeSuite('NestJS 11 OnceonlyModule (Express platform, bodyParser: false)', () =>
+  localOutcomes(moduleApp({ bodyParser: false })),
 );
 
 describe('NestJS 11: OnceonlyModule', () => {

@@ -15,6 +15,7 @@ import {
   type Controls,
   deliver,
   eventId,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
@@ -86,13 +87,12 @@ async function startNext(): Promise<NextServer> {
       // The first requests compile the routes: wait for both.
       const control = await fetch(`${base}/control`, { signal: AbortSignal.timeout(60_000) });
       const hook = await fetch(`${base}/webhooks`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
-      const direct = await fetch(`${base}/direct`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
-      if (
-        control.ok &&
-        hook.headers.get('onceonly-outcome') === 'rejected' &&
-        direct.headers.get('onceonly-outcome') === 'rejected'
-      )
-        break;
+      let ready = control.ok && hook.headers.get('onceonly-outcome') === 'rejected';
+      for (const route of ['direct', 'outcomes-closed', 'outcomes-open']) {
+        const res = await fetch(`${base}/${route}`, { method: 'POST', signal: AbortSignal.timeout(60_000) });
+        ready &&= res.headers.get('onceonly-outcome') === 'rejected';
+      }
+      if (ready) break;
     } catch {}
     if (Date.now() > deadline) {
       await close();
@@ -141,6 +141,25 @@ const server = () => (shared ??= startNext());
 adapterSuite('Next.js 16 App Router (next dev)', async () => {
   const next = await server();
   return { ...next, url: `${next.base}/direct`, close: async () => {} };
+});
+
+outcomeSuite('Next.js 16 App Router (next dev)', async () => {
+  const next = await server();
+  const control = async (body: object) => {
+    const res = await fetch(`${next.base}/control`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 200);
+  };
+  return {
+    closed: `${next.base}/outcomes-closed`,
+    open: `${next.base}/outcomes-open`,
+    setDown: (down) => control({ op: 'down', value: down }),
+    plant: (key, ms) => control({ op: 'plant', key, ms }),
+    close: async () => {},
+  };
 });
 
 describe('Next.js 16: body parsing before the route', () => {

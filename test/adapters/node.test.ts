@@ -10,10 +10,13 @@ import {
   type Fixture,
   fixture,
   listen,
+  localOutcomes,
+  outcomeSuite,
   type Server,
 } from './harness.js';
 
 adapterSuite('node:http', (receiver) => listen(webhook(receiver)));
+outcomeSuite('node:http', () => localOutcomes((receiver) => listen(webhook(receiver))));
 
 describe('node:http: a body read before the listener', () => {
   let f: Fixture;

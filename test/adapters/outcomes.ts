@@ -1,0 +1,90 @@
+/**
+ * A second receiver for the adapter suites, keyed on a signed event id (Stripe, signed by the
+ * `stripe` package's own `generateTestHeaderString`), whose store can be switched off, so every
+ * outcome of the core's table can be driven through each framework. Free of `node:test`, so the
+ * Next.js fixture app can load it too.
+ */
+import Stripe from 'stripe';
+import {
+  createReceiver,
+  type DeliveryResult,
+  memoryStore,
+  type Receiver,
+  type Store,
+  StoreUnavailableError,
+} from '../../src/index.js';
+import { stripe } from '../../src/providers/index.js';
+import { MAX_BODY } from './behaviour.js';
+
+export const STRIPE_SECRET = 'whsec_adapterOutcomeSuiteSecret0123456789';
+/** Short, so a trickled body is refused quickly. */
+export const BODY_TIMEOUT_MS = 400;
+
+const sdk = new Stripe('sk_test_adapter_outcomes');
+
+/** A Stripe delivery as the `stripe` package signs it. */
+export function stripeDelivery(event: { id: string; type: string; note?: string }): {
+  body: string;
+  headers: Record<string, string>;
+} {
+  const body = JSON.stringify({ object: 'event', data: { object: {} }, ...event });
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'stripe-signature': sdk.webhooks.generateTestHeaderString({ payload: body, secret: STRIPE_SECRET }),
+    },
+  };
+}
+
+/** A memory store that fails every call while `down` is set, as an unreachable server would. */
+export interface SwitchableStore extends Store {
+  down: boolean;
+}
+
+function switchable(inner: Store): SwitchableStore {
+  const store = { down: false } as SwitchableStore;
+  for (const name of [
+    'claim',
+    'confirm',
+    'release',
+    'extend',
+    'record',
+    'advance',
+    'inspect',
+    'close',
+  ] as const) {
+    (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      if (store.down)
+        return Promise.reject(new StoreUnavailableError('onceonly: the test switched the store off'));
+      return (inner[name] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+    };
+  }
+  return store;
+}
+
+export interface OutcomeFixture {
+  receiver: Receiver;
+  store: SwitchableStore;
+  outcomes: DeliveryResult[];
+}
+
+/**
+ * `invoice.paid` has a handler; any other type is `ignored`. Fail-closed unless `open`.
+ */
+export function outcomeFixture(onStoreError: 'closed' | 'open' = 'closed'): OutcomeFixture {
+  const store = switchable(memoryStore());
+  const outcomes: DeliveryResult[] = [];
+  const receiver = createReceiver({
+    provider: stripe({ secret: STRIPE_SECRET }),
+    store,
+    onStoreError,
+    maxBodyBytes: MAX_BODY,
+    bodyTimeout: BODY_TIMEOUT_MS,
+    on: { 'invoice.paid': () => undefined },
+    onOutcome: (result) => {
+      outcomes.push(result);
+    },
+  });
+  return { receiver, store, outcomes };
+}
