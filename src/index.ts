@@ -11,6 +11,7 @@ export {
   StoreUnavailableError,
   VerificationError,
 } from './errors.js';
+export type { DegradedReason, WorkContext } from './lease/engine.js';
 export {
   type Claim,
   type ClaimOptions,
@@ -22,11 +23,9 @@ export {
   type RecordView,
   type Store,
 } from './lease/index.js';
-export { hmac, type HmacOptions } from './providers/hmac.js';
+export { type OnceOptions, type OnceResult, once } from './once.js';
+export { type HmacOptions, hmac } from './providers/hmac.js';
 export type { AuthenticatingProvider, DeliveryInput, Provider, Verified } from './providers/types.js';
-export { memoryStore, type MemoryStoreOptions } from './stores/memory.js';
-export type { DegradedReason, WorkContext } from './lease/engine.js';
-export { once, type OnceOptions, type OnceResult } from './once.js';
 export {
   ATTEMPT_HEADER,
   createReceiver,
@@ -45,3 +44,4 @@ export {
   type ReceiverOptions,
   toResponse,
 } from './receiver/index.js';
+export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';

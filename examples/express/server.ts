@@ -5,8 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import express from 'express';
-import { webhook } from 'onceonly/express';
 import { memoryStore } from 'onceonly';
+import { webhook } from 'onceonly/express';
 import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';

@@ -5,8 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import Fastify from 'fastify';
-import { webhook } from 'onceonly/fastify';
 import { memoryStore } from 'onceonly';
+import { webhook } from 'onceonly/fastify';
 import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';

@@ -7,8 +7,8 @@
 import { createHmac } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { webhook } from 'onceonly/hono';
 import { memoryStore } from 'onceonly';
+import { webhook } from 'onceonly/hono';
 import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';

@@ -5,8 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import Koa from 'koa';
-import { webhook } from 'onceonly/koa';
 import { memoryStore } from 'onceonly';
+import { webhook } from 'onceonly/koa';
 import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';

@@ -5,8 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { webhook } from 'onceonly/node';
 import { memoryStore } from 'onceonly';
+import { webhook } from 'onceonly/node';
 import { github } from 'onceonly/providers';
 
 const secret = process.env.GITHUB_WEBHOOK_SECRET ?? 'dev-secret';

@@ -10,12 +10,12 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from '../providers/types.js';
 import {
-  nodeRawBody,
   type NodeReply,
+  nodeRawBody,
+  nodeUrl,
   type ReceiverInput,
   toNodeReply,
   toReceiver,
-  nodeUrl,
 } from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';

@@ -22,7 +22,6 @@ import {
   Res,
 } from '@nestjs/common';
 import type { Provider } from '../providers/types.js';
-import type { Receiver } from '../receiver/receiver.js';
 import {
   type NodeReply,
   nodeRawBody,
@@ -32,6 +31,7 @@ import {
   toReceiver,
   writeNodeReply,
 } from '../receiver/node.js';
+import type { Receiver } from '../receiver/receiver.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
 
@@ -136,6 +136,7 @@ let registrations = 0;
  * export class AppModule {}
  * // main.ts: await NestFactory.create(AppModule, { rawBody: true })
  */
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest dynamic module is a class with static factories.
 export class OnceonlyModule {
   /** One webhook route from options known up front. */
   static register<P extends Provider<any, any>>(options: OnceonlyModuleOptions<P>): DynamicModule {

@@ -4,12 +4,12 @@
  * with SIGKILL in the middle of the work (before the effect is written).
  */
 import { createServer } from 'node:http';
-import { createReceiver } from '../receiver/receiver.js';
-import { toResponse } from '../receiver/http.js';
 import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
-import { openStore } from './stores.js';
+import { toResponse } from '../receiver/http.js';
+import { createReceiver } from '../receiver/receiver.js';
 import type { SimProvider } from './sign.js';
+import { openStore } from './stores.js';
 
 export interface WorkerConfig {
   store: string;

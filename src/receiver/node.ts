@@ -8,8 +8,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyAlreadyParsedError } from '../errors.js';
 
 export { BodyAlreadyParsedError };
-import { toResponse } from './http.js';
+
 import type { Provider } from '../providers/types.js';
+import { toResponse } from './http.js';
 import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
 
 /** A receiver, or the options to create one: what every adapter accepts. */

@@ -14,12 +14,12 @@ import type { Lease, Store } from '../lease/types.js';
 import { resolveTimings } from '../once.js';
 import type { EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
 import {
+  asWebHeaders,
   type BodySource,
   type HeadersInput,
   type RawBody,
   readBody,
   readBounded,
-  asWebHeaders,
   toBytes,
   toHeaderReader,
 } from './body.js';

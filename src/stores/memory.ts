@@ -1,6 +1,7 @@
 import { ConfigError, StoreFullError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
+  assertVersion,
   type Claim,
   type ClaimOptions,
   createLease,
@@ -10,7 +11,6 @@ import {
   type Store,
   type StoreAdmin,
   type StoreStats,
-  assertVersion,
   sameFingerprint,
 } from '../lease/types.js';
 

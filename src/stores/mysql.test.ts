@@ -2,9 +2,9 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
+import { reachable, servers } from '../../test/support/servers.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
-import { reachable, servers } from '../../test/support/servers.js';
 import { mysqlMigration, mysqlStore } from './mysql.js';
 
 const url = servers.mysql;

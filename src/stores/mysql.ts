@@ -9,7 +9,6 @@
  * through `LAST_INSERT_ID(expr)`, which the server sends back as `insertId` of that very statement.
  */
 import { createHash } from 'node:crypto';
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -25,6 +24,7 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 
 /**
  * What the store needs of a `mysql2/promise` client: `Pool`, `PoolConnection` and `Connection` all fit,

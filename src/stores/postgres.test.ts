@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql as drizzleSql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
+import { Kysely, sql as kyselySql, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import postgres from 'postgres';
-import { servers, reachable } from '../../test/support/servers.js';
+import { reachable, servers } from '../../test/support/servers.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import {

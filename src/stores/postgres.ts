@@ -6,7 +6,6 @@
  * Every state change is one SQL statement, and all time is the server's `clock_timestamp()`.
  */
 import { createHash } from 'node:crypto';
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -22,6 +21,7 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 
 /** A row as both drivers return it. */
 type Row = Record<string, unknown>;

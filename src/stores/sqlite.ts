@@ -13,7 +13,7 @@
  * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
  * the event loop for up to the busy timeout.
  */
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
+
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import {
@@ -29,6 +29,7 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
+import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
 
 /** What the store needs of a prepared statement of better-sqlite3. */
 export interface SqliteStatement {

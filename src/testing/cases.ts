@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { strict as assert } from 'node:assert';
+import { randomBytes } from 'node:crypto';
 import type { Claim, Lease, Store } from '../lease/types.js';
 
 /** What each conformance case receives. */

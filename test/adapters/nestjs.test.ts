@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
-import { Body, Controller, Inject, Injectable, Module, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Injectable, Module, Post, Req, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OnceonlyModule, webhook } from '../../src/adapters/nestjs.js';

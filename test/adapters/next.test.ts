@@ -196,12 +196,3 @@ describe('Next.js 16: body parsing before the route', () => {
     assertParsedFirst(res, /export const POST = webhook\(\.\.\.\)/, { id, ran: await controls.attempts(id) });
   });
 });
-
-async function waitFor(check: () => boolean, ms = 5_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return check();
-}

@@ -6,9 +6,9 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { createClient } from 'redis';
-import pg from 'pg';
 import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { createClient } from 'redis';
 import { reachable, servers } from '../support/servers.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -6,7 +6,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
-import { startRedisInstance, type RedisInstance } from '../support/redis-instance.js';
+import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
 import { FAULT_SIZE, type FleetReport, runFleet, sleep, summary } from './support/fleet.js';
 
 const EVENTS = 100 * FAULT_SIZE;

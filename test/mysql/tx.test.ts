@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql as drizzleSql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/mysql2';
-import { Kysely, MysqlDialect, sql as kyselySql } from 'kysely';
+import { Kysely, sql as kyselySql, MysqlDialect } from 'kysely';
 import { createPool as createCallbackPool } from 'mysql2';
 import mysql from 'mysql2/promise';
 import { drizzleTx, kyselyTx, mysqlStore } from '../../src/stores/mysql.js';

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { assertExactlyOnce, runCrash, runRace } from '../support/race.js';
 import { reachable, servers } from '../support/servers.js';

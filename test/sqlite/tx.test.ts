@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { sql as drizzleSql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
-import { Kysely, SqliteDialect, sql as kyselySql } from 'kysely';
+import { Kysely, sql as kyselySql, SqliteDialect } from 'kysely';
 import { ConfigError } from '../../src/errors.js';
 import { drizzleTx, kyselyTx, sqliteStore } from '../../src/stores/sqlite.js';
 

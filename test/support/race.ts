@@ -7,8 +7,8 @@ import { strict as assert } from 'node:assert';
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { once } from '../../src/once.js';
 import type { Store } from '../../src/lease/types.js';
+import { once } from '../../src/once.js';
 
 /** What a store's spec module exports. */
 export interface RaceSpecModule {
