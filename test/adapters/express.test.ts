@@ -111,7 +111,7 @@ for (const [label, express] of [
         a.use(
           express.json({
             verify: (req, _res, buf) => {
-              (req as { rawBody?: Buffer }).rawBody = buf;
+              (req as unknown as { rawBody?: Buffer }).rawBody = buf;
             },
           }),
         );

@@ -1,8 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
+import { bodyParser } from '@koa/bodyparser';
+import { Router } from '@koa/router';
 import Koa3 from 'koa';
-import { type KoaContext, webhook } from '../../src/adapters/koa.js';
+import { webhook } from '../../src/adapters/koa.js';
 import type { Receiver } from '../../src/index.js';
 import {
   adapterSuite,
@@ -20,24 +22,6 @@ import {
 
 // `koa2` is koa@2 installed under an alias.
 const Koa2 = createRequire(import.meta.url)('koa2') as typeof Koa3;
-
-/**
- * What koa-bodyparser does (it is not installed here): read the whole stream, set
- * `ctx.request.body` to the parsed JSON and `ctx.request.rawBody` to the decoded text.
- */
-function bodyParser() {
-  return async (
-    ctx: KoaContext & { request: { body?: unknown; rawBody?: unknown } },
-    next: () => Promise<unknown>,
-  ) => {
-    if (ctx.req.headers['content-type']?.startsWith('application/json')) {
-      let text = '';
-      for await (const chunk of ctx.req) text += chunk;
-      Object.assign(ctx.request, { rawBody: text, body: JSON.parse(text) });
-    }
-    await next();
-  };
-}
 
 for (const [label, Koa] of [
   ['Koa 3', Koa3],
@@ -89,6 +73,28 @@ for (const [label, Koa] of [
         outcomes: f.outcomes,
       });
       assert.deepEqual(errors, [], "nothing reached Koa's error handling: the core answered");
+    });
+
+    it('mounts on one path through @koa/router, above the parser the router applies to that path', async () => {
+      const s = await serve((app) => {
+        const router = new Router();
+        router.post('/webhooks', webhook(f.options) as never);
+        router.post('/api', bodyParser() as never, (ctx) => {
+          ctx.body = { echoed: (ctx.request as { body?: unknown }).body };
+        });
+        app.use(router.routes() as Koa3.Middleware);
+      });
+      servers.push(s);
+      const id = eventId();
+      const body = bodyOf({ id, action: 'ok' });
+      assert.equal((await deliver(s.url, body)).outcome, 'processed');
+      assert.equal((await deliver(s.url, body)).outcome, 'duplicate');
+      const other = await fetch(s.url.replace('/webhooks', '/api'), {
+        method: 'POST',
+        body: JSON.stringify({ a: 1 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.deepEqual(await other.json(), { echoed: { a: 1 } });
     });
 
     it('leaves the app body parser working for other routes when the webhook sits above it', async () => {
