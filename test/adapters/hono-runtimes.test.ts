@@ -1,0 +1,131 @@
+/**
+ * Hono through the web-standard core on Bun and Deno (installed from npm as devDependencies): the
+ * runtime's own server hands `app.fetch` the request, and the deliveries come over real HTTP, signed
+ * by the `stripe` package. Cloudflare Workers need the `nodejs_compat` flag and are not run here.
+ */
+import { strict as assert } from 'node:assert';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Stripe from 'stripe';
+import { freePort } from '../../src/cli/wait.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const APP = fileURLToPath(new URL('./fixtures/hono-runtime/app.mjs', import.meta.url));
+const SECRET = 'whsec_honoRuntimeSuite0123456789abcdef';
+const sdk = new Stripe('sk_test_hono_runtimes');
+
+function signedEvent(id: string, extra: Record<string, unknown> = {}) {
+  const body = JSON.stringify({ id, object: 'event', type: 'invoice.paid', data: { object: {} }, ...extra });
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'stripe-signature': sdk.webhooks.generateTestHeaderString({ payload: body, secret: SECRET }),
+    },
+  };
+}
+
+const runtimes: [string, string[]][] = [
+  ['Bun', [`${root}node_modules/.bin/bun`, 'run', APP]],
+  ['Deno', [`${root}node_modules/.bin/deno`, 'run', '--allow-net', '--allow-env', '--allow-read', APP]],
+];
+
+for (const [name, command] of runtimes) {
+  describe(`Hono on ${name}: the web-standard core`, () => {
+    let child: ChildProcess;
+    let url: string;
+    let banner = '';
+    before(async () => {
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}/webhooks`;
+      child = spawn(command[0]!, command.slice(1), {
+        cwd: root,
+        env: {
+          ...process.env,
+          PORT: String(port),
+          STRIPE_SECRET: SECRET,
+          NO_COLOR: '1',
+          DENO_NO_UPDATE_CHECK: '1',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 60_000);
+        const read = (chunk: Buffer) => {
+          output += chunk;
+          const line = output.split('\n').find((l) => l.startsWith('listening '));
+          if (line) {
+            banner = line;
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        child.stdout!.on('data', read);
+        child.stderr!.on('data', read);
+        child.on('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
+      });
+    });
+    after(() => {
+      child?.kill();
+    });
+
+    it('runs on the runtime itself, not on Node', () => {
+      assert.match(banner, new RegExp(`^listening ${name.toLowerCase()} \\d`));
+    });
+
+    it('processes a Stripe-signed event once, then answers its retry as a duplicate', async () => {
+      const id = `evt_${Date.now()}_once`;
+      const first = await fetch(url, { method: 'POST', ...signedEvent(id) });
+      assert.equal(first.status, 200);
+      assert.equal(first.headers.get('onceonly-outcome'), 'processed');
+      const retry = await fetch(url, { method: 'POST', ...signedEvent(id) });
+      assert.equal(retry.headers.get('onceonly-outcome'), 'duplicate');
+    });
+
+    it('answers 500 when the handler throws, releasing the claim, and the retry is processed', async () => {
+      const id = `evt_${Date.now()}_throw`;
+      const first = await fetch(url, { method: 'POST', ...signedEvent(id) });
+      assert.equal(first.status, 500);
+      assert.equal(first.headers.get('onceonly-outcome'), 'failed');
+      const retry = await fetch(url, { method: 'POST', ...signedEvent(id) });
+      assert.equal(retry.headers.get('onceonly-outcome'), 'processed');
+    });
+
+    it('rejects a tampered body with 401 invalid_signature, echoing no signature', async () => {
+      const d = signedEvent(`evt_${Date.now()}_tampered`);
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: d.headers,
+        body: d.body.replace('invoice', 'invoicf'),
+      });
+      assert.equal(res.status, 401);
+      const text = await res.text();
+      assert.equal(JSON.parse(text).code, 'invalid_signature');
+      assert.doesNotMatch(text, /v1=|whsec_/);
+    });
+
+    it('refuses an oversized body with 413, with and without Content-Length', async () => {
+      const d = signedEvent(`evt_${Date.now()}_big`, { padding: 'x'.repeat(64 * 1024) });
+      const declared = await fetch(url, { method: 'POST', ...d });
+      assert.equal(declared.status, 413);
+      assert.equal(declared.headers.get('onceonly-outcome'), 'too-large');
+      const bytes = new TextEncoder().encode(d.body);
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 4096) controller.enqueue(bytes.subarray(at, at + 4096));
+          controller.close();
+        },
+      });
+      const chunked = await fetch(url, {
+        method: 'POST',
+        headers: d.headers,
+        body: stream,
+        duplex: 'half',
+      } as RequestInit & { duplex: 'half' });
+      assert.equal(chunked.status, 413);
+      assert.equal(chunked.headers.get('onceonly-outcome'), 'too-large');
+    });
+  });
+}
