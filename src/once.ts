@@ -1,12 +1,12 @@
 import { ConfigError } from './errors.js';
 import { type Duration, parseDuration, parsePositiveDuration } from './lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from './lease/engine.js';
+import { resolveTimings } from './lease/timings.js';
 import type { Store } from './lease/types.js';
 
 export type { WorkContext } from './lease/engine.js';
 
-/** The default deadline of one run. */
-export const DEFAULT_TIMEOUT = '30s';
+export { DEFAULT_TIMEOUT, resolveTimings } from './lease/timings.js';
 /** How long a completed key is remembered when nothing else is known: 3 days. */
 export const DEFAULT_RETENTION = '3d';
 
@@ -48,15 +48,6 @@ export type OnceResult<T> =
   | { outcome: 'in-flight'; attempt: number; expiresAt: Date }
   /** The key is taken with another fingerprint (only when `fingerprint` is given). */
   | { outcome: 'conflict'; found: 'in-flight' | 'completed' };
-
-/** Durations resolved to ms, shared by `once()` and the receiver. */
-export function resolveTimings(options: { timeout?: Duration; lease?: Duration; retention?: Duration }) {
-  const timeoutMs = parsePositiveDuration(options.timeout ?? DEFAULT_TIMEOUT, 'timeout');
-  const leaseMs = options.lease === undefined ? 4 * timeoutMs : parsePositiveDuration(options.lease, 'lease');
-  const retentionMs =
-    options.retention === undefined ? undefined : parsePositiveDuration(options.retention, 'retention');
-  return { timeoutMs, leaseMs, retentionMs };
-}
 
 /**
  * Runs `work` at most once per `key` to completion, for any at-least-once source: queue consumers,

@@ -8,10 +8,10 @@
  * `onOutcome`) with a message naming the line to move, instead of a confusing signature mismatch.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Provider } from '../providers/types.js';
 import {
   methodNotAllowed,
   nodeRawBody,
+  type Provider,
   type ReceiverInput,
   receiveNode,
   responseToReply,

@@ -8,11 +8,11 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Provider } from '../providers/types.js';
 import {
   type NodeReply,
   nodeRawBody,
   nodeUrl,
+  type Provider,
   type ReceiverInput,
   toNodeReply,
   toReceiver,

@@ -3,9 +3,14 @@
  * `app.post('/webhooks', webhook(receiver))`. The route hands `c.req.raw` to the receiver's
  * web-standard `fetch`, so the body is read once, with the `maxBodyBytes` bound.
  */
-import type { Provider } from '../providers/types.js';
 import { toResponse } from '../receiver/http.js';
-import { closeIfRefused, type ReceiverInput, toReceiver, unreadable } from '../receiver/node.js';
+import {
+  closeIfRefused,
+  type Provider,
+  type ReceiverInput,
+  toReceiver,
+  unreadable,
+} from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
 

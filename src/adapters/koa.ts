@@ -3,11 +3,11 @@
  * `router.post('/webhooks', webhook(receiver))` with a router.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Provider } from '../providers/types.js';
 import {
   methodNotAllowed,
   type NodeReply,
   nodeRawBody,
+  type Provider,
   type ReceiverInput,
   receiveNode,
   responseToReply,

@@ -21,10 +21,10 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import type { Provider } from '../providers/types.js';
 import {
   type NodeReply,
   nodeRawBody,
+  type Provider,
   type ReceiverInput,
   receiveNode,
   toNodeReply,

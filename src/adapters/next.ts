@@ -4,9 +4,14 @@
  * read once, as bytes, with the `maxBodyBytes` bound. Route handlers get the untouched request (Next
  * parses nothing for them), so no body-parser setting is needed.
  */
-import type { Provider } from '../providers/types.js';
 import { toResponse } from '../receiver/http.js';
-import { closeIfRefused, type ReceiverInput, toReceiver, unreadable } from '../receiver/node.js';
+import {
+  closeIfRefused,
+  type Provider,
+  type ReceiverInput,
+  toReceiver,
+  unreadable,
+} from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
 

@@ -3,11 +3,11 @@
  * middleware (`(req, res, next)`), which forwards errors to `next`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { OnceonlyError } from '../errors.js';
-import type { Provider } from '../providers/types.js';
 import {
   methodNotAllowed,
   nodeRawBody,
+  OnceonlyError,
+  type Provider,
   type ReceiverInput,
   receiveNode,
   responseToReply,

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /**
  * A length of time: a number of milliseconds, or a string such as `'500ms'`, `'120s'`, `'15m'`,

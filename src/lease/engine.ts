@@ -2,7 +2,7 @@
  * The engine shared by `once()` and the receiver: claim, run the work under its deadline with the
  * lease extended while it runs, then confirm or release. It knows no HTTP and no database.
  */
-import { HandlerTimeoutError, LeaseLostError } from '../errors.js';
+import { HandlerTimeoutError, LeaseLostError } from './errors.js';
 import type { Lease, Store } from './types.js';
 
 /** What the work receives. */

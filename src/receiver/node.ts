@@ -5,9 +5,10 @@
  * {@link BodyAlreadyParsedError} from here too.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyAlreadyParsedError } from '../errors.js';
+import { BodyAlreadyParsedError, OnceonlyError } from '../errors.js';
 
-export { BodyAlreadyParsedError };
+export type { Provider } from '../providers/types.js';
+export { BodyAlreadyParsedError, OnceonlyError };
 
 import type { Provider } from '../providers/types.js';
 import { toResponse } from './http.js';

@@ -10,8 +10,8 @@ import {
 import { sha256Hex } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
+import { resolveTimings } from '../lease/timings.js';
 import type { Lease, Store } from '../lease/types.js';
-import { resolveTimings } from '../once.js';
 import type { EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
 import {
   asWebHeaders,

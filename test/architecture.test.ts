@@ -1,0 +1,67 @@
+/**
+ * DESIGN.md's import arrows, checked on every source file: the engine knows no HTTP and no
+ * database, stores and providers need only the engine (and its errors), adapters only the receiver.
+ */
+import { strict as assert } from 'node:assert';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const src = fileURLToPath(new URL('../src', import.meta.url));
+
+/** What each folder of src/ may import of ours (`top` is a file directly in src/). */
+const allowed: Record<string, readonly string[]> = {
+  lease: ['lease'],
+  stores: ['lease', 'stores', 'errors'],
+  providers: ['lease', 'providers', 'errors'],
+  receiver: ['lease', 'receiver', 'errors', 'providers/types'],
+  adapters: ['receiver', 'adapters'],
+  testing: ['lease', 'testing'],
+};
+
+function files(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) files(path, out);
+    else if (path.endsWith('.ts') && !path.endsWith('.test.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** `lease`, `providers/types`, `errors`: the part of src/ a relative import lands in. */
+function area(target: string): string {
+  const rel = relative(src, target).replace(/\.(js|ts)$/, '');
+  const [first, second] = rel.split('/');
+  if (second === undefined) return first!;
+  return rel === 'providers/types' ? rel : first!;
+}
+
+describe("DESIGN.md's import arrows", () => {
+  for (const [folder, may] of Object.entries(allowed)) {
+    it(`${folder}/ imports only ${may.join(', ')}`, () => {
+      const bad: string[] = [];
+      for (const file of files(join(src, folder))) {
+        const text = readFileSync(file, 'utf8');
+        for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)) {
+          const into = area(resolve(dirname(file), spec!));
+          const ok = may.some((m) => into === m || into.startsWith(`${m}/`));
+          if (!ok) bad.push(`${relative(src, file)} imports ${spec}`);
+        }
+      }
+      assert.deepEqual(bad, []);
+    });
+  }
+
+  it('the core entry points import no database or framework package at run time', () => {
+    const runtime = /^import\s+(?!type\b)[^'"]*from\s+['"]([^.'"][^'"]*)['"]/gm;
+    for (const entry of ['index.ts', 'lease', 'receiver', 'providers', 'testing']) {
+      const path = join(src, entry);
+      for (const file of statSync(path).isDirectory() ? files(path) : [path]) {
+        for (const [, spec] of readFileSync(file, 'utf8').matchAll(runtime)) {
+          assert.ok(spec!.startsWith('node:'), `${relative(src, file)} imports ${spec} at run time`);
+        }
+      }
+    }
+  });
+});
