@@ -88,7 +88,12 @@ export interface Store {
   confirm(lease: Lease, options: { retentionMs: number }): Promise<boolean>;
   /** Deletes the record so the next delivery gets in. `false` (and no change) unless we are the owner. */
   release(lease: Lease): Promise<boolean>;
-  /** Pushes the lease's end to now + `leaseMs`. `false` (and no change) unless we are the live owner. */
+  /**
+   * Pushes the lease's end to now + `leaseMs`. `false` (and no change) unless the record is still
+   * ours and processing. A lease that ran out with nobody taking over is still ours, and a store may
+   * revive it (the built-in ones do): at most one owner is live either way, since a takeover changes
+   * the token first.
+   */
   extend(lease: Lease, options: { leaseMs: number }): Promise<boolean>;
   /** Single-shot dedup: claim and confirm in one step. `duplicate: true` when the key was already there. */
   record(key: string, options: RecordOptions): Promise<{ duplicate: boolean }>;

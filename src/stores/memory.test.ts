@@ -163,3 +163,62 @@ describe('the conformance suite catches a broken store', () => {
     await runCase(staleCase, () => memoryStore(), { shortMs: 50 });
   });
 });
+
+describe('runConformance with a runner other than node:test', () => {
+  /** A minimal BDD runner: records what is registered, runs it when asked. */
+  function recordingRunner() {
+    const suites: string[] = [];
+    const tests: { name: string; body: () => Promise<void> }[] = [];
+    return {
+      suites,
+      tests,
+      describe: (name: string, body: () => void) => {
+        suites.push(name);
+        body();
+      },
+      it: (name: string, body: () => Promise<void>) => {
+        tests.push({ name, body });
+      },
+    };
+  }
+
+  it('registers every case with a runner passed in, and each passes on memoryStore', async () => {
+    const runner = recordingRunner();
+    await runConformance({
+      name: 'memory via a custom runner',
+      factory: () => memoryStore(),
+      runner,
+      shortMs: 60,
+    });
+    assert.deepEqual(runner.suites, ['memory via a custom runner']);
+    assert.deepEqual(
+      runner.tests.map((t) => t.name),
+      conformanceCases.map((c) => c.name),
+    );
+    for (const t of runner.tests) await t.body();
+  });
+
+  it('detects describe and it as globals (Vitest with globals, Jest, Mocha) when none is passed', async () => {
+    const runner = recordingRunner();
+    const g = globalThis as { describe?: unknown; it?: unknown };
+    const saved = { describe: g.describe, it: g.it };
+    g.describe = runner.describe;
+    g.it = runner.it;
+    try {
+      await runConformance({
+        name: 'memory via globals',
+        factory: () => memoryStore(),
+        only: 'owner tokens',
+      });
+    } finally {
+      g.describe = saved.describe;
+      g.it = saved.it;
+    }
+    assert.deepEqual(runner.suites, ['memory via globals']);
+    assert.deepEqual(
+      runner.tests.map((t) => t.name),
+      ['owner tokens are random per claim'],
+    );
+    await runner.tests[0]!.body();
+  });
+});

@@ -154,8 +154,18 @@ export const conformanceCases: readonly ConformanceCase[] = [
       const again = await store.claim(key, { leaseMs: LONG });
       assert.equal(again.status, 'in-flight', 'the current owner still holds the key');
       assert.equal(await store.confirm(current, { retentionMs: LONG }), true);
+      const completed = await store.inspect(key);
       assert.equal(await store.release(stale), false, 'stale release after completion');
-      assert.equal((await store.inspect(key))?.state, 'completed');
+      assert.equal(
+        await store.confirm(stale, { retentionMs: 10 * LONG }),
+        false,
+        'stale confirm after completion',
+      );
+      assert.equal(await store.extend(stale, { leaseMs: 10 * LONG }), false, 'stale extend after completion');
+      const last = await store.inspect(key);
+      assert.equal(last?.state, 'completed');
+      assert.equal(last?.attempt, 2, "the completed record is the new owner's");
+      assert.equal(last?.expiresAt.getTime(), completed?.expiresAt.getTime(), 'its retention did not move');
     },
   },
   {

@@ -6,8 +6,9 @@
  * await runConformance({ name: 'my store', factory: () => myStore({ client }) });
  * ```
  *
- * Works with node:test (detected by default), Vitest or Jest globals, Mocha, or any runner passed as
- * `runner: { describe, it }`.
+ * Works with node:test (the default), any runner whose `describe` and `it` are globals (Jest, Mocha,
+ * Vitest with `globals: true`), or any runner passed as `runner: { describe, it }` (Vitest without
+ * globals: `import { describe, it } from 'vitest'`).
  */
 import type { Store } from '../lease/types.js';
 import { type CaseContext, type ConformanceCase, conformanceCases, runPrefix } from './cases.js';
