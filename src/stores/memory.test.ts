@@ -186,7 +186,7 @@ describe('runConformance with a runner other than node:test', () => {
     const runner = recordingRunner();
     await runConformance({
       name: 'memory via a custom runner',
-      factory: () => memoryStore(),
+      factory: () => ({ ...shared, close: async () => {} }),
       runner,
       shortMs: 60,
     });
