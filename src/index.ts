@@ -43,5 +43,6 @@ export {
   type Receiver,
   type ReceiverOptions,
   toResponse,
+  warningFor,
 } from './receiver/index.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';

@@ -10,6 +10,7 @@ import {
   type Provider,
   type ReceiverOptions,
   type Store,
+  warningFor,
 } from '../src/index.js';
 
 const SECRET = 'test-secret-do-not-leak';
@@ -237,6 +238,38 @@ describe('receiver: outcomes', () => {
     assert.equal((await res.json()).code, 'fingerprint_mismatch');
     assert.equal(runs.length, 1);
     assert.equal(outcomes[1]?.outcome, 'conflict');
+  });
+
+  it('logs a conflict with console.warn when there is no onOutcome, and only then', async (t) => {
+    const warn = t.mock.method(console, 'warn', () => {});
+    const silent = createReceiver({ provider: acme(), store: memoryStore(), handler: () => {} });
+    await silent.fetch(delivery({ id: 'evt_warn', type: 't', amount: 1 }));
+    assert.equal(warn.mock.callCount(), 0, 'a processed delivery is not worth a warning');
+    await silent.fetch(delivery({ id: 'evt_warn', type: 't', amount: 2 }));
+    assert.equal(warn.mock.callCount(), 1);
+    const line = String(warn.mock.calls[0]!.arguments[0]);
+    assert.match(line, /^onceonly: conflict for acme:evt_warn: the same event id arrived with another body/);
+    assert.doesNotMatch(line, /amount|whsec|sha256=/, 'no body or secret in the line');
+    const { receiver } = setup();
+    await receiver.fetch(delivery({ id: 'evt_warn2', type: 't', amount: 1 }));
+    await receiver.fetch(delivery({ id: 'evt_warn2', type: 't', amount: 2 }));
+    assert.equal(warn.mock.callCount(), 1, 'with an onOutcome, the app decides what to log');
+  });
+
+  it('warningFor names lease-lost, conflict and degraded outcomes, and nothing else', () => {
+    const base = { provider: 'acme', key: 'acme:evt_1', attempt: 1, id: 'evt_1' } as const;
+    const result = (extra: object) => ({ ...base, degraded: undefined, code: undefined, ...extra }) as never;
+    assert.match(
+      warningFor(result({ outcome: 'lease-lost' })) ?? '',
+      /^onceonly: lease-lost for acme:evt_1 \(attempt 1\)/,
+    );
+    assert.match(
+      warningFor(result({ outcome: 'processed', degraded: 'confirm-failed' })) ?? '',
+      /degraded \(confirm-failed\)/,
+    );
+    assert.equal(warningFor(result({ outcome: 'processed' })), undefined);
+    assert.equal(warningFor(result({ outcome: 'duplicate' })), undefined);
+    assert.equal(warningFor(result({ outcome: 'rejected', code: 'invalid_signature' })), undefined);
   });
 
   it("acknowledges a conflict with 200 when onConflict is 'acknowledge'", async () => {

@@ -16,4 +16,5 @@ export {
   type ReceiveInput,
   type Receiver,
   type ReceiverOptions,
+  warningFor,
 } from './receiver.js';

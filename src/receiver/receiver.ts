@@ -140,7 +140,13 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
   bodyTimeout?: Duration;
   /** `Retry-After` sent with 503 when the store is unavailable. @default '5s' */
   retryAfter?: Duration;
-  /** Called for every delivery, whatever its outcome. Errors it throws are swallowed. */
+  /**
+   * Called for every delivery, whatever its outcome. Errors it throws are swallowed. Without it,
+   * the outcomes that must not pass unseen (lease lost, conflict, degraded, a body another parser
+   * consumed) are logged with `console.warn`; `warningFor(result)` gives the same line for your logger.
+   * @default undefined (those outcomes go to console.warn)
+   * @example onOutcome: (result) => { metrics.count(result.outcome); const w = warningFor(result); if (w) log.warn(w); }
+   */
   onOutcome?: (result: DeliveryResult) => unknown;
 }
 
@@ -168,6 +174,23 @@ export interface Receiver {
 }
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
+
+/**
+ * One line for the outcomes that must never pass unseen (lease lost, conflict, degraded, a body
+ * another parser consumed), or undefined. Names the key and attempt, never a secret or body.
+ */
+export function warningFor(result: DeliveryResult): string | undefined {
+  const at = `${result.key ?? result.provider}${result.attempt ? ` (attempt ${result.attempt})` : ''}`;
+  if (result.outcome === 'lease-lost')
+    return `onceonly: lease-lost for ${at}: the handler finished after its lease ran out and another delivery took over; fence your writes with attempt, or raise lease`;
+  if (result.outcome === 'conflict')
+    return `onceonly: conflict for ${at}: the same event id arrived with another body (a forgery or a corrupted retry)`;
+  if (result.degraded)
+    return `onceonly: ${result.outcome} for ${at} is degraded (${result.degraded}): the event may run again; check the store`;
+  if (result.code === 'body_already_parsed' && result.error instanceof Error)
+    return `onceonly: ${result.error.message.replace(/^onceonly: /, '')}`;
+  return undefined;
+}
 
 /**
  * Receives webhooks safely: verify over the raw bytes, claim the event under a short lease, run the
@@ -225,7 +248,11 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
 
   function report(result: DeliveryResult): DeliveryResult {
-    if (options.onOutcome) {
+    // The cases someone must hear about are never silent: without an onOutcome they are logged.
+    if (!options.onOutcome) {
+      const warning = warningFor(result);
+      if (warning) console.warn(warning);
+    } else {
       try {
         const pending = options.onOutcome(result) as PromiseLike<unknown> | undefined;
         if (pending && typeof pending.then === 'function') pending.then(undefined, () => {});
