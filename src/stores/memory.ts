@@ -17,10 +17,14 @@ import {
 export interface MemoryStoreOptions {
   /**
    * Upper bound on remembered keys (leases plus completed keys). When full, the oldest completed
-   * key is forgotten first, then a lease that already ran out. A live lease is never dropped: when
-   * every entry is a live lease, `claim` and `record` throw {@link StoreFullError}, which the
-   * receiver treats as a store outage (fail-closed: 503 and the provider retries later).
-   * The ordering guard's versions are bounded separately by the same number (oldest forgotten first).
+   * key is forgotten first, even inside its retention (a later retry of that event then runs
+   * again: size this at least to events per retention window), then a lease that already ran out.
+   * A live lease is never dropped: when every entry is a live lease, `claim` and `record` throw
+   * {@link StoreFullError}, which the receiver treats as a store outage (fail-closed: 503 and the
+   * provider retries later), and so does a `confirm` that must re-create a vanished record (the
+   * engine reports it degraded `confirm-failed` and keeps trying while the lease lasts).
+   * The ordering guard's versions are bounded separately by the same number, oldest forgotten
+   * first: a forgotten entity accepts any version again.
    * @default 100_000
    */
   maxEntries?: number;
