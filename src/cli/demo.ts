@@ -97,7 +97,15 @@ export async function demo(argv: readonly string[]): Promise<number> {
   }
   const run = randomBytes(3).toString('hex');
   const ledgerPath = join(dir, 'ledger.db');
-  const Database = (await import('better-sqlite3')).default;
+  // The ledger is SQLite whatever the store: the demo needs better-sqlite3 (an optional peer).
+  const Database = await import('better-sqlite3').then(
+    (m) => m.default,
+    () => {
+      throw new UsageError(
+        'the demo keeps its ledger in SQLite and needs better-sqlite3: npm install better-sqlite3',
+      );
+    },
+  );
   const ledger = new Database(ledgerPath);
   ledger.pragma('journal_mode = WAL');
   ledger.exec(`

@@ -155,7 +155,8 @@ async function confirmWithRetry(store: Store, lease: Lease, retentionMs: number)
  * that exits only loses the chance, not correctness.
  */
 function confirmInBackground(store: Store, lease: Lease, retentionMs: number, leaseMs: number): void {
-  const giveUpAt = Date.now() + leaseMs;
+  // The monotonic clock: a wall-clock step must not stretch or cut the window.
+  const giveUpAt = performance.now() + leaseMs;
   let i = 0;
   const attempt = () => {
     Promise.resolve()
@@ -164,7 +165,7 @@ function confirmInBackground(store: Store, lease: Lease, retentionMs: number, le
         () => {},
         () => {
           const wait = LATE_CONFIRM_MS[Math.min(i++, LATE_CONFIRM_MS.length - 1)]!;
-          if (Date.now() + wait <= giveUpAt) setTimeout(attempt, wait).unref?.();
+          if (performance.now() + wait <= giveUpAt) setTimeout(attempt, wait).unref?.();
         },
       );
   };

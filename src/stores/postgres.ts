@@ -308,17 +308,24 @@ const created = new WeakMap<object, Map<string, Promise<void>>>();
 /** SQLSTATEs of two sessions creating the same table at once without our advisory lock. */
 const creationRaces = new Set(['23505', '42P07', '42710']);
 
+/** A SQLSTATE is five digits or capitals; a driver's own `code` (ECONNREFUSED) is something else. */
 function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+function errorCode(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }
 
 function unavailable(action: string, err: unknown): StoreUnavailableError {
   if (err instanceof StoreUnavailableError) return err;
-  const code = sqlState(err);
+  const state = sqlState(err);
+  const code = state ? `SQLSTATE ${state}` : errorCode(err);
   const detail = err instanceof Error ? err.message : String(err);
   return new StoreUnavailableError(
-    `onceonly: PostgreSQL store could not ${action}${code ? ` (SQLSTATE ${code})` : ''}: ${detail}; check that the server is reachable and the table exists (or leave autoCreate on)`,
+    `onceonly: PostgreSQL store could not ${action}${code ? ` (${code})` : ''}: ${detail}; check that the server is reachable and the table exists (or leave autoCreate on)`,
     { cause: err },
   );
 }
