@@ -1,6 +1,7 @@
 /**
  * Clock skew: a process whose clock is an hour fast or slow (Date patched by a preload, the
- * machine's clock untouched) claims and extends a lease on each shared store, then dies. Only the
+ * machine's clock untouched) claims and extends a lease on each shared store, finds a live lease in
+ * flight and takes over a lapsed one, then dies. Only the
  * store's time counts: the lease ends `lease` after the claim on the store's clock, a clean process
  * sees it in flight until then and takes it over right after, never an hour early or late.
  */
@@ -82,13 +83,19 @@ for (const { label, url, probe } of stores) {
         const name = `onceonly_skew_${randomBytes(4).toString('hex')}`;
         const key = `skew:${name}`;
         const opened = await openStore(url, name);
+        const liveKey = `${key}:live`;
+        const lapsedKey = `${key}:lapsed`;
         try {
+          // A clean process holds one key for a minute and let another's lease run out.
+          await opened.store.claim(liveKey, { leaseMs: 60_000 });
+          await opened.store.claim(lapsedKey, { leaseMs: 200 });
+          await sleep(500);
           // Act: the skewed process claims, extends and dies.
           const { stdout } = await run(process.execPath, ['--import', 'tsx', '--import', preload, child], {
             env: {
               ...process.env,
               ONCEONLY_SKEW_MS: String(skew),
-              ONCEONLY_SKEW_CHILD: JSON.stringify({ url, name, key, leaseMs: LEASE_MS }),
+              ONCEONLY_SKEW_CHILD: JSON.stringify({ url, name, key, leaseMs: LEASE_MS, liveKey, lapsedKey }),
             },
             timeout: 60_000,
           });
@@ -97,6 +104,8 @@ for (const { label, url, probe } of stores) {
             extended: boolean;
             claimedUntil: number;
             viewUntil: number;
+            live: string;
+            lapsed: string;
           };
           const now = Date.now();
 
@@ -113,6 +122,10 @@ for (const { label, url, probe } of stores) {
           );
           // The skewed process's own lease handle is on the store's clock too (the extend came a
           // moment after the claim, so its end is a little later, never an hour off).
+          // The skewed process decides nothing by its own clock: the live lease is in flight for it,
+          // and the lapsed one is taken over with the next attempt.
+          assert.equal(seen.live, 'in-flight', 'a live lease is in flight for a skewed process too');
+          assert.equal(seen.lapsed, 'acquired 2', 'a lapsed lease is taken over by a skewed process too');
           const drift = seen.viewUntil - seen.claimedUntil;
           assert.ok(drift >= 0 && drift < 1_000, `the claim's expiresAt is ${drift} ms off the store's`);
           const during = await opened.store.claim(key, { leaseMs: LEASE_MS });

@@ -7,7 +7,7 @@
  * in the response, no crash. FUZZ_RUNS sets the cases per provider (default 300).
  */
 import { strict as assert } from 'node:assert';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Store } from '../../src/lease/types.js';
@@ -15,6 +15,7 @@ import * as p from '../../src/providers/index.js';
 import type { Provider } from '../../src/providers/types.js';
 import { toResponse } from '../../src/receiver/http.js';
 import { createReceiver } from '../../src/receiver/receiver.js';
+import { memoryStore } from '../../src/stores/memory.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
@@ -209,6 +210,158 @@ describe('hostile deliveries through the receiver, every provider', () => {
           },
         ),
         { numRuns: RUNS },
+      );
+    });
+  }
+});
+
+// The same hostile bodies, correctly signed, so they get past verification into parsing and keying.
+const signers: [string, Provider<any, any>, string, (raw: Uint8Array) => Record<string, string>][] = (() => {
+  const mac = (key: string | Buffer, ...parts: (string | Uint8Array)[]) => {
+    const h = createHmac('sha256', key);
+    for (const part of parts) h.update(part);
+    return h;
+  };
+  const stripeSecret = `whsec_${hex}`;
+  const swKey = randomBytes(24);
+  const ghSecret = randomBytes(20).toString('hex');
+  const slackSecret = randomBytes(16).toString('hex');
+  return [
+    [
+      'stripe',
+      p.stripe({ secret: stripeSecret }),
+      stripeSecret,
+      (raw) => {
+        const t = now();
+        return { 'stripe-signature': `t=${t},v1=${mac(stripeSecret, `${t}.`, raw).digest('hex')}` };
+      },
+    ],
+    [
+      'standardWebhooks',
+      p.standardWebhooks({ secret: `whsec_${swKey.toString('base64')}` }),
+      swKey.toString('base64'),
+      (raw) => {
+        const t = now();
+        const id = `msg_${randomBytes(6).toString('hex')}`;
+        return {
+          'webhook-id': id,
+          'webhook-timestamp': t,
+          'webhook-signature': `v1,${mac(swKey, `${id}.${t}.`, raw).digest('base64')}`,
+        };
+      },
+    ],
+    [
+      'github',
+      p.github({ secret: ghSecret }),
+      ghSecret,
+      (raw) => ({
+        'x-hub-signature-256': `sha256=${mac(ghSecret, raw).digest('hex')}`,
+        'x-github-event': 'push',
+        'x-github-delivery': randomBytes(8).toString('hex'),
+      }),
+    ],
+    [
+      'slack',
+      p.slack({ secret: slackSecret }),
+      slackSecret,
+      (raw) => {
+        const t = now();
+        return {
+          'x-slack-signature': `v0=${mac(slackSecret, `v0:${t}:`, raw).digest('hex')}`,
+          'x-slack-request-timestamp': t,
+        };
+      },
+    ],
+  ];
+})();
+
+const signedBody = fc.oneof(
+  body,
+  // Objects that parse, some with an id: they must be keyed and processed, never crash.
+  fc
+    .record({
+      id: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+      type: fc.string(),
+      data: fc.jsonValue(),
+    })
+    .map((o) => enc.encode(JSON.stringify(o))),
+  fc
+    .integer({ min: 1_000, max: 60_000 })
+    .map((n) => enc.encode(JSON.stringify({ id: 'evt_big', type: 't', note: 'é'.repeat(n) }))),
+);
+
+/** The memory store, counting the calls that reach it. */
+function countingStore(calls: string[]): Store {
+  const inner = memoryStore();
+  const out = {} as Record<string, unknown>;
+  for (const name of [
+    'claim',
+    'confirm',
+    'release',
+    'extend',
+    'record',
+    'advance',
+    'inspect',
+    'close',
+  ] as const) {
+    out[name] = (...args: unknown[]) => {
+      calls.push(name);
+      return (inner[name] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+    };
+  }
+  return out as unknown as Store;
+}
+
+describe('hostile bodies, correctly signed, through the receiver', () => {
+  for (const [name, provider, secret, sign] of signers) {
+    it(`${name}: a typed 4xx that touches nothing, or keyed and handled once; never a crash or a 5xx (${RUNS} cases)`, async () => {
+      const calls: string[] = [];
+      const runs = new Map<string, number>();
+      const receiver = createReceiver({
+        provider,
+        store: countingStore(calls),
+        maxBodyBytes: 256 * 1024,
+        handler: ({ key }) => {
+          runs.set(String(key), (runs.get(String(key)) ?? 0) + 1);
+        },
+        onOutcome: () => {},
+      });
+      await fc.assert(
+        fc.asyncProperty(signedBody, fc.boolean(), async (raw, viaFetch) => {
+          calls.length = 0;
+          const headers = { 'content-type': 'application/json', ...sign(raw) };
+          const url = 'https://example.com/hooks/in';
+          const result = viaFetch ? undefined : await receiver.receive({ rawBody: raw, headers, url });
+          const res = viaFetch
+            ? await receiver.fetch(new Request(url, { method: 'POST', headers, body: raw }))
+            : toResponse(result!);
+          const text = await res.text();
+          assert.ok(res.status < 500, `status ${res.status}: ${text}`);
+          assert.ok(!text.includes(secret), 'the secret is in the response');
+          assert.ok(!/\n\s+at |\.ts:\d|node_modules/.test(text), `a stack trace in the response: ${text}`);
+          const outcome = res.headers.get('onceonly-outcome');
+          if (outcome === 'conflict') {
+            // An id seen before with another body: the store was asked, the handler was not run.
+            assert.equal(res.status, 422);
+            assert.equal(JSON.parse(text).code, 'fingerprint_mismatch');
+            assert.deepEqual(calls, ['claim']);
+          } else if (res.status >= 400) {
+            assert.equal(outcome, res.status === 413 ? 'too-large' : 'rejected');
+            assert.ok(STABLE_CODES.has(String(JSON.parse(text).code)), text);
+            assert.deepEqual(calls, [], 'a refused delivery reached the store');
+          } else {
+            assert.ok(
+              ['processed', 'duplicate', 'unkeyed', 'ignored'].includes(String(outcome)),
+              String(outcome),
+            );
+          }
+        }),
+        { numRuns: RUNS },
+      );
+      // Whatever was keyed ran once per key.
+      assert.deepEqual(
+        [...runs.values()].filter((n) => n !== 1),
+        [],
       );
     });
   }

@@ -169,8 +169,12 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const reported = new Map<string, number>();
     for (const row of ledger
       .prepare(
+        // Only deliveries that ran the handler to the end and say so can account for an extra effect:
+        // lease-lost, or processed while degraded (fail-open, confirm failed) or after a takeover.
+        // A failed or refused delivery applied nothing and reports nothing here.
         `SELECT event_id AS id, COUNT(*) AS n FROM outcomes
-         WHERE degraded IS NOT NULL OR outcome = 'lease-lost' OR (outcome = 'processed' AND attempt > 1)
+         WHERE outcome = 'lease-lost'
+            OR (outcome = 'processed' AND (degraded IS NOT NULL OR attempt > 1))
          GROUP BY event_id`,
       )
       .all() as { id: string; n: number }[])
