@@ -150,6 +150,27 @@ if (up) {
       assert.equal(await orderCount(id), 1);
     });
 
+    it('a second Kysely transaction on the same key waits for the first, then sees a duplicate', async () => {
+      const id = key();
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let recorded!: () => void;
+      const firstRecorded = new Promise<void>((resolve) => (recorded = resolve));
+      const first = db.transaction().execute(async (trx) => {
+        const r = await store.record(id, { retentionMs, tx: kyselyTx(trx) });
+        recorded();
+        await held;
+        return r;
+      });
+      await firstRecorded;
+      const second = db.transaction().execute((trx) => store.record(id, { retentionMs, tx: kyselyTx(trx) }));
+      const blocked = await pendingAfter(second, 300);
+      release();
+      assert.deepEqual(await first, { duplicate: false });
+      assert.deepEqual(await second, { duplicate: true });
+      assert.equal(blocked, true, 'the second transaction waited on the first one’s row lock');
+    });
+
     it('rolls back the dedup row with the writes when the transaction throws', async () => {
       const id = key();
       await assert.rejects(
@@ -192,6 +213,27 @@ if (up) {
       );
       assert.equal(await orderCount(id), 0);
       assert.equal(await store.inspect(id), undefined);
+    });
+
+    it('a second Drizzle transaction on the same key waits for the first, then sees a duplicate', async () => {
+      const id = key();
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let recorded!: () => void;
+      const firstRecorded = new Promise<void>((resolve) => (recorded = resolve));
+      const first = db.transaction(async (tx) => {
+        const r = await store.record(id, { retentionMs, tx: drizzleTx(tx) });
+        recorded();
+        await held;
+        return r;
+      });
+      await firstRecorded;
+      const second = db.transaction((tx) => store.record(id, { retentionMs, tx: drizzleTx(tx) }));
+      const blocked = await pendingAfter(second, 300);
+      release();
+      assert.deepEqual(await first, { duplicate: false });
+      assert.deepEqual(await second, { duplicate: true });
+      assert.equal(blocked, true, 'the second transaction waited on the first one’s row lock');
     });
 
     it('refuses something that is not a Drizzle mysql2 transaction', () => {

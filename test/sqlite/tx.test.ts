@@ -17,6 +17,29 @@ const dir = mkdtempSync(join(tmpdir(), 'onceonly-sqlite-tx-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const retentionMs = 60_000;
 
+/**
+ * Forks a process that holds a write transaction with `key`'s dedup row in it for `holdMs`, then
+ * ends it with `ending`. Resolves once it holds it, with a promise for its exit.
+ */
+async function heldElsewhere(
+  file: string,
+  key: string,
+  ending: 'commit' | 'rollback',
+  holdMs = 400,
+): Promise<{ exited: Promise<unknown> }> {
+  const worker = fork(new URL('./tx-worker.ts', import.meta.url), {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, TX_WORKER: JSON.stringify({ file, key, ending, holdMs }) },
+  });
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  const held = await new Promise<{ duplicate: boolean }>((resolve, reject) => {
+    worker.once('message', (m) => resolve(m as { duplicate: boolean }));
+    worker.once('error', reject);
+  });
+  assert.equal(held.duplicate, false);
+  return { exited };
+}
+
 function open(name: string) {
   const db = new Database(join(dir, name));
   const store = sqliteStore({ client: db });
@@ -90,16 +113,7 @@ describe('sqliteStore record() inside db.transaction', () => {
       const mine = new Database(file);
       const store2 = sqliteStore({ client: mine, busyTimeout: 5_000 });
       await store2.ready();
-      const worker = fork(new URL('./tx-worker.ts', import.meta.url), {
-        execArgv: ['--import', 'tsx'],
-        env: { ...process.env, TX_WORKER: JSON.stringify({ file, key: 'k', ending, holdMs: 400 }) },
-      });
-      const exited = new Promise((resolve) => worker.once('exit', resolve));
-      const held = await new Promise<{ duplicate: boolean }>((resolve, reject) => {
-        worker.once('message', (m) => resolve(m as { duplicate: boolean }));
-        worker.once('error', reject);
-      });
-      assert.equal(held.duplicate, false);
+      const { exited } = await heldElsewhere(file, 'k', ending);
       // Act: BEGIN IMMEDIATE waits (busy timeout) until the worker ends its transaction.
       const started = Date.now();
       const result = mine.transaction(() => store2.recordSync('k', { retentionMs, tx: mine })).immediate();
@@ -128,6 +142,27 @@ describe('sqliteStore record() in a Kysely transaction (kyselyTx)', () => {
     assert.deepEqual(await place('k1'), { duplicate: false });
     assert.deepEqual(await place('k1'), { duplicate: true });
     assert.equal(orders('k1'), 1);
+  });
+
+  it('a Kysely transaction on a key another process holds waits for it, then sees a duplicate', async () => {
+    const file = join(dir, 'kysely-concurrent.db');
+    const mine = new Database(file);
+    const store2 = sqliteStore({ client: mine, busyTimeout: 5_000 });
+    await store2.ready();
+    const k2 = new Kysely<Record<string, never>>({ dialect: new SqliteDialect({ database: mine }) });
+    try {
+      const { exited } = await heldElsewhere(file, 'kc', 'commit');
+      const started = Date.now();
+      const result = await k2
+        .transaction()
+        .execute((trx) => store2.record('kc', { retentionMs, tx: kyselyTx(trx) }));
+      const waited = Date.now() - started;
+      assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
+      assert.deepEqual(result, { duplicate: true });
+      await exited;
+    } finally {
+      await k2.destroy();
+    }
   });
 
   it('rolls back the dedup row with the writes when the transaction throws', async () => {
@@ -174,6 +209,26 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
     assert.equal(orders('d2'), 0);
     assert.equal(await store.inspect('d2'), undefined);
   });
+
+  for (const ending of ['commit', 'rollback'] as const) {
+    it(`a Drizzle transaction on a key another process holds waits for it, then sees ${ending === 'commit' ? 'a duplicate' : 'no duplicate'} after its ${ending}`, async () => {
+      const file = join(dir, `drizzle-concurrent-${ending}.db`);
+      const mine = new Database(file);
+      const store2 = sqliteStore({ client: mine, busyTimeout: 5_000 });
+      await store2.ready();
+      const d2 = drizzle({ client: mine });
+      const { exited } = await heldElsewhere(file, 'dc', ending);
+      const started = Date.now();
+      const result = d2.transaction((tx) => store2.recordSync('dc', { retentionMs, tx: drizzleTx(tx) }), {
+        behavior: 'immediate',
+      });
+      const waited = Date.now() - started;
+      assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
+      assert.deepEqual(result, { duplicate: ending === 'commit' });
+      await exited;
+      mine.close();
+    });
+  }
 
   it('refuses something that is not a Drizzle better-sqlite3 transaction', () => {
     assert.throws(() => drizzleTx({}), /drizzle-orm\/better-sqlite3/);
