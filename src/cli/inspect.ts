@@ -11,13 +11,18 @@ export const inspectFlags = {
     default: 'onceonly',
     help: "the store's table (SQL) or key prefix without the colon (Redis)",
   },
+  key: {
+    type: 'string',
+    help: 'the key to show (the same as giving it after the flags; needed for a key named "purge")',
+  },
   limit: { type: 'number', default: 10, help: 'how many of the oldest leases to list' },
   json: { type: 'boolean', help: 'print JSON' },
   help: { type: 'boolean', help: 'show this help' },
 } satisfies FlagSpec;
 
 const SUMMARY = `Shows one key (onceonly inspect --store <url> <key>), or counts by state and the oldest leases
-(stuck work) when no key is given. "onceonly inspect --store <url> purge" deletes rows past retention.`;
+(stuck work) when no key is given. "onceonly inspect --store <url> purge" deletes rows past retention.
+It never creates a table or a file: a wrong --name or path is an error.`;
 
 export async function inspect(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, inspectFlags);
@@ -30,12 +35,13 @@ export async function inspect(argv: readonly string[]): Promise<number> {
     throw new UsageError(
       'a memory store lives inside its own process: there is nothing to inspect from outside',
     );
-  if (flags._.length > 1) throw new UsageError('give at most one key (quote keys with spaces)');
-  const opened = await openStore(flags.store, flags.name);
+  if (flags._.length > 1 || (flags._.length === 1 && flags.key !== undefined))
+    throw new UsageError('give at most one key (quote keys with spaces)');
+  const opened = await openStore(flags.store, flags.name, { existing: true });
   const now = Date.now();
   try {
-    const [arg] = flags._;
-    if (arg === 'purge') {
+    const arg = flags.key ?? flags._[0];
+    if (flags.key === undefined && arg === 'purge') {
       if (!opened.purge) {
         print(
           flags.json,
@@ -72,11 +78,14 @@ export async function inspect(argv: readonly string[]): Promise<number> {
     const leases = oldest.map((v) => describe(v, now));
     print(flags.json, { stats, oldestLeases: leases }, () => {
       const lines = [
-        table(`onceonly store ${opened.kind} (${flags.name})`, [
-          ['processing (live leases)', stats.processing],
-          ['takeable (lease ran out, crash?)', stats.takeable],
-          ['completed (within retention)', stats.completed],
-        ]),
+        table(
+          `onceonly store ${opened.kind} (${flags.name})${stats.partial ? ', counted over the first 100,000 keys only' : ''}`,
+          [
+            ['processing (live leases)', stats.processing],
+            ['takeable (lease ran out, crash?)', stats.takeable],
+            ['completed (within retention)', stats.completed],
+          ],
+        ),
       ];
       if (leases.length > 0) {
         lines.push('', `oldest leases (${leases.length}):`);
@@ -96,7 +105,12 @@ function describe(view: RecordView, now: number) {
     key: view.key,
     state: view.state === 'processing' && expiresIn <= 0 ? 'takeable' : view.state,
     attempt: view.attempt,
-    lease: view.updatedAt ? `last written ${ago(now - view.updatedAt.getTime())} ago` : 'last write unknown',
+    // A live owner renews its lease every third of its length: a lease renewed long ago lost its owner.
+    lease:
+      view.updatedAt === undefined
+        ? 'renewal time not kept by this store'
+        : `${view.state === 'processing' ? 'lease renewed' : 'completed'} ${ago(now - view.updatedAt.getTime())} ago`,
+    renewedAgoMs: view.updatedAt === undefined ? null : Math.max(0, now - view.updatedAt.getTime()),
     expires: expiresIn > 0 ? `expires in ${ago(expiresIn)}` : `expired ${ago(-expiresIn)} ago`,
     expiresAt: view.expiresAt.toISOString(),
     fingerprint: view.fingerprint ?? '-',

@@ -22,7 +22,15 @@ const REDIS_SCAN_LIMIT = 100_000;
 /**
  * `name` isolates this use (a table name or key prefix) so a demo never collides with real data.
  */
-export async function openStore(url: string, name = 'onceonly'): Promise<OpenedStore> {
+export async function openStore(
+  url: string,
+  name = 'onceonly',
+  options: {
+    /** Look, never create: no table or file is made (SQL `autoCreate: false`, SQLite file must exist). */
+    existing?: boolean;
+  } = {},
+): Promise<OpenedStore> {
+  const autoCreate = options.existing !== true;
   const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase();
   if (url === 'memory') {
     const { memoryStore } = await import('../stores/memory.js');
@@ -38,25 +46,35 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
     // Redis has no query over values: read each claim key of the prefix (at most REDIS_SCAN_LIMIT).
     const scan = async () => {
       const views: RecordView[] = [];
+      let partial = false;
       for await (const batch of client.scanIterator({ MATCH: `${prefix}k:*`, COUNT: 1000 })) {
         for (const full of batch as unknown as string[]) {
           const view = await store.inspect(full.slice(prefix.length + 2));
           if (view) views.push(view);
         }
-        if (views.length >= REDIS_SCAN_LIMIT) break;
+        if (views.length >= REDIS_SCAN_LIMIT) {
+          partial = true;
+          break;
+        }
       }
-      return views;
+      return { views, partial };
+    };
+    // Live or ran out is decided on the server's clock, as the store decides it.
+    const serverNow = async () => {
+      const [seconds, micros] = (await client.sendCommand(['TIME'])) as unknown as [string, string];
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     };
     const admin: StoreAdmin = {
       async stats(): Promise<StoreStats> {
-        const now = Date.now();
-        const views = await scan();
+        const now = await serverNow();
+        const { views, partial } = await scan();
         const live = views.filter((v) => v.state === 'processing' && v.expiresAt.getTime() > now).length;
         const takeable = views.filter((v) => v.state === 'processing').length - live;
-        return { processing: live, takeable, completed: views.length - live - takeable };
+        const stats = { processing: live, takeable, completed: views.length - live - takeable };
+        return partial ? { ...stats, partial: true } : stats;
       },
       async oldestLeases(limit: number): Promise<RecordView[]> {
-        return (await scan())
+        return (await scan()).views
           .filter((v) => v.state === 'processing')
           .sort(
             (a, b) =>
@@ -82,20 +100,26 @@ export async function openStore(url: string, name = 'onceonly'): Promise<OpenedS
     const Pool = pg.Pool ?? (pg as unknown as { default: typeof pg }).default.Pool;
     const pool = new Pool({ connectionString: url, max: 8 });
     const { postgresStore } = await import('../stores/postgres.js');
-    return sqlStore('postgres', postgresStore({ client: pool, table: name }), () => pool.end());
+    return sqlStore('postgres', postgresStore({ client: pool, table: name, autoCreate }), () => pool.end());
   }
   if (scheme === 'mysql' || scheme === 'mariadb') {
     const mysql = await load<typeof import('mysql2/promise')>('mysql2/promise');
     const pool = mysql.createPool({ uri: url.replace(/^mariadb:/, 'mysql:'), connectionLimit: 8 });
     const { mysqlStore } = await import('../stores/mysql.js');
-    return sqlStore('mysql', mysqlStore({ client: pool, table: name }), () => pool.end());
+    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), () => pool.end());
   }
   if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
     const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
     const Database = (await load<{ default: typeof import('better-sqlite3') }>('better-sqlite3')).default;
-    const db = new Database(path);
+    let db: import('better-sqlite3').Database;
+    try {
+      db = new Database(path, { fileMustExist: !autoCreate });
+    } catch (error) {
+      throw new UsageError(`cannot open the SQLite file ${path}: ${(error as Error).message}`);
+    }
     const { sqliteStore } = await import('../stores/sqlite.js');
-    return sqlStore('sqlite', sqliteStore({ client: db, table: name.replace(/[^a-z0-9_]/gi, '_') }), () =>
+    const table = name.replace(/[^a-z0-9_]/gi, '_');
+    return sqlStore('sqlite', sqliteStore({ client: db, table, autoCreate, wal: autoCreate }), () =>
       db.close(),
     );
   }

@@ -145,6 +145,8 @@ export interface StoreStats {
   readonly takeable: number;
   /** Completed keys still within retention. */
   readonly completed: number;
+  /** Set when the counts stopped at a bound (the CLI's Redis overview reads at most 100,000 keys). */
+  readonly partial?: boolean;
 }
 
 /**

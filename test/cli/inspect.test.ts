@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -70,7 +70,16 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
       assert.equal(live.attempt, 1);
       assert.equal(live.fingerprint, 'ab'.repeat(32));
       assert.match(live.expires, /^expires in/);
-      assert.match(live.lease, /^last (written|write unknown)/);
+      if (url().startsWith('redis')) assert.equal(live.lease, 'renewal time not kept by this store');
+      else {
+        assert.match(live.lease, /^lease renewed \d+ (ms|s) ago$/);
+        assert.ok(live.renewedAgoMs >= 0 && live.renewedAgoMs < 60_000, String(live.renewedAgoMs));
+        const done = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'done'));
+        assert.match(done.lease, /^completed \d+ (ms|s) ago$/);
+      }
+      const stuck = JSON.parse(await cli('--store', url(), '--name', name, '--json', '--key', 'stuck'));
+      assert.equal(stuck.state, 'takeable');
+      assert.match(stuck.expires, /^expired /);
       assert.equal(
         JSON.parse(await cli('--store', url(), '--name', name, '--json', 'nothing')).state,
         'absent',
@@ -92,6 +101,26 @@ cases(
 );
 
 describe('onceonly inspect errors', () => {
+  it('never creates what it inspects: a missing SQLite file is an error, and stays missing', async () => {
+    const path = join(dir, 'not-there.db');
+    await assert.rejects(cli('--store', path, 'some-key'), (error: { code?: number; stderr?: string }) => {
+      assert.equal(error.code, 2);
+      assert.match(error.stderr?.trim() ?? '', /^onceonly: cannot open the SQLite file .*not-there\.db/);
+      assert.equal(error.stderr?.trim().split('\n').length, 1, 'one line');
+      return true;
+    });
+    assert.equal(existsSync(path), false);
+  });
+
+  it('shows a key literally named purge with --key', async () => {
+    const opened = await openStore(join(dir, 'purge-key.db'), 'onceonly');
+    await opened.store.record('purge', { retentionMs: 600_000 });
+    await opened.close();
+    const shown = JSON.parse(await cli('--store', join(dir, 'purge-key.db'), '--json', '--key', 'purge'));
+    assert.equal(shown.key, 'purge');
+    assert.equal(shown.state, 'completed');
+  });
+
   it('needs --store, in one line with exit code 2', async () => {
     await assert.rejects(cli(), (error: { code?: number; stderr?: string }) => {
       assert.equal(error.code, 2);
