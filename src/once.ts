@@ -1,5 +1,5 @@
 import { ConfigError } from './errors.js';
-import { type Duration, parseDuration, parsePositiveDuration } from './lease/duration.js';
+import { type Duration, parseDuration } from './lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from './lease/engine.js';
 import { resolveTimings } from './lease/timings.js';
 import type { Store } from './lease/types.js';
