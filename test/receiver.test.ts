@@ -10,6 +10,7 @@ import {
   type Provider,
   type ReceiverOptions,
   type Store,
+  toResponse,
   warningFor,
 } from '../src/index.js';
 
@@ -724,5 +725,104 @@ describe('receiver: configuration', () => {
     const view = await store.inspect('acme:evt_override');
     const retention = view!.expiresAt.getTime() - Date.now();
     assert.ok(retention > 9 * 86_400_000 - 5_000 && retention <= 9 * 86_400_000, `retention ${retention}`);
+  });
+});
+
+describe('receiver: a delivery that carries several events (batch providers such as SendGrid)', () => {
+  // A provider whose body is a JSON array of { id, type } events, each keyed on its own id.
+  const batchy: Provider<{ id: string; type: string; n?: number }> = {
+    name: 'batchy',
+    retentionMs: 60_000,
+    verify({ rawBody }) {
+      const events = JSON.parse(new TextDecoder().decode(rawBody)) as { id: string; type: string }[];
+      return {
+        event: events[0]!,
+        id: events[0]!.id,
+        dedup: 'id',
+        batch: events.map((e) => ({ id: e.id, type: e.type, event: e })),
+      };
+    },
+  };
+  const send = (receiver: ReturnType<typeof createReceiver>, events: object[]) =>
+    receiver.receive({ rawBody: JSON.stringify(events), headers: {} });
+
+  it('stops at the first event the store cannot take, answers 503, and leaves the rest for the retry', async () => {
+    const { store, runs } = { store: memoryStore(), runs: [] as string[] };
+    let down = false;
+    const flaky: Store = {
+      ...store,
+      claim: (k, o) => (down ? Promise.reject(new Error('ECONNRESET')) : store.claim(k, o)),
+    };
+    const receiver = createReceiver({
+      provider: batchy,
+      store: flaky,
+      handler: ({ id }) => void runs.push(id!),
+      onOutcome: () => {},
+    });
+    assert.equal((await send(receiver, [{ id: 'a', type: 't' }])).outcome, 'processed');
+    down = true;
+    const res = await send(receiver, [
+      { id: 'b', type: 't' },
+      { id: 'c', type: 't' },
+    ]);
+    assert.equal(res.status, 503);
+    assert.equal(res.outcome, 'store-unavailable');
+    assert.ok(res.retryAfter !== undefined);
+    assert.deepEqual(
+      res.batch?.map((r) => r.id),
+      ['b'],
+      'c was not tried',
+    );
+    down = false;
+    assert.equal(
+      (
+        await send(receiver, [
+          { id: 'b', type: 't' },
+          { id: 'c', type: 't' },
+        ])
+      ).outcome,
+      'processed',
+    );
+    assert.deepEqual(runs, ['a', 'b', 'c']);
+  });
+
+  it('answers 409 with Retry-After while one event of the batch is in flight elsewhere, running the others', async () => {
+    const store = memoryStore();
+    const runs: string[] = [];
+    const receiver = createReceiver({
+      provider: batchy,
+      store,
+      handler: ({ id }) => void runs.push(id!),
+      onOutcome: () => {},
+    });
+    await store.claim('batchy:held', { leaseMs: 30_000 });
+    const res = await send(receiver, [
+      { id: 'free', type: 't' },
+      { id: 'held', type: 't' },
+    ]);
+    assert.equal(res.status, 409);
+    assert.equal(res.outcome, 'in-flight');
+    assert.ok((res.retryAfter ?? 0) >= 1);
+    assert.deepEqual(runs, ['free']);
+    assert.equal(toResponse(res).headers.get('retry-after'), String(res.retryAfter));
+  });
+
+  it('answers 422 conflict when an event id comes back with other content, without running it again', async () => {
+    const runs: string[] = [];
+    const receiver = createReceiver({
+      provider: batchy,
+      store: memoryStore(),
+      handler: ({ id }) => void runs.push(id!),
+      onOutcome: () => {},
+    });
+    await send(receiver, [{ id: 'x', type: 't', n: 1 }]);
+    const res = await send(receiver, [
+      { id: 'x', type: 't', n: 2 },
+      { id: 'y', type: 't' },
+    ]);
+    assert.equal(res.status, 422);
+    assert.equal(res.outcome, 'conflict');
+    assert.equal(res.code, 'fingerprint_mismatch');
+    assert.deepEqual(runs, ['x', 'y']);
   });
 });

@@ -9,11 +9,10 @@ import {
   parseTimestamp,
   requireHeader,
   retentionMs,
-  sha256Parts,
   stringField,
   toleranceMs,
 } from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import type { AuthenticatingProvider, BatchItem, DeliveryInput, Verified } from './types.js';
 
 /** One SendGrid event; a delivery carries an array of them. */
 export interface SendgridEvent {
@@ -41,7 +40,7 @@ export interface SendgridOptions {
    */
   tolerance?: Duration;
   /**
-   * How long a completed batch is remembered. SendGrid retries for up to 24 hours, and duplicates
+   * How long a completed event is remembered. SendGrid retries for up to 24 hours, and duplicates
    * have been seen over 29 hours; 3 days leaves a margin.
    * @default '3d'
    * @example '7d'
@@ -90,17 +89,21 @@ function publicKeys(input: string | readonly string[] | undefined): KeyObject[] 
 /**
  * SendGrid Event Webhook (signed): `X-Twilio-Email-Event-Webhook-Signature` (base64 DER) over
  * timestamp + body, ECDSA P-256 with SHA-256, checked against your public verification key.
- * The body is an array of events, each with a signed `sg_event_id`; the delivery's key is the
- * `sg_event_id` when it holds one event, else a digest of its sorted `sg_event_id`s. SendGrid may
- * batch retries differently, so for strict per-event dedup run each event through `once()`
- * with `sendgrid:${e.sg_event_id}` inside the handler.
+ * The body is an array of events, each with a signed `sg_event_id`: the receiver claims, runs and
+ * confirms each event on its own key (`sendgrid:<sg_event_id>`) and calls your handler once per
+ * event, so a batch that comes back (in any grouping) re-runs only the events that did not complete.
+ * `on` routes by each event's `event` field (`delivered`, `open`, `bounce`...).
  *
  * @example
- * createReceiver({ provider: sendgrid({ publicKey: process.env.SENDGRID_WEBHOOK_PUBLIC_KEY! }), store, handler: ({ event }) => event.forEach(track) });
+ * createReceiver({
+ *   provider: sendgrid({ publicKey: process.env.SENDGRID_WEBHOOK_PUBLIC_KEY! }),
+ *   store,
+ *   on: { bounce: ({ event }) => suppress(event.email), delivered: ({ event }) => track(event) },
+ * });
  */
 export function sendgrid<E extends SendgridEvent = SendgridEvent>(
   options: SendgridOptions,
-): AuthenticatingProvider<E[]> {
+): AuthenticatingProvider<E> {
   const keys = publicKeys(options.publicKey);
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '3d');
@@ -131,7 +134,7 @@ export function sendgrid<E extends SendgridEvent = SendgridEvent>(
     name: 'sendgrid',
     retentionMs: retention,
     authenticate,
-    verify(input: DeliveryInput): Verified<E[]> {
+    verify(input: DeliveryInput): Verified<E> {
       authenticate(input);
       const events = parseJson(input.rawBody);
       if (!Array.isArray(events) || events.length === 0) {
@@ -140,7 +143,7 @@ export function sendgrid<E extends SendgridEvent = SendgridEvent>(
           'onceonly: the sendgrid body must be a JSON array of events',
         );
       }
-      const ids: string[] = [];
+      const batch: BatchItem<E>[] = [];
       for (const e of events) {
         const id = stringField(e, 'sg_event_id');
         if (id === undefined) {
@@ -149,15 +152,11 @@ export function sendgrid<E extends SendgridEvent = SendgridEvent>(
             'onceonly: a sendgrid event has no sg_event_id; SendGrid always sends one, so this delivery is refused',
           );
         }
-        ids.push(id);
+        batch.push({ id, type: stringField(e, 'event'), event: e as E });
       }
-      const first = ids[0] as string;
-      if (ids.length === 1) return { event: events as E[], id: first, dedup: 'id' };
-      return {
-        event: events as E[],
-        dedup: 'id',
-        key: `batch:${sha256Parts([[...ids].sort().join('\n')])}`,
-      };
+      // Every event is deduplicated on its own sg_event_id (the receiver claims each).
+      const first = batch[0]!;
+      return { event: first.event, id: first.id, type: first.type, dedup: 'id', batch };
     },
   };
 }

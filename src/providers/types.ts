@@ -25,6 +25,14 @@ export interface DeliveryInput {
 }
 
 /** A delivery whose signature checked out. */
+/** One event of a delivery that carries several, keyed on its own signed id. */
+export interface BatchItem<E = unknown> {
+  readonly id: string;
+  /** Routes `on: { [type]: handler }` for this event. */
+  readonly type?: string | undefined;
+  readonly event: E;
+}
+
 export interface Verified<E = unknown> {
   /** The parsed event (usually the JSON body). */
   readonly event: E;
@@ -48,6 +56,12 @@ export interface Verified<E = unknown> {
    * @default SHA-256 of the raw body
    */
   readonly fingerprint?: string | undefined;
+  /**
+   * Set by a provider whose deliveries carry several events (SendGrid): the receiver then claims,
+   * runs and confirms each on its own key (`provider:id`), so a batch that partly failed re-runs
+   * only what failed. `event`, `id` and `type` are then the first event's.
+   */
+  readonly batch?: readonly BatchItem<E>[] | undefined;
 }
 
 /**

@@ -12,7 +12,7 @@ import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
 import { resolveTimings } from '../lease/timings.js';
 import type { Lease, Store } from '../lease/types.js';
-import type { EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
+import type { BatchItem, EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
 import {
   asWebHeaders,
   type BodySource,
@@ -72,6 +72,11 @@ export interface DeliveryResult {
   readonly retryAfter: number | undefined;
   /** Wall time spent on the delivery, in ms. */
   readonly durationMs: number;
+  /**
+   * For a delivery carrying several events (SendGrid), each event's own result, in order (each was
+   * also passed to `onOutcome`); the fields above then describe the batch as a whole.
+   */
+  readonly batch?: readonly DeliveryResult[] | undefined;
 }
 
 export interface ReceiverOptions<P extends Provider<any, any>> {
@@ -294,9 +299,20 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     } catch (error) {
       return rejection(error, done);
     }
+    let webHeaders: Headers | undefined;
+    const delivery = {
+      rawBody: bytes,
+      receivedAt,
+      // A web Headers only when the handler asks for one (Node's header objects stay as they are).
+      get headers(): Headers {
+        webHeaders ??= asWebHeaders(headers);
+        return webHeaders;
+      },
+    };
+    if (verified.batch) return runBatch(verified.batch, delivery, started);
+
     base.id = verified.id;
     base.type = verified.type;
-
     const handler = pickHandler(verified.type);
     if (!handler) return done('ignored', 200);
 
@@ -309,48 +325,57 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       key = `${provider.name}:${verified.key ?? verified.id}`;
     else if (verified.dedup === 'body') key = `${provider.name}:body:${bodyDigest}`;
     base.key = key;
-    let webHeaders: Headers | undefined;
-    const delivery = {
-      rawBody: bytes,
-      receivedAt,
-      // A web Headers only when the handler asks for one (Node's header objects stay as they are).
-      get headers(): Headers {
-        webHeaders ??= asWebHeaders(headers);
-        return webHeaders;
-      },
-    };
+    const event = { event: verified.event, type: verified.type, id: verified.id, key, fingerprint };
+    if (key === undefined && onUnkeyed === 'reject') {
+      return done('rejected', 422, {
+        code: 'unkeyed',
+        error: new VerificationError(
+          'unkeyed',
+          'onceonly: the delivery has no usable event id and onUnkeyed is reject',
+        ),
+      });
+    }
+    // 3. Claim, run, confirm or release.
+    return settle(handler, event, delivery, done);
+  }
+
+  /** One event to run: what the handler sees, and what it is deduplicated on. */
+  interface Keyed {
+    readonly event: unknown;
+    readonly type: string | undefined;
+    readonly id: string | undefined;
+    /** `undefined`: run without dedup (unkeyed). */
+    readonly key: string | undefined;
+    readonly fingerprint: string;
+  }
+  type Done = (outcome: Outcome, status: number, extra?: Partial<DeliveryResult>) => DeliveryResult;
+
+  /** Claims the event's key, runs the handler under its deadline, confirms or releases: one outcome. */
+  async function settle(
+    handler: Handler<unknown>,
+    e: Keyed,
+    delivery: HandlerContext<unknown>['delivery'],
+    done: Done,
+  ): Promise<DeliveryResult> {
     const contextFor = (work: WorkContext | undefined): HandlerContext<unknown> => ({
-      event: verified.event,
-      type: verified.type,
-      id: verified.id,
-      key,
+      event: e.event,
+      type: e.type,
+      id: e.id,
+      key: e.key,
       attempt: work?.attempt ?? 1,
       signal: work?.signal ?? AbortSignal.timeout(timings.timeoutMs),
       lease: work?.lease,
       delivery,
     });
+    if (e.key === undefined) return runUnguarded('unkeyed', undefined);
 
-    if (key === undefined) {
-      if (onUnkeyed === 'reject') {
-        return done('rejected', 422, {
-          code: 'unkeyed',
-          error: new VerificationError(
-            'unkeyed',
-            'onceonly: the delivery has no usable event id and onUnkeyed is reject',
-          ),
-        });
-      }
-      return runUnguarded('unkeyed', undefined);
-    }
-
-    // 3. Claim, run, confirm or release.
     let result: Awaited<ReturnType<typeof runClaimed<unknown>>>;
     try {
-      result = await runClaimed(store, key, (work) => handler(contextFor(work)), {
+      result = await runClaimed(store, e.key, (work) => handler(contextFor(work)), {
         leaseMs: timings.leaseMs,
         timeoutMs: timings.timeoutMs,
         retentionMs,
-        fingerprint,
+        fingerprint: e.fingerprint,
       });
     } catch (cause) {
       const error =
@@ -400,7 +425,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       try {
         const value = await Promise.race([
           Promise.resolve().then(() =>
-            handler!(contextFor({ attempt: 1, signal: timeout, lease: undefined as never })),
+            handler(contextFor({ attempt: 1, signal: timeout, lease: undefined as never })),
           ),
           new Promise<never>((_, reject) =>
             timeout.addEventListener('abort', () => reject(timeout.reason), { once: true }),
@@ -415,6 +440,55 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         return done('failed', 500, { degraded, code: failureCode(error), error });
       }
     }
+  }
+
+  /**
+   * A delivery carrying several events (SendGrid): each is claimed, run and confirmed on its own key,
+   * in order, and reported to `onOutcome` on its own, so a batch that partly failed re-runs only what
+   * failed when it comes back. The answer is the batch's worst outcome (503, then 500, then 409, then
+   * 422), else 200; with the store down the rest of the batch is left for the retry.
+   */
+  async function runBatch(
+    items: readonly BatchItem<unknown>[],
+    delivery: HandlerContext<unknown>['delivery'],
+    started: number,
+  ): Promise<DeliveryResult> {
+    const results: DeliveryResult[] = [];
+    for (const item of items) {
+      const itemBase = {
+        provider: provider.name,
+        key: `${provider.name}:${item.id}`,
+        id: item.id,
+        type: item.type,
+        attempt: undefined,
+        degraded: undefined,
+        code: undefined,
+        error: undefined,
+        response: undefined,
+        retryAfter: undefined,
+      };
+      const done: Done = (outcome, status, extra = {}) =>
+        report({ ...itemBase, ...extra, outcome, status, durationMs: Date.now() - started });
+      const handler = pickHandler(item.type);
+      const result = handler
+        ? await settle(
+            handler,
+            {
+              event: item.event,
+              type: item.type,
+              id: item.id,
+              key: itemBase.key,
+              // The event's own content: one event of a batch has no bytes of its own.
+              fingerprint: sha256Hex(JSON.stringify(item.event)),
+            },
+            delivery,
+            done,
+          )
+        : done('ignored', 200, { key: undefined });
+      results.push(result);
+      if (result.outcome === 'store-unavailable') break;
+    }
+    return batchResult(results, Date.now() - started);
   }
 
   async function receive(input: ReceiveInput): Promise<DeliveryResult> {
@@ -502,6 +576,50 @@ function rejection(
   if (error instanceof ConfigError) throw error;
   // A provider that threw something unexpected on hostile input: still a clean 400, never a crash.
   return done('rejected', 400, { code: 'invalid_body', error });
+}
+
+/**
+ * The one answer for a batch: its worst event (store unavailable, then failed, then in flight, then
+ * conflict) when one of them makes the provider retry or is refused; else 200, `processed` when any
+ * event ran. Each event's own result is in `batch`.
+ */
+function batchResult(results: readonly DeliveryResult[], durationMs: number): DeliveryResult {
+  const rank = (r: DeliveryResult) =>
+    r.outcome === 'store-unavailable' && r.status >= 500
+      ? 0
+      : r.status >= 500
+        ? 1
+        : r.status === 409
+          ? 2
+          : r.status >= 400
+            ? 3
+            : 4;
+  const worst = results.reduce((a, b) => (rank(b) < rank(a) ? b : a));
+  const refused = rank(worst) < 4;
+  let outcome: Outcome = worst.outcome;
+  if (!refused) {
+    if (results.some((r) => r.outcome === 'processed' || r.outcome === 'lease-lost')) outcome = 'processed';
+    else if (results.every((r) => r.outcome === 'ignored')) outcome = 'ignored';
+    else if (results.some((r) => r.outcome === 'duplicate')) outcome = 'duplicate';
+  }
+  const attempts = results.map((r) => r.attempt ?? 0);
+  const waits = results.map((r) => r.retryAfter).filter((w): w is number => w !== undefined);
+  return {
+    outcome,
+    status: refused ? worst.status : 200,
+    degraded: results.find((r) => r.degraded)?.degraded,
+    code: refused ? worst.code : undefined,
+    provider: worst.provider,
+    key: undefined,
+    id: undefined,
+    type: undefined,
+    attempt: Math.max(...attempts) || undefined,
+    error: refused ? worst.error : undefined,
+    response: undefined,
+    retryAfter: refused && waits.length > 0 ? Math.max(...waits) : undefined,
+    durationMs,
+    batch: results,
+  };
 }
 
 function failureCode(error: unknown): string {

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { sign as ecSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { createReceiver, type DeliveryResult, memoryStore } from '../../src/index.js';
 import { sendgrid } from '../../src/providers/index.js';
 import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
@@ -38,7 +39,7 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
     body,
     sign,
     expect: { dedup: 'id', id: 'sg_ev_1' },
-    noteOf: (events) => (events as { note: unknown }[])[0]?.note,
+    noteOf: (event) => (event as { note: unknown }).note,
     toleranceMs: 5 * 60_000,
     signatureHeader: 'x-twilio-email-event-webhook-signature',
     malformed: [
@@ -57,19 +58,92 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
     await verifyAt(sendgrid({ publicKey: pem }), sign(body(), privateKey, NOW));
   });
 
-  it('keys a batch on its sorted sg_event_ids, so the same batch in another order shares the key', async () => {
+  it('verifies a batch as one item per event, each with its signed sg_event_id and type', async () => {
     const { signer, config } = credential();
-    const one = await verifyAt(
+    const verified = await verifyAt(
       sendgrid({ publicKey: config }),
       sign(`[${event('a')},${event('b', 'open')}]`, signer, NOW),
     );
-    const two = await verifyAt(
-      sendgrid({ publicKey: config }),
-      sign(`[${event('b', 'open')},${event('a')}]`, signer, NOW),
+    assert.deepEqual(
+      verified.batch?.map((item) => [item.id, item.type]),
+      [
+        ['a', 'delivered'],
+        ['b', 'open'],
+      ],
     );
-    assert.match(one.key ?? '', /^batch:[0-9a-f]{64}$/);
-    assert.equal(one.key, two.key);
-    assert.equal(one.dedup, 'id');
+    assert.equal(verified.id, 'a');
+    assert.equal(verified.dedup, 'id');
+  });
+
+  it('runs each event of a batch once across re-groupings, and a retry re-runs only the event that failed', async () => {
+    const { signer, config } = credential();
+    const ran: string[] = [];
+    let failB = true;
+    const outcomes: DeliveryResult[] = [];
+    const receiver = createReceiver({
+      provider: sendgrid({ publicKey: config }),
+      store: memoryStore(),
+      handler: ({ event }) => {
+        const id = (event as { sg_event_id: string }).sg_event_id;
+        if (id === 'b' && failB) {
+          failB = false;
+          throw new Error('analytics API down');
+        }
+        ran.push(id);
+      },
+      onOutcome: (r) => {
+        outcomes.push(r);
+      },
+    });
+    const send = (body: string) => {
+      const d = sign(body, signer, NOW);
+      return receiver.receive({ rawBody: d.body, headers: d.headers, receivedAt: NOW });
+    };
+    // a ran, b failed, c ran: the provider is told to retry (500).
+    const first = await send(`[${event('a')},${event('b', 'open')},${event('c', 'click')}]`);
+    assert.equal(first.status, 500);
+    assert.equal(first.outcome, 'failed');
+    assert.deepEqual(
+      first.batch?.map((r) => [r.id, r.outcome]),
+      [
+        ['a', 'processed'],
+        ['b', 'failed'],
+        ['c', 'processed'],
+      ],
+    );
+    assert.deepEqual(
+      outcomes.map((r) => `${r.id}:${r.outcome}`),
+      ['a:processed', 'b:failed', 'c:processed'],
+      'each event reached onOutcome on its own',
+    );
+    // The retry comes back grouped differently, with a new event: only b and d run.
+    const retry = await send(`[${event('c', 'click')},${event('b', 'open')},${event('d')}]`);
+    assert.equal(retry.status, 200);
+    assert.equal(retry.outcome, 'processed');
+    assert.deepEqual(ran, ['a', 'c', 'b', 'd']);
+    // The same again: all duplicates.
+    const again = await send(`[${event('a')},${event('b', 'open')}]`);
+    assert.equal(again.outcome, 'duplicate');
+    assert.deepEqual(ran, ['a', 'c', 'b', 'd']);
+  });
+
+  it('routes each event of a batch by its type through on, and acknowledges types it has no handler for', async () => {
+    const { signer, config } = credential();
+    const bounced: string[] = [];
+    const receiver = createReceiver({
+      provider: sendgrid({ publicKey: config }),
+      store: memoryStore(),
+      on: { bounce: ({ event }) => void bounced.push(String((event as { email: string }).email)) },
+      onOutcome: () => {},
+    });
+    const d = sign(`[${event('x1', 'bounce')},${event('x2', 'open')}]`, signer, NOW);
+    const result = await receiver.receive({ rawBody: d.body, headers: d.headers, receivedAt: NOW });
+    assert.equal(result.status, 200);
+    assert.deepEqual(
+      result.batch?.map((r) => r.outcome),
+      ['processed', 'ignored'],
+    );
+    assert.deepEqual(bounced, ['jon@example.com']);
   });
 
   it('rejects a signed event without sg_event_id as missing_event_id', async () => {
