@@ -25,7 +25,13 @@ export {
 } from './lease/index.js';
 export { type OnceOptions, type OnceResult, once } from './once.js';
 export { type HmacOptions, hmac } from './providers/hmac.js';
-export type { AuthenticatingProvider, DeliveryInput, Provider, Verified } from './providers/types.js';
+export type {
+  AuthenticatingProvider,
+  BatchItem,
+  DeliveryInput,
+  Provider,
+  Verified,
+} from './providers/types.js';
 export {
   ATTEMPT_HEADER,
   createReceiver,

@@ -24,6 +24,7 @@ export { type StripeEvent, type StripeOptions, stripe } from './stripe.js';
 export { type TwilioEvent, type TwilioOptions, twilio } from './twilio.js';
 export type {
   AuthenticatingProvider,
+  BatchItem,
   DeliveryInput,
   EventMapOf,
   EventOf,
