@@ -8,7 +8,7 @@ import {
   parseForm,
   parseJsonObject,
   parseJsonObjectText,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -57,10 +57,11 @@ const HEADER = 'x-hub-signature-256';
 export function github<M extends object = Record<string, GithubEvent>>(
   options: GithubOptions,
 ): AuthenticatingProvider<M[keyof M], { [K in keyof M & string]: M[K] }> {
-  const keys = secretKeys('github', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'github',
+    options.secret,
+    refusingLookalikes(
       'github',
-      s,
       [
         ['ghp_', 'a personal access token'],
         ['github_pat_', 'a fine-grained personal access token'],
@@ -69,9 +70,8 @@ export function github<M extends object = Record<string, GithubEvent>>(
         ['ghu_', 'an app user token'],
       ],
       'the secret you entered for the webhook (Settings → Webhooks)',
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const retention = retentionMs(options.retention, '4d');
 
   /** The signature checks, shared by `authenticate` and `verify`; returns the (required) event type. */

@@ -5,7 +5,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireId,
   requireMatch,
@@ -55,15 +55,15 @@ const HEADER = 'x-hub-signature';
  * createReceiver({ provider: intercom({ secret: process.env.INTERCOM_CLIENT_SECRET! }), store, on: { 'conversation.user.created': handle } });
  */
 export function intercom<E = IntercomEvent>(options: IntercomOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('intercom', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'intercom',
+    options.secret,
+    refusingLookalikes(
       'intercom',
-      s,
       [['dG9rO', 'an access token']],
       "the app's client secret (Developer Hub → your app → Basic information)",
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const retention = retentionMs(options.retention, '3d');
 
   /** The signature check (HMAC-SHA1 over the body), shared by `authenticate` and `verify`. */

@@ -5,7 +5,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -48,15 +48,15 @@ const HEADER = 'x-signature';
  * createReceiver({ provider: lemonSqueezy({ secret: process.env.LEMONSQUEEZY_WEBHOOK_SECRET! }), store, handler });
  */
 export function lemonSqueezy<E = LemonSqueezyEvent>(options: LemonSqueezyOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('lemonSqueezy', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'lemonSqueezy',
+    options.secret,
+    refusingLookalikes(
       'lemonSqueezy',
-      s,
       [['eyJ', 'an API key (a JWT)']],
       'the signing secret you entered for the webhook (Settings → Webhooks)',
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const retention = retentionMs(options.retention, '1d');
 
   /** The signature check, shared by `authenticate` and `verify`. */

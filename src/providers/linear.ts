@@ -8,7 +8,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -66,15 +66,15 @@ const PER_ATTEMPT = ['webhookTimestamp'];
  * createReceiver({ provider: linear({ secret: process.env.LINEAR_WEBHOOK_SECRET! }), store, on: { Issue: handleIssue } });
  */
 export function linear<E = LinearEvent>(options: LinearOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('linear', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'linear',
+    options.secret,
+    refusingLookalikes(
       'linear',
-      s,
       [['lin_api_', 'a Linear API key']],
       "the webhook's signing secret (lin_wh_...) from Settings → API → Webhooks",
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 

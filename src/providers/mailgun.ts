@@ -9,7 +9,7 @@ import {
   parseForm,
   parseJsonObject,
   parseTimestamp,
-  refuseLookalikes,
+  refusingLookalikes,
   requireMatch,
   retentionMs,
   type SecretInput,
@@ -65,15 +65,15 @@ export interface MailgunOptions {
  * createReceiver({ provider: mailgun({ secret: process.env.MAILGUN_WEBHOOK_SIGNING_KEY! }), store, on: { delivered: markDelivered } });
  */
 export function mailgun<E = MailgunEvent>(options: MailgunOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('mailgun', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'mailgun',
+    options.secret,
+    refusingLookalikes(
       'mailgun',
-      s,
       [['pubkey-', 'the public validation key']],
       'the HTTP webhook signing key (Sending → Webhooks)',
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const tolerance = toleranceMs(options.tolerance ?? '12h');
   const retention = retentionMs(options.retention, '1d');
 

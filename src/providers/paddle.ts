@@ -6,7 +6,7 @@ import {
   offeredSignatures,
   parseJsonObject,
   parseTimestamp,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireHmac,
   requireId,
@@ -62,18 +62,18 @@ const HEADER = 'paddle-signature';
  * createReceiver({ provider: paddle({ secret: process.env.PADDLE_WEBHOOK_SECRET! }), store, on: { 'subscription.created': handle } });
  */
 export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('paddle', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'paddle',
+    options.secret,
+    refusingLookalikes(
       'paddle',
-      s,
       [
         ['pdl_live_apikey_', 'a live API key'],
         ['pdl_sdbx_apikey_', 'a sandbox API key'],
       ],
       "the notification destination's secret key (pdl_ntfset_...)",
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '4d');
 

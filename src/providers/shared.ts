@@ -272,6 +272,21 @@ export function refuseLookalikes(
   }
 }
 
+/**
+ * A secret decoder for {@link secretKeys} that refuses the provider's other credentials (see
+ * {@link refuseLookalikes}) and takes the secret's UTF-8 bytes as the key.
+ */
+export function refusingLookalikes(
+  provider: string,
+  lookalikes: readonly (readonly [prefix: string, what: string])[],
+  expected: string,
+): (secret: string) => Uint8Array {
+  return (secret) => {
+    refuseLookalikes(provider, secret, lookalikes, expected);
+    return Buffer.from(secret, 'utf8');
+  };
+}
+
 /** Decodes the body as UTF-8 text; `invalid_body` when it is not valid UTF-8. */
 export function decodeUtf8(rawBody: Uint8Array): string {
   try {

@@ -5,7 +5,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireId,
   requireMatch,
@@ -63,19 +63,19 @@ const HEADER = 'x-square-hmacsha256-signature';
  * });
  */
 export function square<E = SquareEvent>(options: SquareOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('square', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'square',
+    options.secret,
+    refusingLookalikes(
       'square',
-      s,
       [
         ['EAAA', 'an access token'],
         ['sq0atp-', 'an access token'],
         ['sq0csp-', 'the application secret'],
       ],
       "the subscription's signature key (Developer Dashboard → Webhooks → Subscriptions)",
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const retention = retentionMs(options.retention, '2d');
   const configured = options.notificationUrl;
   if (configured !== undefined && (typeof configured !== 'string' || !/^https?:\/\//.test(configured))) {

@@ -14,6 +14,7 @@ import {
   StoreUnavailableError,
 } from '../../src/index.js';
 import { stripe } from '../../src/providers/index.js';
+import { wrapStore } from '../support/wrap-store.js';
 import { MAX_BODY } from './behaviour.js';
 
 export const STRIPE_SECRET = 'whsec_adapterOutcomeSuiteSecret0123456789';
@@ -43,24 +44,16 @@ export interface SwitchableStore extends Store {
 }
 
 function switchable(inner: Store): SwitchableStore {
-  const store = { down: false } as SwitchableStore;
-  for (const name of [
-    'claim',
-    'confirm',
-    'release',
-    'extend',
-    'record',
-    'advance',
-    'inspect',
-    'close',
-  ] as const) {
-    (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
-      if (store.down)
-        return Promise.reject(new StoreUnavailableError('onceonly: the test switched the store off'));
-      return (inner[name] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
-    };
-  }
-  return store;
+  const state = { down: false };
+  const store = wrapStore(inner, () => {
+    if (state.down) throw new StoreUnavailableError('onceonly: the test switched the store off');
+  });
+  return Object.defineProperty(store, 'down', {
+    get: () => state.down,
+    set: (down: boolean) => {
+      state.down = down;
+    },
+  }) as SwitchableStore;
 }
 
 export interface OutcomeFixture {

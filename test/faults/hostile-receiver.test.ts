@@ -16,6 +16,7 @@ import type { Provider } from '../../src/providers/types.js';
 import { toResponse } from '../../src/receiver/http.js';
 import { createReceiver } from '../../src/receiver/receiver.js';
 import { memoryStore } from '../../src/stores/memory.js';
+import { wrapStore } from '../support/wrap-store.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
@@ -292,24 +293,9 @@ const signedBody = fc.oneof(
 
 /** The memory store, counting the calls that reach it. */
 function countingStore(calls: string[]): Store {
-  const inner = memoryStore();
-  const out = {} as Record<string, unknown>;
-  for (const name of [
-    'claim',
-    'confirm',
-    'release',
-    'extend',
-    'record',
-    'advance',
-    'inspect',
-    'close',
-  ] as const) {
-    out[name] = (...args: unknown[]) => {
-      calls.push(name);
-      return (inner[name] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
-    };
-  }
-  return out as unknown as Store;
+  return wrapStore(memoryStore(), (name) => {
+    calls.push(name);
+  });
 }
 
 describe('hostile bodies, correctly signed, through the receiver', () => {

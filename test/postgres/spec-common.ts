@@ -38,10 +38,12 @@ export function specFor(driver: 'pg' | 'postgres.js'): RaceSpecModule {
       const conn = connect(driver, 4);
       const table = tableOf(runId);
       // The effects table has no unique constraint: a doubled effect must be countable, not refused.
+      // One implicit transaction holding a transaction-level lock: it is released at the commit, so
+      // the next worker's CREATE ... IF NOT EXISTS sees the table (a session lock released before the
+      // commit let two CREATEs collide on pg_type).
       await conn.query(
-        `SELECT pg_advisory_lock(hashtext('${table}_effects'));
-         CREATE TABLE IF NOT EXISTS "${table}_effects" (event_id text NOT NULL, attempt integer NOT NULL);
-         SELECT pg_advisory_unlock(hashtext('${table}_effects'));`,
+        `SELECT pg_advisory_xact_lock(hashtext('${table}_effects'));
+         CREATE TABLE IF NOT EXISTS "${table}_effects" (event_id text NOT NULL, attempt integer NOT NULL);`,
       );
       const store = postgresStore({ client: conn.client, table });
       await store.ready();

@@ -58,6 +58,7 @@ export async function runRace(options: {
   const runId = `race${randomBytes(4).toString('hex')}`;
   const spec: RaceSpecModule = await import(options.spec);
   const outcomes: Record<string, number> = {};
+  const children: ReturnType<typeof spawnWorker>[] = [];
   try {
     const exits = Array.from({ length: processes }, (_, n) => {
       const child = spawnWorker({
@@ -68,6 +69,7 @@ export async function runRace(options: {
         RACE_DELIVERIES: String(deliveries),
         RACE_SEED: String(n),
       });
+      children.push(child);
       return new Promise<void>((resolve, reject) => {
         child.on('message', (message: { outcomes?: Record<string, number> }) => {
           for (const [k, v] of Object.entries(message.outcomes ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
@@ -78,7 +80,12 @@ export async function runRace(options: {
         );
       });
     });
-    await Promise.all(exits);
+    // The first worker to fail fails the run: stop the others before the tables are dropped, so
+    // the error reported is the first one, not its echoes.
+    await Promise.all(exits).catch((error: unknown) => {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      throw error;
+    });
     const effectsPerEvent = await spec.effects(runId);
     return { runId, events, deliveries, processes, effectsPerEvent, outcomes };
   } finally {
