@@ -1,18 +1,24 @@
 /**
- * Hono through the web-standard core on Bun and Deno (installed from npm as devDependencies): the
+ * Hono through the web-standard core on Bun, Deno and Cloudflare Workers (installed from npm as devDependencies): the
  * runtime's own server hands `app.fetch` the request, and the deliveries come over real HTTP, signed
- * by the `stripe` package. Cloudflare Workers need the `nodejs_compat` flag and are not run here.
+ * by the `stripe` package. The Worker is bundled with esbuild and served by workerd (from npm) with
+ * the `nodejs_compat` flag, as `wrangler dev` would.
  */
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import Stripe from 'stripe';
 import { freePort } from '../../src/cli/wait.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const APP = fileURLToPath(new URL('./fixtures/hono-runtime/app.mjs', import.meta.url));
+const WORKER = fileURLToPath(new URL('./fixtures/hono-worker/worker.mjs', import.meta.url));
 const SECRET = 'whsec_honoRuntimeSuite0123456789abcdef';
 const sdk = new Stripe('sk_test_hono_runtimes');
 
@@ -53,20 +59,65 @@ function sendBig(
   });
 }
 
-const runtimes: [string, string[]][] = [
-  ['Bun', [`${root}node_modules/.bin/bun`, 'run', APP]],
-  ['Deno', [`${root}node_modules/.bin/deno`, 'run', '--allow-net', '--allow-env', '--allow-read', APP]],
+/** A Worker bundled as wrangler would (esbuild, nodejs_compat), and a workerd config serving it. */
+const made: string[] = [];
+after(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+async function workerdFiles(port: number): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'onceonly-workerd-'));
+  made.push(dir);
+  await build({
+    entryPoints: [WORKER],
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    external: ['node:*'],
+    outfile: join(dir, 'worker.mjs'),
+    logLevel: 'error',
+  });
+  writeFileSync(
+    join(dir, 'config.capnp'),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ]
+);
+const worker :Workerd.Worker = (
+  modules = [ (name = "worker.mjs", esModule = embed "worker.mjs") ],
+  compatibilityDate = "2025-09-01",
+  compatibilityFlags = ["nodejs_compat"],
+  bindings = [ (name = "STRIPE_SECRET", text = "${SECRET}") ],
+);
+`,
+  );
+  return dir;
+}
+
+const bin = (name: string) => `${root}node_modules/.bin/${name}`;
+const runtimes: [name: string, banner: RegExp, command: (port: number) => Promise<string[]>][] = [
+  ['Bun', /^bun \d/, async () => [bin('bun'), 'run', APP]],
+  ['Deno', /^deno \d/, async () => [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', APP]],
+  [
+    'Cloudflare Workers (workerd, nodejs_compat)',
+    /^workerd Cloudflare-Workers/,
+    async (port) => [bin('workerd'), 'serve', join(await workerdFiles(port), 'config.capnp')],
+  ],
 ];
 
-for (const [name, command] of runtimes) {
+for (const [name, banner, command] of runtimes) {
   describe(`Hono on ${name}: the web-standard core`, () => {
     let child: ChildProcess;
     let url: string;
-    let banner = '';
+    let runtime = '';
     before(async () => {
       const port = await freePort();
       url = `http://127.0.0.1:${port}/webhooks`;
-      child = spawn(command[0]!, command.slice(1), {
+      const [exe, ...args] = await command(port);
+      child = spawn(exe!, args, {
         cwd: root,
         env: {
           ...process.env,
@@ -78,28 +129,28 @@ for (const [name, command] of runtimes) {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 60_000);
-        const read = (chunk: Buffer) => {
-          output += chunk;
-          const line = output.split('\n').find((l) => l.startsWith('listening '));
-          if (line) {
-            banner = line;
-            clearTimeout(timer);
-            resolve();
+      child.stdout!.on('data', (chunk) => (output += chunk));
+      child.stderr!.on('data', (chunk) => (output += chunk));
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output}`);
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/runtime`);
+          if (res.ok) {
+            runtime = await res.text();
+            break;
           }
-        };
-        child.stdout!.on('data', read);
-        child.stderr!.on('data', read);
-        child.on('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
-      });
+        } catch {}
+        if (Date.now() > deadline) throw new Error(`${name} did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     });
     after(() => {
       child?.kill();
     });
 
     it('runs on the runtime itself, not on Node', () => {
-      assert.match(banner, new RegExp(`^listening ${name.toLowerCase()} \\d`));
+      assert.match(runtime, banner);
     });
 
     it('processes a Stripe-signed event once, then answers its retry as a duplicate', async () => {
