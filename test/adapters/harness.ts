@@ -81,26 +81,39 @@ export async function deliverChunked(url: string, body: string): Promise<Answer>
   return answer(res);
 }
 
-/** Sends a chunked body through `node:http` and reports what the server answered and whether it read it all. */
+/**
+ * Sends a body through `node:http`, chunked (no Content-Length) or with its length declared, and
+ * reports what the server answered. A server that refuses early may close while the body is still
+ * going out: an error after the answer arrived is that, not a failure.
+ */
 export async function deliverChunkedNode(
   url: string,
   body: string,
-): Promise<{ status: number; outcome: string | undefined; headers: Record<string, unknown> }> {
-  const headers = await signed(body);
+  options: { declared?: boolean } = {},
+): Promise<{ status: number; outcome: string | undefined; headers: Record<string, unknown>; text: string }> {
+  const headers: Record<string, string | number> = await signed(body);
+  const bytes = Buffer.from(body);
+  if (options.declared) headers['content-length'] = bytes.length;
   return new Promise((resolve, reject) => {
+    let answered = false;
     const req = httpRequest(url, { method: 'POST', headers }, (res) => {
-      res.resume();
+      answered = true;
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
       res.on('end', () =>
         resolve({
           status: res.statusCode ?? 0,
           outcome: res.headers['onceonly-outcome'] as string | undefined,
           headers: res.headers,
+          text,
         }),
       );
     });
-    req.on('error', reject);
-    const bytes = Buffer.from(body);
-    // No Content-Length: node:http sends Transfer-Encoding: chunked.
+    req.on('error', (error) => {
+      if (!answered) setTimeout(() => (answered ? undefined : reject(error)), 1_000);
+    });
+    // Without a declared length node:http sends Transfer-Encoding: chunked.
     for (let offset = 0; offset < bytes.length; offset += 4096)
       req.write(bytes.subarray(offset, offset + 4096));
     req.end();
@@ -316,10 +329,10 @@ export function adapterSuite(
     it('answers 413 too-large for a body over maxBodyBytes sent with Content-Length', async () => {
       const id = eventId();
       const body = bodyOf({ id, action: 'ok', padding: 'x'.repeat(MAX_BODY * 4) });
-      const res = await deliver(server.url, body);
+      const res = await deliverChunkedNode(server.url, body, { declared: true });
       assert.equal(res.status, 413);
       assert.equal(res.outcome, 'too-large');
-      assert.equal(res.json?.code, 'body_too_large');
+      assert.equal(JSON.parse(res.text).code, 'body_too_large');
       assert.equal(await c.attempts(id), undefined);
       assert.equal((await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }))).status, 200);
     });
@@ -331,9 +344,8 @@ export function adapterSuite(
       assert.equal(res.status, 413);
       assert.equal(res.outcome, 'too-large');
       assert.equal(await c.attempts(id), undefined);
-      const streamed = await deliverChunked(server.url, body);
-      assert.equal(streamed.status, 413);
-      assert.equal(streamed.outcome, 'too-large');
+      // (Not through fetch with a streamed body: a server that answers early and closes makes undici
+      // fail the request with EPIPE before it hands over the 413.)
     });
 
     // "413 before buffering more": the answer arrives while the client has sent only part of the body.
