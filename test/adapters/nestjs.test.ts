@@ -12,6 +12,7 @@ import {
   assertParsedFirst,
   bodyOf,
   deliver,
+  deliverChunkedNode,
   eventId,
   fixture,
   localOutcomes,
@@ -242,9 +243,10 @@ describe('NestJS 11: OnceonlyModule', () => {
       bodyParser: false,
     });
     try {
-      const res = await deliver(
+      const res = await deliverChunkedNode(
         server.url,
         bodyOf({ id: eventId(), action: 'ok', padding: 'x'.repeat(200_000) }),
+        { declared: true },
       );
       assert.equal(res.status, 413);
       assert.equal(res.outcome, 'too-large');
