@@ -40,17 +40,45 @@ interface NextServer extends Server {
   log: () => string;
 }
 
-async function startNext(): Promise<NextServer> {
+/** `next dev`, or a production build served by `next start` (its own dist folder). */
+type Mode = 'dev' | 'start';
+
+function envFor(mode: Mode): NodeJS.ProcessEnv {
+  return mode === 'dev'
+    ? { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'development' }
+    : {
+        ...process.env,
+        NEXT_TELEMETRY_DISABLED: '1',
+        NODE_ENV: 'production',
+        ONCEONLY_NEXT_DIST: '../../../../.tmp/next-app-prod',
+      };
+}
+
+/** Runs `next build` for the production mode; resolves when it succeeded. */
+async function buildNext(): Promise<void> {
+  const child = spawn(process.execPath, [NEXT_BIN, 'build', APP], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: envFor('start'),
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`next build failed (${code}):\n${output}`);
+}
+
+async function startNext(mode: Mode): Promise<NextServer> {
+  if (mode === 'start') await buildNext();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   let output = '';
   const child: ChildProcess = spawn(
     process.execPath,
-    [NEXT_BIN, 'dev', APP, '-H', '127.0.0.1', '-p', String(port)],
+    [NEXT_BIN, mode, APP, '-H', '127.0.0.1', '-p', String(port)],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'development' },
+      env: envFor(mode),
     },
   );
   // If this process dies before `close`, do not leave the Next process group behind.
@@ -132,67 +160,74 @@ function remoteControls(base: string): Controls {
   };
 }
 
-let shared: Promise<NextServer> | undefined;
-const server = () => (shared ??= startNext());
+for (const mode of ['dev', 'start'] as const) {
+  const label =
+    mode === 'dev' ? 'Next.js 16 App Router (next dev)' : 'Next.js 16 App Router (next build + next start)';
+  let shared: Promise<NextServer> | undefined;
+  const server = () => (shared ??= startNext(mode));
 
-// One `next dev` for the whole file: the suite's own close is a no-op, the last describe stops it.
-// The suite runs on /direct, which the app's proxy does not match (a matching proxy makes Next
-// buffer the body before the route, so no adapter can refuse it earlier); /webhooks is behind it.
-adapterSuite('Next.js 16 App Router (next dev)', async () => {
-  const next = await server();
-  return { ...next, url: `${next.base}/direct`, close: async () => {} };
-});
-
-outcomeSuite('Next.js 16 App Router (next dev)', async () => {
-  const next = await server();
-  const control = async (body: object) => {
-    const res = await fetch(`${next.base}/control`, {
-      method: 'POST',
-      body: JSON.stringify(body),
-      headers: { 'content-type': 'application/json' },
-    });
-    assert.equal(res.status, 200);
-  };
-  return {
-    closed: `${next.base}/outcomes-closed`,
-    open: `${next.base}/outcomes-open`,
-    setDown: (down) => control({ op: 'down', value: down }),
-    plant: (key, ms) => control({ op: 'plant', key, ms }),
-    close: async () => {},
-  };
-});
-
-describe('Next.js 16: body parsing before the route', () => {
-  let next: NextServer;
-  before(
-    async () => {
-      next = await server();
-    },
-    { timeout: STARTUP_MS + 10_000 },
-  );
-  after(async () => {
-    await next?.close();
+  // One server per mode for the whole file: the suite's own close is a no-op, the last describe stops it.
+  // The suite runs on /direct, which the app's proxy does not match (a matching proxy makes Next
+  // buffer the body before the route, so no adapter can refuse it earlier); /webhooks is behind it.
+  adapterSuite(label, async () => {
+    const next = await server();
+    return { ...next, url: `${next.base}/direct`, close: async () => {} };
   });
 
-  it("verifies the exact bytes even when the app's proxy parsed the JSON body first", async () => {
-    const controls = next.controls!;
-    const id = eventId();
-    const body = bodyOf({ id, action: 'ok' });
-    const res = await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } });
-    assert.equal(res.headers.get('x-proxy-parsed'), 'object', 'the proxy did parse the body');
-    assert.equal(res.status, 200);
-    assert.equal(res.outcome, 'processed');
-    assert.equal(
-      (await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } })).outcome,
-      'duplicate',
+  outcomeSuite(label, async () => {
+    const next = await server();
+    const control = async (body: object) => {
+      const res = await fetch(`${next.base}/control`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(res.status, 200);
+    };
+    return {
+      closed: `${next.base}/outcomes-closed`,
+      open: `${next.base}/outcomes-open`,
+      setDown: (down) => control({ op: 'down', value: down }),
+      plant: (key, ms) => control({ op: 'plant', key, ms }),
+      close: async () => {},
+    };
+  });
+
+  describe(`${label}: body parsing before the route`, () => {
+    let next: NextServer;
+    before(
+      async () => {
+        next = await server();
+      },
+      { timeout: STARTUP_MS + 10_000 },
     );
-    assert.equal(await controls.runs(id), 1);
-  });
+    after(async () => {
+      await next?.close();
+    });
 
-  it('answers 500 body_already_parsed naming the fix when the route read the body first', async () => {
-    const controls = next.controls!;
-    const id = eventId();
-    const res = await deliver(`${next.base}/preread`, bodyOf({ id, action: 'ok' }));
-    assertParsedFirst(res, /export const POST = webhook\(\.\.\.\)/, { id, ran: await controls.attempts(id) });
+    it("verifies the exact bytes even when the app's proxy parsed the JSON body first", async () => {
+      const controls = next.controls!;
+      const id = eventId();
+      const body = bodyOf({ id, action: 'ok' });
+      const res = await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } });
+      assert.equal(res.headers.get('x-proxy-parsed'), 'object', 'the proxy did parse the body');
+      assert.equal(res.status, 200);
+      assert.equal(res.outcome, 'processed');
+      assert.equal(
+        (await deliver(next.url, body, { headers: { 'x-proxy-parse': 'json' } })).outcome,
+        'duplicate',
+      );
+      assert.equal(await controls.runs(id), 1);
+    });
+
+    it('answers 500 body_already_parsed naming the fix when the route read the body first', async () => {
+      const controls = next.controls!;
+      const id = eventId();
+      const res = await deliver(`${next.base}/preread`, bodyOf({ id, action: 'ok' }));
+      assertParsedFirst(res, /export const POST = webhook\(\.\.\.\)/, {
+        id,
+        ran: await controls.attempts(id),
+      });
+    });
   });
-});
+}
