@@ -14,7 +14,7 @@ import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { progressBar, table } from './report.js';
 import { demoSecret, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
-import { freePort, until } from './wait.js';
+import { assignPort, until } from './wait.js';
 import type { WorkerConfig } from './worker.js';
 
 export const demoFlags = {
@@ -124,12 +124,13 @@ export async function demo(argv: readonly string[]): Promise<number> {
     throwRate: flags['throw-rate'],
     hangRate: flags['hang-rate'],
   };
-  const port = await freePort();
   const workerFile = fileURLToPath(
     new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
   );
   cluster.setupPrimary({ exec: workerFile, silent: false });
-  const env = { ONCEONLY_DEMO_WORKER: JSON.stringify(config), ONCEONLY_DEMO_PORT: String(port) };
+  const env = { ONCEONLY_DEMO_WORKER: JSON.stringify(config) };
+  // The port is picked when the workers are ready to listen, and handed to them (and to restarts).
+  const ports = assignPort(cluster, workers);
   let stopping = false;
   let killed = 0;
   let startupFailure: string | undefined;
@@ -163,10 +164,12 @@ export async function demo(argv: readonly string[]): Promise<number> {
     if (startupFailure) throw new Error(startupFailure);
   } catch (error) {
     stopping = true;
+    ports.detach();
     for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
+  const port = ports.port!;
 
   const quiet = flags.json || !process.stderr.isTTY;
   const bar = quiet ? undefined : progressBar(flags.events);
@@ -190,6 +193,7 @@ export async function demo(argv: readonly string[]): Promise<number> {
   bar?.(flags.events, flags.events);
 
   stopping = true;
+  ports.detach();
   // Every acknowledged effect is committed to the ledger; stop the workers without ceremony.
   // A worker that already exited stays in cluster.workers until its IPC channel closes too, and
   // emits no second 'exit': wait only for the live ones.

@@ -10,6 +10,7 @@ import { toResponse } from '../receiver/http.js';
 import { createReceiver } from '../receiver/receiver.js';
 import type { SimProvider } from './sign.js';
 import { openStore } from './stores.js';
+import { listenWhenAssigned } from './wait.js';
 
 export interface WorkerConfig {
   store: string;
@@ -100,4 +101,4 @@ const server = createServer(async (req, res) => {
   res.end(Buffer.from(await response.arrayBuffer()));
 });
 server.keepAliveTimeout = 5_000;
-server.listen(Number(process.env.ONCEONLY_DEMO_PORT), '127.0.0.1');
+listenWhenAssigned(server);

@@ -114,7 +114,19 @@ for (const [name, banner, command] of runtimes) {
     let url: string;
     let runtime = '';
     before(async () => {
-      const port = await freePort();
+      // A free port can be taken again before the runtime listens: try another one.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await launch(await freePort());
+          return;
+        } catch (error) {
+          child?.kill();
+          if (attempt >= 4 || !/EADDRINUSE|[Aa]ddress already in use/.test(String((error as Error).message)))
+            throw error;
+        }
+      }
+    });
+    async function launch(port: number): Promise<void> {
       url = `http://127.0.0.1:${port}/webhooks`;
       const [exe, ...args] = await command(port);
       child = spawn(exe!, args, {
@@ -144,7 +156,7 @@ for (const [name, banner, command] of runtimes) {
         if (Date.now() > deadline) throw new Error(`${name} did not start:\n${output}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-    });
+    }
     after(() => {
       child?.kill();
     });

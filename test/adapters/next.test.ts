@@ -69,7 +69,18 @@ async function buildNext(): Promise<void> {
 
 async function startNext(mode: Mode): Promise<NextServer> {
   if (mode === 'start') await buildNext();
-  const port = await freePort();
+  // A free port can be taken again before Next listens on it (another suite's server, or an
+  // outgoing connection's ephemeral port): try another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchNext(mode, await freePort());
+    } catch (error) {
+      if (attempt >= 4 || !/EADDRINUSE/.test(String((error as Error).message))) throw error;
+    }
+  }
+}
+
+async function launchNext(mode: Mode, port: number): Promise<NextServer> {
   const base = `http://127.0.0.1:${port}`;
   let output = '';
   const child: ChildProcess = spawn(
@@ -110,7 +121,7 @@ async function startNext(mode: Mode): Promise<NextServer> {
 
   const deadline = Date.now() + STARTUP_MS;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`next dev exited early:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`next ${mode} exited early:\n${output}`);
     try {
       // The first requests compile the routes: wait for both.
       const control = await fetch(`${base}/control`, { signal: AbortSignal.timeout(60_000) });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
-import { freePort, until } from '../../../src/cli/wait.js';
+import { assignPort, until } from '../../../src/cli/wait.js';
 import type { FaultWorkerConfig } from './worker.js';
 
 /** Scales the default sizes: FAULT_SIZE=10 runs ten times the events. */
@@ -89,9 +89,10 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     redisOfflineQueue: options.redisOfflineQueue,
   };
   const workers = options.workers ?? 2;
-  const port = await freePort();
   cluster.setupPrimary({ exec: workerFile, execArgv: ['--import', 'tsx'], silent: false });
-  const env = { ONCEONLY_FAULT_WORKER: JSON.stringify(config), ONCEONLY_FAULT_PORT: String(port) };
+  const env = { ONCEONLY_FAULT_WORKER: JSON.stringify(config) };
+  // The port is picked when the workers are ready to listen, and handed to them (and to restarts).
+  const ports = assignPort(cluster, workers);
   let stopping = false;
   let killed = 0;
   let forked = 0;
@@ -130,6 +131,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       25,
     );
     if (startupFailure) throw new Error(startupFailure);
+    const port = ports.port!;
 
     let faultDone: Promise<void> | undefined;
     const sim = await simulate({
@@ -222,6 +224,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     };
   } finally {
     stopping = true;
+    ports.detach();
     for (const w of mine()) w.process.kill('SIGKILL');
     await until(() => mine().length === 0, 10_000, 'fault fleet: workers exit', 25).catch(() => {});
     cluster.off('listening', onListening);

@@ -5,7 +5,9 @@
  * first attempt of a chosen share of events, and write its effect plainly or together with the
  * dedup row in one transaction (`recordSync(key, { tx })`).
  */
+
 import { createServer } from 'node:http';
+import { listenWhenAssigned } from '../../../src/cli/wait.js';
 import type { Lease, Store } from '../../../src/lease/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
 import { toResponse } from '../../../src/receiver/http.js';
@@ -167,4 +169,4 @@ const server = createServer(async (req, res) => {
   res.end(Buffer.from(await response.arrayBuffer()));
 });
 server.keepAliveTimeout = 5_000;
-server.listen(Number(process.env.ONCEONLY_FAULT_PORT), '127.0.0.1');
+listenWhenAssigned(server);
