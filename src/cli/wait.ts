@@ -1,8 +1,37 @@
 /** Small process helpers shared by the demo and the fault suite's fleet. */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A TCP port free on loopback right now (the kernel's pick). */
-export function freePort(): Promise<number> {
+/** Whether a TCP port can be listened on on loopback right now. */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** The first port of the kernel's ephemeral range (outgoing connections and port-0 listeners). */
+export function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A TCP port free on loopback right now, picked at random below the kernel's ephemeral range: an
+ * outgoing connection or another port-0 listener cannot take it before it is listened on (only
+ * another explicit pick could). Falls back to the kernel's own pick.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let tries = 0; low > 11_000 && tries < 50; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await portFree(port)) return port;
+  }
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on('error', reject);

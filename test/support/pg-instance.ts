@@ -7,10 +7,11 @@
 import { execFile } from 'node:child_process';
 import { chownSync, mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+// Below the ephemeral range: an outgoing connection cannot take the port while the server is down.
+import { freePort } from '../../src/cli/wait.js';
 
 const run = promisify(execFile);
 
@@ -23,17 +24,6 @@ export interface PgInstance {
   start(): Promise<void>;
   /** Stops it and deletes its directory. */
   destroy(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function asPostgres(bin: string, args: string[]): Promise<string> {

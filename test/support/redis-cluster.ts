@@ -3,12 +3,14 @@
  * Cluster, each in its own temp dir on free ports, stopped and deleted afterwards. Needs
  * `redis-server` and `redis-cli` on PATH (override with ONCEONLY_REDIS_SERVER / ONCEONLY_REDIS_CLI).
  */
+
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ephemeralLow } from '../../src/cli/wait.js';
 
 const run = promisify(execFile);
 const serverBin = process.env.ONCEONLY_REDIS_SERVER ?? 'redis-server';
@@ -54,7 +56,8 @@ function portFree(port: number): Promise<boolean> {
 async function freePorts(count: number): Promise<number[]> {
   const ports: number[] = [];
   for (let tries = 0; ports.length < count && tries < 500; tries++) {
-    const port = 20_000 + Math.floor(Math.random() * 35_000);
+    // Port and bus port below the ephemeral range: no outgoing connection can take them meanwhile.
+    const port = 10_000 + Math.floor(Math.random() * Math.max(1_000, ephemeralLow() - 20_000));
     if (ports.includes(port) || ports.includes(port + 10_000) || ports.includes(port - 10_000)) continue;
     if ((await portFree(port)) && (await portFree(port + 10_000))) ports.push(port);
   }

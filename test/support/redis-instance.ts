@@ -5,10 +5,11 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+// Below the ephemeral range: an outgoing connection cannot take the port while the server is down.
+import { freePort } from '../../src/cli/wait.js';
 
 const run = promisify(execFile);
 
@@ -21,17 +22,6 @@ export interface RedisInstance {
   /** Freezes the server (SIGSTOP) for `ms`, then resumes it: connections stay open, nothing answers. */
   pause(ms: number): Promise<void>;
   destroy(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 const live = new Set<ChildProcess>();
