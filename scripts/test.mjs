@@ -1,7 +1,18 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/ and test/ with node's own test runner (TypeScript through tsx).
+// Runs every *.test.ts under src/ and test/ with node's own test runner (TypeScript through tsx),
+// each file in a process of its own, TEST_CONCURRENCY (default 2) at a time. A file's output is
+// printed whole when it ends, so files never interleave.
+//
+// No run can hang. A file has TEST_FILE_TIMEOUT_MS (default 240 s): past it, it is killed with
+// everything it started, its output so far is printed (the test after the last one reported is
+// the stuck one) and it counts as failed. The whole run has TEST_TOTAL_TIMEOUT_MS (default
+// 720 s): past it, the files still running are killed, the rest never start, and the run fails
+// naming them. Both defaults scale with FAULT_SIZE and FUZZ_RUNS/300 for long runs. A file whose
+// tests are done exits even if a handle would keep it alive (TEST_FORCE_EXIT=0 to find such
+// handles), and a process it left holding its output open is reported, not waited for.
+//
 // Usage: npm test [-- file-or-folder ...]
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -15,6 +26,22 @@ function collect(path, out) {
   return out;
 }
 
+const positive = (name, fallback) => {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(value) || value <= 0) {
+    console.error(`onceonly: ${name} must be a positive integer, got ${process.env[name]}`);
+    process.exit(2);
+  }
+  return value;
+};
+const concurrency = positive('TEST_CONCURRENCY', 2);
+// Long fault and fuzz runs (FAULT_SIZE, FUZZ_RUNS over its default 300) get deadlines to match.
+const scale = Math.ceil(
+  Math.max(1, Number(process.env.FAULT_SIZE) || 1, (Number(process.env.FUZZ_RUNS) || 0) / 300),
+);
+const fileTimeout = positive('TEST_FILE_TIMEOUT_MS', 240_000 * scale);
+const totalTimeout = positive('TEST_TOTAL_TIMEOUT_MS', 720_000 * scale);
+
 const args = process.argv.slice(2);
 const roots = args.length > 0 ? args : ['src', 'test'];
 const files = roots.flatMap((root) => collect(root, [])).sort();
@@ -22,9 +49,143 @@ if (files.length === 0) {
   console.error('onceonly: no test files found under ' + roots.join(', '));
   process.exit(1);
 }
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files],
-  { stdio: 'inherit', env: { ...process.env } },
+
+const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+const failed = [];
+const timings = [];
+const started = Date.now();
+const running = new Set();
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--test-reporter=spec',
+        ...(process.env.TEST_FORCE_EXIT === '0' ? [] : ['--test-force-exit']),
+        file,
+      ],
+      // Its own process group, so a hung file is killed with every process it started.
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: process.env },
+    );
+    running.add(child.pid);
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    let timedOut = false;
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, fileTimeout);
+    let exit;
+    let leftOpen = false;
+    let closed = false;
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      clearTimeout(timer);
+      // Whatever the file started in its group and left behind goes too, and a process elsewhere
+      // still holding its output open cannot keep the run waiting.
+      killGroup();
+      setTimeout(() => {
+        if (closed) return;
+        leftOpen = true;
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finish();
+      }, 3_000).unref();
+    });
+    child.on('close', () => {
+      closed = true;
+      finish();
+    });
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      running.delete(child.pid);
+      const { code, signal } = exit;
+      const seconds = (Date.now() - t0) / 1000;
+      const output = Buffer.concat(chunks).toString('utf8');
+      const counts = {};
+      for (const key of Object.keys(totals)) {
+        const m = output.match(new RegExp(`^ℹ ${key} (\\d+)$`, 'm'));
+        counts[key] = m ? Number(m[1]) : 0;
+        totals[key] += counts[key];
+      }
+      process.stdout.write(output.endsWith('\n') || output === '' ? output : output + '\n');
+      let problem;
+      if (timedOut) problem = `did not finish in ${fileTimeout / 1000} s and was killed`;
+      else if (overTime && signal === 'SIGKILL') problem = 'was killed when the run passed its budget';
+      else if (code !== 0) problem = `exited with ${signal ?? `code ${code}`}`;
+      else if (counts.tests === 0) problem = 'ran no tests';
+      if (leftOpen) console.log(`⚠ ${file} left a process behind that held its output open`);
+      if (problem) {
+        failed.push(`${file}: ${problem}`);
+        console.log(`✖ ${file} ${problem}`);
+      }
+      console.log(`── ${file} (${seconds.toFixed(1)} s)\n`);
+      timings.push([seconds, file]);
+      resolve();
+    };
+  });
+}
+
+// Killing the runner (Ctrl-C, a CI timeout) takes the running files down with it.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const pid of running) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+    }
+    process.exit(1);
+  });
+}
+
+let next = 0;
+let overTime = false;
+const budget = setTimeout(() => {
+  overTime = true;
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {}
+  }
+}, totalTimeout);
+budget.unref();
+async function lane() {
+  while (next < files.length && !overTime) {
+    const file = files[next++];
+    await runFile(file);
+  }
+}
+await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, lane));
+
+timings.sort((a, b) => b[0] - a[0]);
+console.log('slowest files:');
+for (const [seconds, file] of timings.slice(0, 8))
+  console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+const wall = ((Date.now() - started) / 1000).toFixed(1);
+console.log(
+  `\n${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ` +
+    `${totals.cancelled} cancelled, ${totals.skipped} skipped, ${totals.todo} todo, in ${wall} s`,
 );
-process.exit(result.status ?? 1);
+if (overTime) {
+  const unstarted = files.slice(next);
+  console.log(`\nthe run passed its ${totalTimeout / 1000} s budget (TEST_TOTAL_TIMEOUT_MS)`);
+  if (unstarted.length > 0) console.log(`never started:\n${unstarted.map((f) => `  ${f}`).join('\n')}`);
+  process.exit(1);
+}
+if (failed.length > 0) {
+  console.log(`\nfailed files:\n${failed.map((f) => `  ${f}`).join('\n')}`);
+  process.exit(1);
+}
+if (totals.fail + totals.cancelled > 0) process.exit(1);
