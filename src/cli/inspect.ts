@@ -38,8 +38,9 @@ export async function inspect(argv: readonly string[]): Promise<number> {
   if (flags._.length > 1 || (flags._.length === 1 && flags.key !== undefined))
     throw new UsageError('give at most one key (quote keys with spaces)');
   const opened = await openStore(flags.store, flags.name, { existing: true });
-  const now = Date.now();
   try {
+    // Live, expired and "renewed ago" on the store's clock, as the store itself decides them.
+    const now = await opened.now();
     const arg = flags.key ?? flags._[0];
     if (flags.key === undefined && arg === 'purge') {
       if (!opened.purge) {

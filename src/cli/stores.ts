@@ -14,6 +14,8 @@ export interface OpenedStore {
   purge?: () => Promise<number>;
   /** Overview for `inspect`: the store's own, or (Redis) a bounded SCAN of the prefix. */
   admin?: StoreAdmin;
+  /** The store's clock in ms since the epoch, which decides live and expired (not this host's). */
+  now(): Promise<number>;
 }
 
 /** Keys read at most by a Redis overview, so `inspect` stays cheap on a big keyspace. */
@@ -35,7 +37,7 @@ export async function openStore(
   if (url === 'memory') {
     const { memoryStore } = await import('../stores/memory.js');
     const store = memoryStore({ maxEntries: 1_000_000 });
-    return { store, kind: 'memory', shared: false, close: () => store.close() };
+    return { store, kind: 'memory', shared: false, close: () => store.close(), now: async () => Date.now() };
   }
   if (scheme === 'redis' || scheme === 'rediss' || scheme === 'valkey') {
     const { createClient } = await load<typeof import('redis')>('redis');
@@ -89,6 +91,7 @@ export async function openStore(
       admin,
       kind: 'redis',
       shared: true,
+      now: serverNow,
       close: async () => {
         await store.close();
         await client.quit();
@@ -100,13 +103,28 @@ export async function openStore(
     const Pool = pg.Pool ?? (pg as unknown as { default: typeof pg }).default.Pool;
     const pool = new Pool({ connectionString: url, max: 8 });
     const { postgresStore } = await import('../stores/postgres.js');
-    return sqlStore('postgres', postgresStore({ client: pool, table: name, autoCreate }), () => pool.end());
+    const now = async () =>
+      Number(
+        (await pool.query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]
+          .now,
+      );
+    return sqlStore('postgres', postgresStore({ client: pool, table: name, autoCreate }), now, () =>
+      pool.end(),
+    );
   }
   if (scheme === 'mysql' || scheme === 'mariadb') {
     const mysql = await load<typeof import('mysql2/promise')>('mysql2/promise');
     const pool = mysql.createPool({ uri: url.replace(/^mariadb:/, 'mysql:'), connectionLimit: 8 });
     const { mysqlStore } = await import('../stores/mysql.js');
-    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), () => pool.end());
+    const now = async () => {
+      const [rows] = await pool.query(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000 AS now",
+      );
+      return Number((rows as { now: number | string }[])[0]!.now);
+    };
+    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), now, () =>
+      pool.end(),
+    );
   }
   if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
     const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
@@ -119,8 +137,12 @@ export async function openStore(
     }
     const { sqliteStore } = await import('../stores/sqlite.js');
     const table = name.replace(/[^a-z0-9_]/gi, '_');
-    return sqlStore('sqlite', sqliteStore({ client: db, table, autoCreate, wal: autoCreate }), () =>
-      db.close(),
+    // SQLite's clock is this host's.
+    return sqlStore(
+      'sqlite',
+      sqliteStore({ client: db, table, autoCreate, wal: autoCreate }),
+      async () => Date.now(),
+      () => db.close(),
     );
   }
   throw new UsageError(
@@ -132,12 +154,14 @@ export async function openStore(
 function sqlStore(
   kind: 'postgres' | 'mysql' | 'sqlite',
   store: Store & StoreAdmin & { purgeExpired(): Promise<number> },
+  now: () => Promise<number>,
   closeClient: () => unknown,
 ): OpenedStore {
   return {
     store,
     kind,
     shared: true,
+    now,
     admin: store,
     purge: () => store.purgeExpired(),
     close: async () => {

@@ -18,13 +18,28 @@ const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-inspect-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
+const skew = join(root, 'test/faults/support/skew.mjs');
+
+/** Runs `onceonly inspect`; `skewMs` shifts the CLI process's clock (a host whose clock drifted). */
 async function cli(...args: string[]) {
+  return skewedCli(0, ...args);
+}
+
+async function skewedCli(skewMs: number, ...args: string[]) {
   const { stdout } = await run(
     process.execPath,
-    ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'inspect', ...args],
+    [
+      ...(skewMs ? ['--import', skew] : []),
+      '--import',
+      'tsx',
+      join(root, 'src/cli/index.ts'),
+      'inspect',
+      ...args,
+    ],
     {
       cwd: root,
       timeout: 60_000,
+      env: { ...process.env, ONCEONLY_SKEW_MS: String(skewMs) },
     },
   );
   return stdout;
@@ -85,6 +100,29 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
         'absent',
       );
     });
+
+    // SQLite's clock is the host's own: only the shared stores have a clock of their own.
+    if (label !== 'SQLite')
+      it("reads live and expired on the store's clock, whatever this host's clock says", async () => {
+        for (const skewMs of [3_600_000, -3_600_000]) {
+          const live = JSON.parse(
+            await skewedCli(skewMs, '--store', url(), '--name', name, '--json', 'live'),
+          );
+          assert.equal(live.state, 'processing', `clock ${skewMs} ms off`);
+          assert.match(live.expires, /^expires in (9|10) min$/);
+          const stuck = JSON.parse(
+            await skewedCli(skewMs, '--store', url(), '--name', name, '--json', 'stuck'),
+          );
+          assert.equal(stuck.state, 'takeable', `clock ${skewMs} ms off`);
+          const report = JSON.parse(await skewedCli(skewMs, '--store', url(), '--name', name, '--json'));
+          assert.deepEqual(report.stats, { processing: 1, takeable: 1, completed: 1 });
+          if (live.renewedAgoMs !== null)
+            assert.ok(
+              live.renewedAgoMs < 60_000,
+              `renewed ${live.renewedAgoMs} ms ago, clock ${skewMs} ms off`,
+            );
+        }
+      });
 
     it('purges what is past retention where the store keeps rows', async () => {
       const out = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'purge'));
