@@ -122,9 +122,7 @@ export async function openStore(
       );
       return Number((rows as { now: number | string }[])[0]!.now);
     };
-    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), now, () =>
-      pool.end(),
-    );
+    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), now, () => pool.end());
   }
   if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
     const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;

@@ -24,7 +24,15 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
+import {
+  type DrizzleSqlTag,
+  drizzleStatement,
+  isDrizzleTransaction,
+  type PurgeOptions,
+  purgeSettings,
+  type TableNames,
+  tableNames,
+} from './sql.js';
 
 /**
  * What the store needs of a `mysql2/promise` client: `Pool`, `PoolConnection` and `Connection` all fit,
@@ -37,7 +45,7 @@ export interface MysqlQueryable {
   execute?(sql: string, values?: any): Promise<[any, any]>;
 }
 
-/** The transaction `record(key, { tx })` joins: a mysql2 connection inside `BEGIN`, `kyselyTx(trx)` or `drizzleTx(tx)`. */
+/** The transaction `record(key, { tx })` joins: a mysql2 connection inside `BEGIN`, `kyselyTx(trx)` or `drizzleTx(tx, sql)`. */
 export type MysqlTransaction = MysqlQueryable;
 
 export interface MysqlStoreOptions {
@@ -533,7 +541,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       if (!isQueryable(tx)) {
         throw new ConfigError(
           'invalid_option',
-          'onceonly: record() tx must be a mysql2 connection inside a transaction, kyselyTx(trx) or drizzleTx(tx)',
+          'onceonly: record() tx must be a mysql2 connection inside a transaction, kyselyTx(trx) or drizzleTx(tx, sql)',
         );
       }
       await ready();
@@ -672,23 +680,38 @@ export function kyselyTx(trx: KyselyExecutor): MysqlTransaction {
 }
 
 /**
- * Lets `record(key, { tx })` join a Drizzle transaction over the `mysql2` driver (`drizzle-orm/mysql2`):
- * the dedup row runs on the transaction's own connection.
+ * Lets `record(key, { tx })` join a Drizzle transaction over the `mysql2` driver (`drizzle-orm/mysql2`).
+ * Pass Drizzle's `sql` tag too: the store builds its statement with it and runs it through the
+ * transaction's own `execute`, so every value is a bound parameter and the store imports nothing.
  *
  * @example
+ * import { sql } from 'drizzle-orm';
  * await db.transaction(async (tx) => {
- *   if ((await store.record(`order:${id}`, { retentionMs, tx: drizzleTx(tx) })).duplicate) return;
+ *   if ((await store.record(`order:${id}`, { retentionMs, tx: drizzleTx(tx, sql) })).duplicate) return;
  *   await tx.insert(orders).values(order);
  * });
  */
-export function drizzleTx(tx: object): MysqlTransaction {
-  // Drizzle's mysql2 session keeps the transaction's connection as `session.client`.
-  const connection = (tx as { session?: { client?: unknown } }).session?.client;
-  if (!isQueryable(connection) || 'getConnection' in connection) {
+export function drizzleTx(
+  tx: { execute(query: any): PromiseLike<unknown> },
+  sql: DrizzleSqlTag,
+): MysqlTransaction {
+  if (typeof sql !== 'function') {
     throw new ConfigError(
       'invalid_option',
-      'onceonly: drizzleTx(tx) needs the tx of db.transaction(async (tx) => ...) from drizzle-orm/mysql2',
+      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
     );
   }
-  return connection;
+  if (!isDrizzleTransaction(tx)) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction(async (tx) => ...) from drizzle-orm/mysql2, not the db itself: outside the transaction the dedup row would not join your writes',
+    );
+  }
+  return {
+    async query(text: string, values: unknown[] = []) {
+      // drizzle-orm/mysql2 answers with mysql2's own [result, fields].
+      const result = await tx.execute(drizzleStatement(sql, text, values, 'question'));
+      return (Array.isArray(result) ? result : [result, undefined]) as [unknown, unknown];
+    },
+  };
 }

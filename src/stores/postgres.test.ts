@@ -509,6 +509,8 @@ function transactionalSuite(): void {
           /record\(\) tx must be/,
         );
         assert.throws(() => drizzleTx(db, undefined as never), /drizzle-orm/);
+        // The db itself is no transaction: the dedup row would commit on its own.
+        assert.throws(() => drizzleTx(db, drizzleSql), /not the db itself/);
       });
     });
   });

@@ -21,7 +21,15 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
+import {
+  type DrizzleSqlTag,
+  drizzleStatement,
+  isDrizzleTransaction,
+  type PurgeOptions,
+  purgeSettings,
+  type TableNames,
+  tableNames,
+} from './sql.js';
 
 /** A row as both drivers return it. */
 type Row = Record<string, unknown>;
@@ -583,8 +591,7 @@ export interface DrizzleExecutor {
   execute(query: any): PromiseLike<unknown>;
 }
 
-/** Drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`), called as a function. */
-export type DrizzleSqlTag = (strings: TemplateStringsArray, ...params: unknown[]) => unknown;
+export type { DrizzleSqlTag };
 
 /**
  * Lets `record()` join a Drizzle transaction. Pass Drizzle's `sql` tag too: the store builds its
@@ -604,18 +611,15 @@ export function drizzleTx(tx: DrizzleExecutor, sql: DrizzleSqlTag): PgQueryable 
       "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
     );
   }
+  if (!isDrizzleTransaction(tx)) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction(async (tx) => ...) from Drizzle, not the db itself: outside the transaction the dedup row would not join your writes',
+    );
+  }
   return {
     async query({ text, values = [] }) {
-      // Turn `$n` placeholders into template parts so Drizzle binds each value as a parameter.
-      const pieces = text.split(/\$(\d+)/);
-      const strings: string[] = [];
-      const params: unknown[] = [];
-      for (let i = 0; i < pieces.length; i++) {
-        if (i % 2 === 0) strings.push(pieces[i]!);
-        else params.push(values[Number(pieces[i]) - 1]);
-      }
-      const template = Object.assign([...strings], { raw: [...strings] }) as unknown as TemplateStringsArray;
-      const result = await tx.execute(sql(template, ...params));
+      const result = await tx.execute(drizzleStatement(sql, text, values, 'dollar'));
       const rows = Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? []);
       return { rows: rows as Row[] };
     },

@@ -92,3 +92,44 @@ export function tableNames(
     bareKeys: quote(last),
   };
 }
+
+/** Drizzle's `sql` tag (`import { sql } from 'drizzle-orm'`), called as a function. */
+export type DrizzleSqlTag = (strings: TemplateStringsArray, ...params: unknown[]) => unknown;
+
+/**
+ * A statement with placeholders (`$1` or `?`, as `placeholder` matches) as a call of Drizzle's
+ * `sql` tag: the SQL between placeholders becomes the template's parts and each value a bound
+ * parameter, so nothing is ever spliced into the SQL text.
+ */
+export function drizzleStatement(
+  sql: DrizzleSqlTag,
+  text: string,
+  values: readonly unknown[],
+  placeholder: 'dollar' | 'question',
+): unknown {
+  const strings: string[] = [];
+  const params: unknown[] = [];
+  if (placeholder === 'dollar') {
+    const pieces = text.split(/\$(\d+)/);
+    for (let i = 0; i < pieces.length; i++) {
+      if (i % 2 === 0) strings.push(pieces[i]!);
+      else params.push(values[Number(pieces[i]) - 1]);
+    }
+  } else {
+    const pieces = text.split('?');
+    strings.push(...pieces);
+    params.push(...values.slice(0, pieces.length - 1));
+  }
+  const template = Object.assign([...strings], { raw: [...strings] }) as unknown as TemplateStringsArray;
+  return sql(template, ...params);
+}
+
+/** A Drizzle transaction has `rollback()`; its database object does not. */
+export function isDrizzleTransaction(tx: unknown): tx is { execute(query: any): PromiseLike<unknown> } {
+  return (
+    typeof tx === 'object' &&
+    tx !== null &&
+    typeof (tx as { execute?: unknown }).execute === 'function' &&
+    typeof (tx as { rollback?: unknown }).rollback === 'function'
+  );
+}

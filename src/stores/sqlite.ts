@@ -29,7 +29,14 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
-import { type PurgeOptions, purgeSettings, type TableNames, tableNames } from './sql.js';
+import {
+  type DrizzleSqlTag,
+  drizzleStatement,
+  type PurgeOptions,
+  purgeSettings,
+  type TableNames,
+  tableNames,
+} from './sql.js';
 
 /** What the store needs of a prepared statement of better-sqlite3. */
 export interface SqliteStatement {
@@ -47,9 +54,14 @@ export interface SqliteDatabase {
 
 /**
  * A transaction `record(key, { tx })` joins: the better-sqlite3 `Database` inside your
- * `db.transaction(...)` (or `drizzleTx(tx)`), or `kyselyTx(trx)`.
+ * `db.transaction(...)`, `drizzleTx(tx, sql)`, or `kyselyTx(trx)`.
  */
-export type SqliteTransaction = SqliteDatabase | SqliteAsyncTransaction;
+export type SqliteTransaction = SqliteDatabase | SqliteSyncTransaction | SqliteAsyncTransaction;
+
+/** A transaction that runs statements synchronously (Drizzle's over better-sqlite3); made by {@link drizzleTx}. */
+export interface SqliteSyncTransaction {
+  readonly onceonlySqliteTxSync: (sql: string, params: unknown[]) => readonly unknown[];
+}
 
 /** A transaction that runs statements asynchronously (Kysely's); made by {@link kyselyTx}. */
 export interface SqliteAsyncTransaction {
@@ -112,7 +124,7 @@ export interface SqliteStore extends Store, StoreAdmin {
    */
   recordSync(
     key: string,
-    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase },
+    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase | SqliteSyncTransaction },
   ): { duplicate: boolean };
   /**
    * Deletes completed keys past their retention and takeable leases that ran out more than
@@ -254,6 +266,14 @@ function isDatabase(value: unknown): value is SqliteDatabase {
   );
 }
 
+function isSyncTx(value: unknown): value is SqliteSyncTransaction {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { onceonlySqliteTxSync?: unknown }).onceonlySqliteTxSync === 'function'
+  );
+}
+
 function isAsyncTx(value: unknown): value is SqliteAsyncTransaction {
   return (
     typeof value === 'object' &&
@@ -367,12 +387,21 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   function recordSync(
     key: string,
-    { retentionMs, fingerprint, tx }: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase },
+    {
+      retentionMs,
+      fingerprint,
+      tx,
+    }: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase | SqliteSyncTransaction },
   ): { duplicate: boolean } {
     if (tx === undefined) {
       return run('record a key', () => ({
         duplicate: write(db, () => recordOn(db, key, retentionMs, fingerprint)),
       }));
+    }
+    if (isSyncTx(tx)) {
+      run('create its tables', () => undefined);
+      const rows = tx.onceonlySqliteTxSync(sql.record, [key, newToken(), fingerprint ?? null, retentionMs]);
+      return { duplicate: rows.length === 0 };
     }
     if (!isDatabase(tx) || !tx.inTransaction) {
       throw new ConfigError(
@@ -476,11 +505,12 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       key: string,
       { retentionMs, fingerprint, tx }: RecordOptions,
     ): Promise<{ duplicate: boolean }> {
-      if (tx === undefined || isDatabase(tx)) return recordSync(key, { retentionMs, fingerprint, tx });
+      if (tx === undefined || isDatabase(tx) || isSyncTx(tx))
+        return recordSync(key, { retentionMs, fingerprint, tx });
       if (!isAsyncTx(tx)) {
         throw new ConfigError(
           'invalid_option',
-          'onceonly: record() tx must be the better-sqlite3 Database inside db.transaction(...), drizzleTx(tx) or kyselyTx(trx)',
+          'onceonly: record() tx must be the better-sqlite3 Database inside db.transaction(...), drizzleTx(tx, sql) or kyselyTx(trx)',
         );
       }
       run('create its tables', () => undefined);
@@ -614,22 +644,45 @@ export function kyselyTx(trx: KyselyExecutor): SqliteAsyncTransaction {
 
 /**
  * Lets `record(key, { tx })` and `recordSync` join a Drizzle transaction over better-sqlite3
- * (`drizzle-orm/better-sqlite3`): Drizzle runs it on the Database, which is what the store writes to.
+ * (`drizzle-orm/better-sqlite3`). Pass Drizzle's `sql` tag too: the store builds its statement with
+ * it and runs it through the transaction's own `all`, synchronously, every value a bound parameter.
  *
  * @example
+ * import { sql } from 'drizzle-orm';
  * db.transaction((tx) => {
- *   if (store.recordSync(`order:${id}`, { retentionMs, tx: drizzleTx(tx) }).duplicate) return;
+ *   if (store.recordSync(`order:${id}`, { retentionMs, tx: drizzleTx(tx, sql) }).duplicate) return;
  *   tx.insert(orders).values(order).run();
  * });
  */
-export function drizzleTx(tx: object): SqliteDatabase {
-  // Drizzle's better-sqlite3 session keeps the Database as `session.client`.
-  const database = (tx as { session?: { client?: unknown } }).session?.client;
-  if (!isDatabase(database)) {
+export function drizzleTx(tx: { all(query: any): unknown }, sqlTag: DrizzleSqlTag): SqliteSyncTransaction {
+  if (typeof sqlTag !== 'function') {
     throw new ConfigError(
       'invalid_option',
-      'onceonly: drizzleTx(tx) needs the tx of db.transaction((tx) => ...) from drizzle-orm/better-sqlite3',
+      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
     );
   }
-  return database;
+  const t = tx as { all?: unknown; rollback?: unknown } | null;
+  if (
+    typeof t !== 'object' ||
+    t === null ||
+    typeof t.all !== 'function' ||
+    typeof t.rollback !== 'function'
+  ) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction((tx) => ...) from drizzle-orm/better-sqlite3, not the db itself: outside the transaction the dedup row would not join your writes',
+    );
+  }
+  return {
+    onceonlySqliteTxSync(text, params) {
+      const rows = tx.all(drizzleStatement(sqlTag, text, params, 'question'));
+      if (!Array.isArray(rows)) {
+        throw new ConfigError(
+          'invalid_option',
+          'onceonly: drizzleTx(tx, sql) needs a synchronous better-sqlite3 transaction (drizzle-orm/better-sqlite3)',
+        );
+      }
+      return rows;
+    },
+  };
 }

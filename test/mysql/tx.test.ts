@@ -192,7 +192,7 @@ if (up) {
     it('commits the dedup row with the writes', async () => {
       const id = key();
       const first = await db.transaction(async (tx) => {
-        const r = await store.record(id, { retentionMs, tx: drizzleTx(tx) });
+        const r = await store.record(id, { retentionMs, tx: drizzleTx(tx, drizzleSql) });
         await tx.execute(drizzleSql`INSERT INTO ${drizzleSql.identifier(orders)} (id) VALUES (${id})`);
         return r;
       });
@@ -205,7 +205,7 @@ if (up) {
       const id = key();
       await assert.rejects(
         db.transaction(async (tx) => {
-          await store.record(id, { retentionMs, tx: drizzleTx(tx) });
+          await store.record(id, { retentionMs, tx: drizzleTx(tx, drizzleSql) });
           await tx.execute(drizzleSql`INSERT INTO ${drizzleSql.identifier(orders)} (id) VALUES (${id})`);
           throw new Error('handler failed');
         }),
@@ -222,13 +222,13 @@ if (up) {
       let recorded!: () => void;
       const firstRecorded = new Promise<void>((resolve) => (recorded = resolve));
       const first = db.transaction(async (tx) => {
-        const r = await store.record(id, { retentionMs, tx: drizzleTx(tx) });
+        const r = await store.record(id, { retentionMs, tx: drizzleTx(tx, drizzleSql) });
         recorded();
         await held;
         return r;
       });
       await firstRecorded;
-      const second = db.transaction((tx) => store.record(id, { retentionMs, tx: drizzleTx(tx) }));
+      const second = db.transaction((tx) => store.record(id, { retentionMs, tx: drizzleTx(tx, drizzleSql) }));
       const blocked = await pendingAfter(second, 300);
       release();
       assert.deepEqual(await first, { duplicate: false });
@@ -237,8 +237,9 @@ if (up) {
     });
 
     it('refuses something that is not a Drizzle mysql2 transaction', () => {
-      assert.throws(() => drizzleTx(db), /drizzle-orm\/mysql2/);
-      assert.throws(() => drizzleTx({}), /drizzle-orm\/mysql2/);
+      assert.throws(() => drizzleTx(db, drizzleSql), /drizzle-orm\/mysql2, not the db itself/);
+      assert.throws(() => drizzleTx({} as never, drizzleSql), /drizzle-orm\/mysql2/);
+      assert.throws(() => drizzleTx(db, undefined as never), /sql tag/);
     });
   });
 }

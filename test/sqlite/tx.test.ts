@@ -187,7 +187,7 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
   it('commits the dedup row with the writes, and skips them on a duplicate', () => {
     const place = (id: string) =>
       d.transaction((tx) => {
-        if (store.recordSync(id, { retentionMs, tx: drizzleTx(tx) }).duplicate) return false;
+        if (store.recordSync(id, { retentionMs, tx: drizzleTx(tx, drizzleSql) }).duplicate) return false;
         tx.run(drizzleSql`INSERT INTO orders (id) VALUES (${id})`);
         return true;
       });
@@ -200,7 +200,7 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
     assert.throws(
       () =>
         d.transaction((tx) => {
-          store.recordSync('d2', { retentionMs, tx: drizzleTx(tx) });
+          store.recordSync('d2', { retentionMs, tx: drizzleTx(tx, drizzleSql) });
           tx.run(drizzleSql`INSERT INTO orders (id) VALUES (${'d2'})`);
           throw new Error('handler failed');
         }),
@@ -219,9 +219,12 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
       const d2 = drizzle({ client: mine });
       const { exited } = await heldElsewhere(file, 'dc', ending);
       const started = Date.now();
-      const result = d2.transaction((tx) => store2.recordSync('dc', { retentionMs, tx: drizzleTx(tx) }), {
-        behavior: 'immediate',
-      });
+      const result = d2.transaction(
+        (tx) => store2.recordSync('dc', { retentionMs, tx: drizzleTx(tx, drizzleSql) }),
+        {
+          behavior: 'immediate',
+        },
+      );
       const waited = Date.now() - started;
       assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
       assert.deepEqual(result, { duplicate: ending === 'commit' });
@@ -231,6 +234,9 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
   }
 
   it('refuses something that is not a Drizzle better-sqlite3 transaction', () => {
-    assert.throws(() => drizzleTx({}), /drizzle-orm\/better-sqlite3/);
+    assert.throws(() => drizzleTx({} as never, drizzleSql), /drizzle-orm\/better-sqlite3/);
+    // The db itself is no transaction: the dedup row would commit on its own.
+    assert.throws(() => drizzleTx(d, drizzleSql), /not the db itself/);
+    assert.throws(() => d.transaction((tx) => drizzleTx(tx, undefined as never)), /sql tag/);
   });
 });
