@@ -50,6 +50,7 @@ export interface FleetReport {
   unreportedDoubles: number;
   degradedDeliveries: number;
   leaseLost: number;
+  /** Events whose handler ran again on attempt 2 or later, after a crashed or lost lease. */
   takeovers: number;
   responses5xx: number;
   failedOutcomes: number;
@@ -163,11 +164,11 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       }),
     );
 
-    const effects = new Map<string, { n: number; maxAttempt: number }>();
+    const effects = new Map<string, number>();
     for (const row of ledger
-      .prepare('SELECT event_id AS id, COUNT(*) AS n, MAX(attempt) AS a FROM effects GROUP BY event_id')
-      .all() as { id: string; n: number; a: number }[])
-      effects.set(row.id, { n: row.n, maxAttempt: row.a });
+      .prepare('SELECT event_id AS id, COUNT(*) AS n FROM effects GROUP BY event_id')
+      .all() as { id: string; n: number }[])
+      effects.set(row.id, row.n);
     const reported = new Map<string, number>();
     for (const row of ledger
       .prepare(
@@ -182,22 +183,28 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       .all() as { id: string; n: number }[])
       reported.set(row.id, row.n);
     const count = (sql: string) => (ledger.prepare(sql).get() as { n: number }).n;
+    // A takeover is a handler run on attempt 2 or later: the lease of a crashed run ran out and a
+    // retry got in. (With the transactional effect that run applies nothing: it sees the dedup row.)
+    const takenOver = new Set(
+      (
+        ledger.prepare('SELECT DISTINCT event_id AS id FROM runs WHERE attempt > 1').all() as { id: string }[]
+      ).map((row) => row.id),
+    );
     let lost = 0;
     let doubled = 0;
     let unreported = 0;
     let applied = 0;
-    let takeovers = 0;
     for (const id of sim.eventIds) {
-      const e = effects.get(id);
-      if (!e) {
+      const n = effects.get(id);
+      if (n === undefined) {
         lost++;
         continue;
       }
-      applied += e.n;
-      doubled += e.n - 1;
-      unreported += Math.max(0, e.n - 1 - (reported.get(id) ?? 0));
-      if (e.maxAttempt > 1) takeovers++;
+      applied += n;
+      doubled += n - 1;
+      unreported += Math.max(0, n - 1 - (reported.get(id) ?? 0));
     }
+    const takeovers = sim.eventIds.filter((id) => takenOver.has(id)).length;
     const responses5xx = Object.entries(sim.byStatus)
       .filter(([status]) => Number(status) >= 500)
       .reduce((sum, [, n]) => sum + n, 0);
