@@ -76,14 +76,13 @@ export async function openStore(
         return partial ? { ...stats, partial: true } : stats;
       },
       async oldestLeases(limit: number): Promise<RecordView[]> {
-        return (await scan()).views
-          .filter((v) => v.state === 'processing')
-          .sort(
-            (a, b) =>
-              (a.updatedAt?.getTime() ?? a.expiresAt.getTime()) -
-              (b.updatedAt?.getTime() ?? b.expiresAt.getTime()),
-          )
-          .slice(0, limit);
+        return (
+          (await scan()).views
+            .filter((v) => v.state === 'processing')
+            // Soonest expiry first, as the SQL stores order them: leases that ran out lead.
+            .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
+            .slice(0, limit)
+        );
       },
     };
     return {

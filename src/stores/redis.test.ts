@@ -98,19 +98,56 @@ if (
       assert.deepEqual(sent.splice(0), ['SET']);
     });
 
-    it('lays keys out as prefix + k: + key (state|token|attempt|grace|fingerprint) and prefix + v: + entity', async () => {
+    it('lays keys out as prefix + k: + key (state|token|attempt|grace|ttl|fingerprint) and prefix + v: + entity', async () => {
       const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false });
       const lease = acquired(await store.claim('layout', { leaseMs: 2_000, fingerprint: 'f|p' }));
       await store.advance('layout', 42);
       const value = await ioredis.get(`${prefix}k:layout`);
-      assert.equal(value, `p|${lease.token}|1|3600000|=f|p`);
+      assert.equal(value, `p|${lease.token}|1|3600000|3602000|=f|p`);
       const pttl = await ioredis.pttl(`${prefix}k:layout`);
       assert.ok(pttl > 3_600_000 && pttl <= 3_602_000, `key lives lease + grace, got ${pttl}`);
       assert.equal(await ioredis.get(`${prefix}v:layout`), '42');
       assert.equal(await ioredis.pttl(`${prefix}v:layout`), -1, 'versions are kept until deleted');
       await store.confirm(lease, { retentionMs: LONG });
-      assert.equal(await ioredis.get(`${prefix}k:layout`), `c|${lease.token}|1|0|=f|p`);
+      assert.equal(await ioredis.get(`${prefix}k:layout`), `c|${lease.token}|1|0|${LONG}|=f|p`);
       assert.ok((await ioredis.pttl(`${prefix}k:layout`)) <= LONG);
+    });
+
+    it('knows when each lease was claimed or last renewed, and when each key completed, on the server clock', async () => {
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false, leaseGrace: '2s' });
+      const serverMs = async () => {
+        const [seconds, micros] = (await nodeRedis.sendCommand(['TIME'])) as [string, string];
+        return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      };
+      // The write's server time lies between two TIME readings taken around it.
+      const between = async <T>(what: string, key: string, act: () => Promise<T>) => {
+        const before = await serverMs();
+        const result = await act();
+        const after = await serverMs();
+        const at = (await store.inspect(key))?.updatedAt?.getTime();
+        assert.ok(
+          at !== undefined && at >= before && at <= after,
+          `${what}: ${at} not in [${before}, ${after}]`,
+        );
+        return result;
+      };
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+      const lease = await between('claim', 'times', async () =>
+        acquired(await store.claim('times', { leaseMs: 5_000 })),
+      );
+      await sleep(150);
+      await between('extend', 'times', () => store.extend(lease, { leaseMs: 5_000 }));
+      await sleep(150);
+      await between('confirm', 'times', () => store.confirm(lease, { retentionMs: LONG }));
+      await between('record', 'times-record', () => store.record('times-record', { retentionMs: LONG }));
+      // A takeover after the lease ran out is a fresh claim: its time, not the crashed one's.
+      acquired(await store.claim('times-takeover', { leaseMs: 100 }));
+      await sleep(250);
+      const second = await between('takeover', 'times-takeover', async () =>
+        acquired(await store.claim('times-takeover', { leaseMs: 5_000 })),
+      );
+      assert.equal(second.attempt, 2);
     });
 
     it('keeps a key whose lease ran out for its grace, so the takeover still raises the attempt', async () => {

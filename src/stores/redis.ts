@@ -324,7 +324,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
     let held: unknown;
     try {
-      held = await wire.setNx(key, `p|${token}|1|${g}|${fp}`, leaseMs + g);
+      held = await wire.setNx(key, `p|${token}|1|${g}|${leaseMs + g}|${fp}`, leaseMs + g);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (/syntax error/i.test(message)) {
@@ -351,7 +351,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
     const value = String(held);
     if (value.startsWith('c|')) {
-      const match = /^c\|[^|]*\|\d+\|\d+\|(.*)$/s.exec(value);
+      const match = /^c\|[^|]*\|\d+\|\d+\|\d+\|(.*)$/s.exec(value);
       if (match) return { status: 'completed', sameFingerprint: sameField(match[1]!, fp) };
     }
     return undefined;
@@ -443,15 +443,18 @@ export function redisStore(options: RedisStoreOptions): Store {
 }
 
 function parseView(key: string, value: string, keyExpiresAt: number): RecordView | undefined {
-  const match = /^([pc])\|[^|]*\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
+  const match = /^([pc])\|[^|]*\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
   if (!match) return undefined;
-  const [, state, attempt, graceMs, fp] = match as unknown as [string, string, string, string, string];
+  const [, state, attempt, graceMs, ttlMs, fp] = match as unknown as string[];
   return {
     key,
     state: state === 'p' ? 'processing' : 'completed',
     attempt: Number(attempt),
-    fingerprint: fp === '' ? undefined : fp.slice(1),
+    fingerprint: fp === '' ? undefined : fp!.slice(1),
     expiresAt: new Date(keyExpiresAt - Number(graceMs)),
+    // The key's expiry minus the TTL it was written with: the server time of the claim, the last
+    // renewal, or the completion.
+    updatedAt: new Date(keyExpiresAt - Number(ttlMs)),
   };
 }
 

@@ -2,11 +2,14 @@
  * The Lua scripts of the Redis store. Each touches exactly one key (KEYS[1]), so it runs on Redis
  * Cluster; all time is the server's (key expiry, PTTL, PEXPIRETIME, TIME).
  *
- * A claim key holds one string: `state|token|attempt|graceMs|fingerprint`
+ * A claim key holds one string: `state|token|attempt|graceMs|ttlMs|fingerprint`
  * - state: `p` (processing) or `c` (completed);
  * - graceMs: how long the key outlives the lease, so that a takeover after the lease ran out still
  *   finds the attempt to raise. The key's TTL is leaseMs + graceMs, hence "the lease ran out"
  *   ⇔ PTTL <= graceMs, read on the server's clock. A completed key stores 0 and lives for retention;
+ * - ttlMs: the TTL the key was last written with (leaseMs + graceMs, or the retention), so its
+ *   absolute expiry minus ttlMs is the server time of that write: when the lease was claimed or
+ *   last renewed, or when the key completed;
  * - fingerprint: empty when there is none, else `=` followed by it (so an empty fingerprint differs
  *   from none). It comes last because it may contain `|`.
  */
@@ -30,16 +33,16 @@ end
 export const CLAIM = `${expiry}
 local key, token, grace, fp, px = KEYS[1], ARGV[1], ARGV[3], ARGV[4], ARGV[5]
 -- The common case, a key nobody holds, is one SET NX: the rest only runs when the key exists.
-if redis.call('SET', key, 'p|' .. token .. '|1|' .. grace .. '|' .. fp, 'NX', 'PX', px) then
+if redis.call('SET', key, 'p|' .. token .. '|1|' .. grace .. '|' .. px .. '|' .. fp, 'NX', 'PX', px) then
   return {1, 1, expiry(key) - tonumber(grace)}
 end
 local value = redis.call('GET', key)
 if not value then
   -- Only if the key expired between the two calls; scripts see frozen time on Redis 7, not on all servers.
-  redis.call('SET', key, 'p|' .. token .. '|1|' .. grace .. '|' .. fp, 'PX', px)
+  redis.call('SET', key, 'p|' .. token .. '|1|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
   return {1, 1, expiry(key) - tonumber(grace)}
 end
-local state, _, attempt, held, stored = string.match(value, '^([pc])|([^|]*)|(%d+)|(%d+)|(.*)$')
+local state, _, attempt, held, stored = string.match(value, '^([pc])|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
 if not state then return redis.error_reply('ONCEONLY_FOREIGN the key holds a value onceonly did not write') end
 local same = (stored == '' or fp == '' or stored == fp) and 1 or 0
 if state == 'c' then return {3, same} end
@@ -48,7 +51,7 @@ local pttl = redis.call('PTTL', key)
 if pttl < 0 or pttl > held then return {2, tonumber(attempt), expiry(key) - held, same} end
 -- The lease ran out (the key only lives on for its grace): take over, raising the attempt.
 local nextAttempt = tonumber(attempt) + 1
-redis.call('SET', key, 'p|' .. token .. '|' .. nextAttempt .. '|' .. grace .. '|' .. fp, 'PX', px)
+redis.call('SET', key, 'p|' .. token .. '|' .. nextAttempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
 return {1, nextAttempt, expiry(key) - tonumber(grace)}
 `;
 
@@ -60,7 +63,7 @@ return {1, nextAttempt, expiry(key) - tonumber(grace)}
 export const CONFIRM = `
 local value = redis.call('GET', KEYS[1])
 if value and string.match(value, '^[pc]|([^|]*)|') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'c|' .. ARGV[1] .. '|' .. ARGV[3] .. '|0|' .. ARGV[4], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], 'c|' .. ARGV[1] .. '|' .. ARGV[3] .. '|0|' .. ARGV[2] .. '|' .. ARGV[4], 'PX', ARGV[2])
 return 1
 `;
 
@@ -78,9 +81,9 @@ return 0
 export const EXTEND = `
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
-local token, attempt, fp = string.match(value, '^p|([^|]*)|(%d+)|%d+|(.*)$')
+local token, attempt, fp = string.match(value, '^p|([^|]*)|(%d+)|%d+|%d+|(.*)$')
 if token ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'p|' .. token .. '|' .. attempt .. '|' .. ARGV[2] .. '|' .. fp, 'PX', ARGV[3])
+redis.call('SET', KEYS[1], 'p|' .. token .. '|' .. attempt .. '|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. fp, 'PX', ARGV[3])
 return 1
 `;
 
@@ -90,17 +93,17 @@ return 1
  */
 export const RECORD = `
 local key = KEYS[1]
-if redis.call('SET', key, 'c|' .. ARGV[1] .. '|1|0|' .. ARGV[3], 'NX', 'PX', ARGV[2]) then return 0 end
+if redis.call('SET', key, 'c|' .. ARGV[1] .. '|1|0|' .. ARGV[2] .. '|' .. ARGV[3], 'NX', 'PX', ARGV[2]) then return 0 end
 local value = redis.call('GET', key)
 if not value then
-  redis.call('SET', key, 'c|' .. ARGV[1] .. '|1|0|' .. ARGV[3], 'PX', ARGV[2])
+  redis.call('SET', key, 'c|' .. ARGV[1] .. '|1|0|' .. ARGV[2] .. '|' .. ARGV[3], 'PX', ARGV[2])
   return 0
 end
 local state, attempt, held = string.match(value, '^([pc])|[^|]*|(%d+)|(%d+)|')
 if state ~= 'p' then return 1 end
 local pttl = redis.call('PTTL', key)
 if pttl < 0 or pttl > tonumber(held) then return 1 end
-redis.call('SET', key, 'c|' .. ARGV[1] .. '|' .. (tonumber(attempt) + 1) .. '|0|' .. ARGV[3], 'PX', ARGV[2])
+redis.call('SET', key, 'c|' .. ARGV[1] .. '|' .. (tonumber(attempt) + 1) .. '|0|' .. ARGV[2] .. '|' .. ARGV[3], 'PX', ARGV[2])
 return 0
 `;
 
