@@ -1,5 +1,5 @@
 // Redis store: claim + confirm with 2 deliveries per event and 64 in flight, against the same
-// node-redis client doing raw `SET NX PX` then `SET PX`, and against AWS Powertools idempotency's
+// node-redis client doing raw `SET NX PX` then `SET PX` (and the same on ioredis, for the store on ioredis), and against AWS Powertools idempotency's
 // CachePersistenceLayer (makeIdempotent, with a registered Lambda context of 30 s remaining, so it
 // deduplicates) on the same client and server. Contenders run in alternating rounds in one process;
 // each figure is the median of its rounds. Targets (issue 4): >= 0.9x raw, >= 1.5x Powertools.
@@ -89,6 +89,15 @@ const contenders: Array<{ name: string; deliver: (eventId: string) => Promise<vo
       if (String(won) === 'OK') await client.sendCommand(['SET', key, 'done', 'PX', String(retentionMs)]);
     },
   },
+  {
+    name: 'raw ioredis SET NX PX + SET PX',
+    async deliver(eventId) {
+      // The same bare commands on an ioredis client: the floor for the store on ioredis.
+      const key = `${run}:rawio:${eventId}`;
+      const won = await io.set(key, 'processing', 'PX', leaseMs, 'NX');
+      if (won === 'OK') await io.set(key, 'done', 'PX', retentionMs);
+    },
+  },
   { name: 'onceonly redisStore (node-redis)', deliver: storeDelivery(onceonly) },
   { name: 'onceonly redisStore (ioredis)', deliver: storeDelivery(onceonlyIo) },
   {
@@ -137,6 +146,9 @@ console.log(
   `onceonly (node-redis) vs raw: ${(ours / raw).toFixed(2)}x (target >= 0.9x: ${ours / raw >= 0.9 ? 'OK' : 'MISSED'}); ` +
     `vs Powertools: ${(ours / powertools).toFixed(2)}x (target >= 1.5x: ${ours / powertools >= 1.5 ? 'OK' : 'MISSED'})`,
 );
+const oursIo = median(results.get('onceonly redisStore (ioredis)')!);
+const rawIo = median(results.get('raw ioredis SET NX PX + SET PX')!);
+console.log(`onceonly (ioredis) vs raw ioredis: ${(oursIo / rawIo).toFixed(2)}x (information: same client)`);
 
 for await (const keys of client.scanIterator({ MATCH: `${run}*`, COUNT: 1000 })) {
   if (keys.length > 0) await client.unlink(keys);
