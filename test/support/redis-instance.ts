@@ -75,8 +75,12 @@ export async function startRedisInstance(): Promise<RedisInstance> {
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill('SIGCONT'); // a frozen server cannot act on SIGTERM
     c.kill('SIGTERM');
+    // A server that does not shut down in 10 s is killed: a test never waits on it for ever.
+    const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
     await exited;
+    clearTimeout(timer);
     child = undefined;
   };
   await start();

@@ -160,7 +160,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         if (w.isDead()) return undefined;
         const exited = new Promise<void>((resolve) => w.process.once('exit', () => resolve()));
         w.process.kill('SIGKILL');
-        return exited;
+        // SIGKILL cannot be refused; the bound only keeps a lost 'exit' event from hanging the run.
+        return Promise.race([exited, sleep(10_000)]);
       }),
     );
 
