@@ -5,7 +5,7 @@ import {
   hmacEach,
   offeredSignatures,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -44,19 +44,19 @@ const HEADER = 'x-shopify-hmac-sha256';
  * createReceiver({ provider: shopify({ secret: process.env.SHOPIFY_API_SECRET! }), store, on: { 'orders/create': handleOrder } });
  */
 export function shopify<E = ShopifyEvent>(options: ShopifyOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('shopify', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'shopify',
+    options.secret,
+    refusingLookalikes(
       'shopify',
-      s,
       [
         ['shpat_', 'an Admin API access token'],
         ['shpca_', 'a custom app access token'],
         ['shppa_', 'a private app password'],
       ],
       "the app's client secret (API secret key)",
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const retention = retentionMs(options.retention, '1d');
 
   /** The signature check, shared by `authenticate` and `verify`. */

@@ -8,7 +8,7 @@ import {
   parseJsonObject,
   parseJsonObjectText,
   parseTimestamp,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireHmac,
   requireId,
@@ -58,19 +58,19 @@ export interface SlackOptions {
  * createReceiver({ provider: slack({ secret: process.env.SLACK_SIGNING_SECRET! }), store, on: { app_mention: reply } });
  */
 export function slack<E = SlackEvent>(options: SlackOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('slack', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'slack',
+    options.secret,
+    refusingLookalikes(
       'slack',
-      s,
       [
         ['xoxb-', 'a bot token'],
         ['xoxp-', 'a user token'],
         ['xapp-', 'an app-level token'],
       ],
       'the signing secret from Basic Information → App Credentials',
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const tolerance = toleranceMs(options.tolerance);
   const retention = retentionMs(options.retention, '1d');
 

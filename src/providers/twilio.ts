@@ -11,7 +11,7 @@ import {
   offeredSignatures,
   parseForm,
   parseJsonObject,
-  refuseLookalikes,
+  refusingLookalikes,
   requireHeader,
   requireMatch,
   retentionMs,
@@ -148,18 +148,18 @@ function algorithmOf(headers: HeaderReader): HmacAlgorithm {
  * createReceiver({ provider: twilio({ secret: process.env.TWILIO_AUTH_TOKEN!, url: 'https://example.com/twilio/status' }), store, handler });
  */
 export function twilio<E = TwilioEvent>(options: TwilioOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys('twilio', options.secret, (s) => {
-    refuseLookalikes(
+  const keys = secretKeys(
+    'twilio',
+    options.secret,
+    refusingLookalikes(
       'twilio',
-      s,
       [
         ['AC', 'the Account SID'],
         ['SK', 'an API key SID'],
       ],
       'the Auth Token from Console → Account info',
-    );
-    return Buffer.from(s, 'utf8');
-  });
+    ),
+  );
   const configured = options.url;
   if (configured !== undefined && (typeof configured !== 'string' || !/^https?:\/\//.test(configured))) {
     throw new ConfigError('invalid_option', 'onceonly: twilio url must be the full http(s) URL Twilio calls');
