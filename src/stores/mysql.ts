@@ -27,9 +27,9 @@ import {
 import {
   type DrizzleSqlTag,
   drizzleStatement,
-  isDrizzleTransaction,
   type PurgeOptions,
   purgeSettings,
+  requireDrizzleTx,
   type TableNames,
   tableNames,
 } from './sql.js';
@@ -695,18 +695,7 @@ export function drizzleTx(
   tx: { execute(query: any): PromiseLike<unknown> },
   sql: DrizzleSqlTag,
 ): MysqlTransaction {
-  if (typeof sql !== 'function') {
-    throw new ConfigError(
-      'invalid_option',
-      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
-    );
-  }
-  if (!isDrizzleTransaction(tx)) {
-    throw new ConfigError(
-      'invalid_option',
-      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction(async (tx) => ...) from drizzle-orm/mysql2, not the db itself: outside the transaction the dedup row would not join your writes',
-    );
-  }
+  requireDrizzleTx(tx, sql, 'execute', 'db.transaction(async (tx) => ...) from drizzle-orm/mysql2');
   return {
     async query(text: string, values: unknown[] = []) {
       // drizzle-orm/mysql2 answers with mysql2's own [result, fields].

@@ -24,9 +24,9 @@ import {
 import {
   type DrizzleSqlTag,
   drizzleStatement,
-  isDrizzleTransaction,
   type PurgeOptions,
   purgeSettings,
+  requireDrizzleTx,
   type TableNames,
   tableNames,
 } from './sql.js';
@@ -605,18 +605,7 @@ export type { DrizzleSqlTag };
  * });
  */
 export function drizzleTx(tx: DrizzleExecutor, sql: DrizzleSqlTag): PgQueryable {
-  if (typeof sql !== 'function') {
-    throw new ConfigError(
-      'invalid_option',
-      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
-    );
-  }
-  if (!isDrizzleTransaction(tx)) {
-    throw new ConfigError(
-      'invalid_option',
-      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction(async (tx) => ...) from Drizzle, not the db itself: outside the transaction the dedup row would not join your writes',
-    );
-  }
+  requireDrizzleTx(tx, sql, 'execute', 'db.transaction(async (tx) => ...) from Drizzle');
   return {
     async query({ text, values = [] }) {
       const result = await tx.execute(drizzleStatement(sql, text, values, 'dollar'));

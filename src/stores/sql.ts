@@ -124,12 +124,34 @@ export function drizzleStatement(
   return sql(template, ...params);
 }
 
-/** A Drizzle transaction has `rollback()`; its database object does not. */
-export function isDrizzleTransaction(tx: unknown): tx is { execute(query: any): PromiseLike<unknown> } {
-  return (
-    typeof tx === 'object' &&
-    tx !== null &&
-    typeof (tx as { execute?: unknown }).execute === 'function' &&
-    typeof (tx as { rollback?: unknown }).rollback === 'function'
-  );
+/**
+ * Checks the arguments of a store's `drizzleTx(tx, sql)`: `sql` must be Drizzle's tag, and `tx` a
+ * Drizzle transaction, which has `method` (`execute`, or `all` on better-sqlite3) and `rollback()`;
+ * the database object has no `rollback()`, and outside the transaction the dedup row would commit
+ * on its own. `from` names where the tx comes from, for the error.
+ */
+export function requireDrizzleTx<M extends 'execute' | 'all'>(
+  tx: unknown,
+  sql: unknown,
+  method: M,
+  from: string,
+): void {
+  if (typeof sql !== 'function') {
+    throw new ConfigError(
+      'invalid_option',
+      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
+    );
+  }
+  const t = tx as Partial<Record<M | 'rollback', unknown>> | null;
+  if (
+    typeof t !== 'object' ||
+    t === null ||
+    typeof t[method] !== 'function' ||
+    typeof t.rollback !== 'function'
+  ) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: drizzleTx(tx, sql) needs the tx of ${from}, not the db itself: outside the transaction the dedup row would not join your writes`,
+    );
+  }
 }

@@ -34,6 +34,7 @@ import {
   drizzleStatement,
   type PurgeOptions,
   purgeSettings,
+  requireDrizzleTx,
   type TableNames,
   tableNames,
 } from './sql.js';
@@ -655,24 +656,7 @@ export function kyselyTx(trx: KyselyExecutor): SqliteAsyncTransaction {
  * });
  */
 export function drizzleTx(tx: { all(query: any): unknown }, sqlTag: DrizzleSqlTag): SqliteSyncTransaction {
-  if (typeof sqlTag !== 'function') {
-    throw new ConfigError(
-      'invalid_option',
-      "onceonly: drizzleTx(tx, sql) needs Drizzle's sql tag as its second argument: import { sql } from 'drizzle-orm'",
-    );
-  }
-  const t = tx as { all?: unknown; rollback?: unknown } | null;
-  if (
-    typeof t !== 'object' ||
-    t === null ||
-    typeof t.all !== 'function' ||
-    typeof t.rollback !== 'function'
-  ) {
-    throw new ConfigError(
-      'invalid_option',
-      'onceonly: drizzleTx(tx, sql) needs the tx of db.transaction((tx) => ...) from drizzle-orm/better-sqlite3, not the db itself: outside the transaction the dedup row would not join your writes',
-    );
-  }
+  requireDrizzleTx(tx, sqlTag, 'all', 'db.transaction((tx) => ...) from drizzle-orm/better-sqlite3');
   return {
     onceonlySqliteTxSync(text, params) {
       const rows = tx.all(drizzleStatement(sqlTag, text, params, 'question'));
