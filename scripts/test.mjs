@@ -56,6 +56,13 @@ const timings = [];
 const started = Date.now();
 const running = new Set();
 
+/** Kills a file's whole process group (it runs detached, as the group's leader). */
+function killGroup(pid) {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {}
+}
+
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
@@ -76,14 +83,9 @@ function runFile(file) {
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));
     let timedOut = false;
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {}
-    };
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup();
+      killGroup(child.pid);
     }, fileTimeout);
     let exit;
     let leftOpen = false;
@@ -93,7 +95,7 @@ function runFile(file) {
       clearTimeout(timer);
       // Whatever the file started in its group and left behind goes too, and a process elsewhere
       // still holding its output open cannot keep the run waiting.
-      killGroup();
+      killGroup(child.pid);
       setTimeout(() => {
         if (closed) return;
         leftOpen = true;
@@ -141,11 +143,7 @@ function runFile(file) {
 // Killing the runner (Ctrl-C, a CI timeout) takes the running files down with it.
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
-    for (const pid of running) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {}
-    }
+    for (const pid of running) killGroup(pid);
     process.exit(1);
   });
 }
@@ -154,11 +152,7 @@ let next = 0;
 let overTime = false;
 const budget = setTimeout(() => {
   overTime = true;
-  for (const pid of running) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {}
-  }
+  for (const pid of running) killGroup(pid);
 }, totalTimeout);
 budget.unref();
 async function lane() {
