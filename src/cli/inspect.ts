@@ -39,8 +39,6 @@ export async function inspect(argv: readonly string[]): Promise<number> {
     throw new UsageError('give at most one key (quote keys with spaces)');
   const opened = await openStore(flags.store, flags.name, { existing: true });
   try {
-    // Live, expired and "renewed ago" on the store's clock, as the store itself decides them.
-    const now = await opened.now();
     const arg = flags.key ?? flags._[0];
     if (flags.key === undefined && arg === 'purge') {
       if (!opened.purge) {
@@ -55,6 +53,8 @@ export async function inspect(argv: readonly string[]): Promise<number> {
       print(flags.json, { purged }, () => `purged ${purged} expired rows`);
       return 0;
     }
+    // Live, expired and "renewed ago" on the store's clock, as the store itself decides them.
+    const now = await opened.now();
     if (arg !== undefined) {
       const view = await opened.store.inspect(arg);
       if (!view) {
