@@ -445,12 +445,19 @@ export function redisStore(options: RedisStoreOptions): Store {
 function parseView(key: string, value: string, keyExpiresAt: number): RecordView | undefined {
   const match = /^([pc])\|[^|]*\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
   if (!match) return undefined;
-  const [, state, attempt, graceMs, ttlMs, fp] = match as unknown as string[];
+  const [, state, attempt, graceMs, ttlMs, fp] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   return {
     key,
     state: state === 'p' ? 'processing' : 'completed',
     attempt: Number(attempt),
-    fingerprint: fp === '' ? undefined : fp!.slice(1),
+    fingerprint: fp === '' ? undefined : fp.slice(1),
     expiresAt: new Date(keyExpiresAt - Number(graceMs)),
     // The key's expiry minus the TTL it was written with: the server time of the claim, the last
     // renewal, or the completion.
