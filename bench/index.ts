@@ -13,6 +13,11 @@ const files = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
   .sort();
+// Benches of the built package (dist/) measure what users run: build it first.
+if (!process.env.BENCH_NO_BUILD) {
+  const build = spawnSync('npm', ['run', 'build'], { stdio: 'inherit' });
+  if (build.status !== 0) process.exit(1);
+}
 let failed = 0;
 for (const file of files) {
   console.log(`\n### ${file}\n`);

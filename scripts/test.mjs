@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Runs every *.test.ts under src/ and test/ with node's own test runner (TypeScript through tsx),
-// each file in a process of its own, TEST_CONCURRENCY (default 2) at a time. A file's output is
+// each file in a process of its own, TEST_CONCURRENCY (default 3) at a time. A file's output is
 // printed whole when it ends, so files never interleave.
 //
 // No run can hang. A file has TEST_FILE_TIMEOUT_MS (default 240 s): past it, it is killed with
 // everything it started, its output so far is printed (the test after the last one reported is
 // the stuck one) and it counts as failed. The whole run has TEST_TOTAL_TIMEOUT_MS (default
-// 720 s): past it, the files still running are killed, the rest never start, and the run fails
+// 840 s): past it, the files still running are killed, the rest never start, and the run fails
 // naming them. Both defaults scale with FAULT_SIZE and FUZZ_RUNS/300 for long runs. A file whose
 // tests are done exits even if a handle would keep it alive (TEST_FORCE_EXIT=0 to find such
 // handles), and a process it left holding its output open is reported, not waited for.
@@ -14,7 +14,8 @@
 // Usage: npm test [-- file-or-folder ...]
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
+import { install, workspaces } from './workspaces.mjs';
 
 function collect(path, out) {
   if (statSync(path).isDirectory()) {
@@ -34,20 +35,55 @@ const positive = (name, fallback) => {
   }
   return value;
 };
-const concurrency = positive('TEST_CONCURRENCY', 2);
+const concurrency = positive('TEST_CONCURRENCY', 3);
 // Long fault and fuzz runs (FAULT_SIZE, FUZZ_RUNS over its default 300) get deadlines to match.
 const scale = Math.ceil(
   Math.max(1, Number(process.env.FAULT_SIZE) || 1, (Number(process.env.FUZZ_RUNS) || 0) / 300),
 );
 const fileTimeout = positive('TEST_FILE_TIMEOUT_MS', 240_000 * scale);
-const totalTimeout = positive('TEST_TOTAL_TIMEOUT_MS', 720_000 * scale);
+const totalTimeout = positive('TEST_TOTAL_TIMEOUT_MS', 840_000 * scale);
 
 const args = process.argv.slice(2);
 const roots = args.length > 0 ? args : ['src', 'test'];
-const files = roots.flatMap((root) => collect(root, [])).sort();
+// The long files first (cross-runtime, fault, CLI, race and adapter suites), then the rest in
+// name order: the many short ones fill the slots at the end, so the run does not wait on one long
+// file that happened to sort last.
+// The cross-runtime suites (a `next build` among them) come last of the long ones: started beside
+// the other long suites their builds starve; beside the short files they take about two minutes.
+const heavy = [
+  /^test\/cli\/(demo|inspect)\./,
+  /^test\/faults\//,
+  /^test\/cli\//,
+  /^test\/(postgres|mysql|sqlite|redis)\//,
+  /^test\/adapters\//,
+  /^src\/stores\//,
+  /^test\/runtimes\//,
+];
+const rank = (file) => {
+  const i = heavy.findIndex((pattern) => pattern.test(file.split(sep).join('/')));
+  return i === -1 ? heavy.length : i;
+};
+const files = roots
+  .flatMap((root) => collect(root, []))
+  .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 if (files.length === 0) {
   console.error('onceonly: no test files found under ' + roots.join(', '));
   process.exit(1);
+}
+
+// The on-demand workspaces (scripts/workspaces.mjs: test/runtimes with Next.js, Bun, Deno and
+// workerd; test/sdks with the provider SDKs), kept out of the root install for their weight:
+// installed here, once, when a suite of theirs is to run.
+for (const dir of Object.keys(workspaces)) {
+  if (
+    files.some((file) =>
+      file
+        .split(sep)
+        .join('/')
+        .startsWith(dir + '/'),
+    )
+  )
+    install(dir);
 }
 
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
@@ -63,6 +99,8 @@ function killGroup(pid) {
   } catch {}
 }
 
+const hold = new URL('./test-hold.mjs', import.meta.url).href;
+
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
@@ -71,6 +109,10 @@ function runFile(file) {
       [
         '--import',
         'tsx',
+        // Every suite is declared before the first runs (see test-hold.mjs): with --test-force-exit a
+        // suite declared after a top-level await would otherwise never run, silently.
+        '--import',
+        hold,
         '--test-reporter=spec',
         ...(process.env.TEST_FORCE_EXIT === '0' ? [] : ['--test-force-exit']),
         file,

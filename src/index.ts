@@ -5,13 +5,36 @@ export {
   ConfigError,
   HandlerTimeoutError,
   LeaseLostError,
+  type MisconfigurationCode,
   OnceonlyError,
   type RejectionCode,
   StoreFullError,
+  StoreMisconfiguredError,
+  StoreTimeoutError,
   StoreUnavailableError,
   VerificationError,
 } from './errors.js';
 export type { DegradedReason, WorkContext } from './lease/engine.js';
+export {
+  checkHealth,
+  type HealthCheck,
+  type HealthOptions,
+  type HealthReport,
+  type StoreHealth,
+} from './lease/health.js';
+export type {
+  InboxAccepted,
+  InboxAcceptInput,
+  InboxAcceptOptions,
+  InboxDelivery,
+  InboxEntryView,
+  InboxJob,
+  InboxListOptions,
+  InboxState,
+  InboxStats,
+  InboxStore,
+  InboxTakeOptions,
+} from './lease/inbox.js';
 export {
   type Claim,
   type ClaimOptions,
@@ -23,12 +46,23 @@ export {
   type RecordView,
   type Store,
 } from './lease/index.js';
+export type {
+  Telemetry,
+  TelemetryPhase,
+  TelemetryPhaseHandle,
+  TelemetryResult,
+  TelemetryRun,
+  TelemetryRunInfo,
+  TelemetryRunKind,
+} from './lease/telemetry.js';
 export { type OnceOptions, type OnceResult, once } from './once.js';
 export { type HmacOptions, hmac } from './providers/hmac.js';
 export type {
   AuthenticatingProvider,
   BatchItem,
   DeliveryInput,
+  HandshakeAnswer,
+  HandshakeRequest,
   Provider,
   Verified,
 } from './providers/types.js';
@@ -40,6 +74,10 @@ export {
   type Handler,
   type HandlerContext,
   type HeadersInput,
+  type HealthCheckOptions,
+  type InboxOptions,
+  type InboxWorker,
+  type Logger,
   OUTCOME_HEADER,
   type Outcome,
   outcomeBody,
@@ -49,6 +87,7 @@ export {
   type Receiver,
   type ReceiverOptions,
   toResponse,
+  type WorkerOptions,
   warningFor,
 } from './receiver/index.js';
 export { type MemoryStoreOptions, memoryStore } from './stores/memory.js';

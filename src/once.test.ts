@@ -39,9 +39,12 @@ describe('once()', () => {
       throw boom;
     });
     assert.deepEqual(failed, { outcome: 'failed', attempt: 1, error: boom, degraded: undefined });
-    assert.equal(await store.inspect('k'), undefined, 'released');
-    const retry = await once(store, 'k', () => 'ok');
+    const released = await store.inspect('k');
+    assert.equal(released?.state, 'released', 'released, takeable at once');
+    assert.equal(released?.attempt, 1, 'the attempt is kept');
+    const retry = await once(store, 'k', ({ attempt }) => attempt);
     assert.equal(retry.outcome, 'processed');
+    assert.equal(retry.outcome === 'processed' && retry.value, 2, 'the redelivery runs at attempt 2');
   });
 
   it('aborts the work at its deadline and releases the claim', async () => {
@@ -62,7 +65,7 @@ describe('once()', () => {
     assert.equal(result.outcome, 'failed');
     assert.ok(result.outcome === 'failed' && result.error instanceof HandlerTimeoutError);
     assert.ok(aborted instanceof HandlerTimeoutError);
-    assert.equal(await store.inspect('k'), undefined);
+    assert.equal((await store.inspect('k'))?.state, 'released');
   });
 
   it('gives up on work that ignores its signal at the deadline', async () => {

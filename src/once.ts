@@ -1,12 +1,16 @@
 import { ConfigError } from './errors.js';
 import { type Duration, parseDuration } from './lease/duration.js';
-import { type DegradedReason, runClaimed, type WorkContext } from './lease/engine.js';
+import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } from './lease/engine.js';
+import { keyPart } from './lease/keys.js';
+import { causeOf, emit, type Logger, resolveLogger } from './lease/logger.js';
+import { resolveTelemetry, storeKind, type Telemetry } from './lease/telemetry.js';
 import { resolveTimings } from './lease/timings.js';
 import type { Store } from './lease/types.js';
 
 export type { WorkContext } from './lease/engine.js';
 
-export { DEFAULT_TIMEOUT, resolveTimings } from './lease/timings.js';
+export type { Logger } from './lease/logger.js';
+export { DEFAULT_STORE_TIMEOUT, DEFAULT_TIMEOUT, resolveTimings } from './lease/timings.js';
 /** How long a completed key is remembered when nothing else is known: 3 days. */
 export const DEFAULT_RETENTION = '3d';
 
@@ -33,6 +37,28 @@ export interface OnceOptions {
    * fingerprint is reported as `conflict` instead of `duplicate`.
    */
   fingerprint?: string;
+  /**
+   * The deadline of each store call (claim, extend, confirm, release). Past it the call counts as a
+   * store error: a claim throws `StoreTimeoutError` (nothing ran: let your queue redeliver), a
+   * confirm is retried in the background while the lease lasts and the result is degraded.
+   * @default '3s' (at most half the lease)
+   * @example once(store, key, work, { storeTimeout: '1s' })
+   */
+  storeTimeout?: Duration;
+  /**
+   * Where failed runs, degraded runs, conflicts and lost leases are logged (once per call, with
+   * their cause): anything with `warn` and `error`, such as pino or winston; `false` to silence.
+   * @default console
+   * @example once(store, key, work, { logger: pino() })
+   */
+  logger?: Logger | false;
+  /**
+   * Where the call is reported: a run with its phases (claim, handler, confirm or release) and its
+   * outcome; the work runs inside the run's context. `otel()` from `onceonly/otel` fits.
+   * @default undefined
+   * @example once(store, key, work, { telemetry })
+   */
+  telemetry?: Telemetry;
 }
 
 export type OnceResult<T> =
@@ -70,11 +96,101 @@ export async function once<T>(
   if (typeof key !== 'string' || key === '') {
     throw new ConfigError('invalid_key', 'onceonly: once() needs a non-empty string key');
   }
-  const { timeoutMs, leaseMs, retentionMs } = resolveTimings(options);
-  return runClaimed(store, key, work, {
+  const { timeoutMs, leaseMs, retentionMs, storeTimeoutMs } = resolveTimings(options);
+  const logger = resolveLogger(options.logger);
+  const telemetry = resolveTelemetry(options.telemetry);
+  const engine = {
     leaseMs,
     timeoutMs,
+    storeTimeoutMs,
     retentionMs: retentionMs ?? parseDuration(DEFAULT_RETENTION),
     fingerprint: options.fingerprint,
+  };
+  // Any string is a valid key: long or unprintable ones are hashed losslessly (see lease/keys.ts).
+  const result = telemetry
+    ? await traced(telemetry, store, keyPart(key), work, engine)
+    : await runClaimed(store, keyPart(key), work, engine);
+  logOnce(logger, key, result);
+  return result;
+}
+
+/** once() with telemetry: one run, its phases, its outcome; a claim that throws ends it as store-unavailable. */
+async function traced<T>(
+  telemetry: Telemetry,
+  store: Store,
+  key: string,
+  work: (ctx: WorkContext) => T | Promise<T>,
+  engine: Parameters<typeof runClaimed>[3],
+): Promise<EngineResult<T>> {
+  const started = performance.now();
+  const run = telemetry.start({
+    kind: 'once',
+    provider: undefined,
+    receiver: undefined,
+    store: storeKind(store),
   });
+  let ended: {
+    outcome: string;
+    degraded?: string | undefined;
+    attempt?: number | undefined;
+    error?: unknown;
+  };
+  try {
+    const result = await run.wrap(() => runClaimed(store, key, work, { ...engine, telemetry: run }));
+    ended = result;
+    return result;
+  } catch (error) {
+    ended = { outcome: 'store-unavailable', error };
+    throw error;
+  } finally {
+    const end = { ...ended!, durationMs: performance.now() - started };
+    try {
+      telemetry.outcome(end, 'once');
+      run.end(end);
+    } catch {
+      // An observer's bug must not change the result.
+    }
+  }
+}
+
+/** One line for the results that must not pass unseen; none for processed, duplicate, in-flight. */
+function logOnce(logger: Logger | undefined, key: string, result: EngineResult<unknown>): void {
+  if (!logger) return;
+  const at = `once(${JSON.stringify(key.length > 120 ? `${key.slice(0, 117)}...` : key)})`;
+  switch (result.outcome) {
+    case 'failed':
+      emit(
+        logger,
+        'error',
+        `onceonly: ${at} failed on attempt ${result.attempt}: ${causeOf(result.error)}; the claim was released so a redelivery runs it again${
+          result.degraded ? ` (degraded: ${result.degraded}: ${causeOf(result.cause)})` : ''
+        }`,
+        result.error,
+      );
+      return;
+    case 'processed':
+      if (result.degraded)
+        emit(
+          logger,
+          'warn',
+          `onceonly: ${at} ran on attempt ${result.attempt} but is degraded (${result.degraded}): ${causeOf(result.cause)}; it may run again, check the store`,
+        );
+      return;
+    case 'lease-lost':
+      emit(
+        logger,
+        'warn',
+        `onceonly: ${at} finished on attempt ${result.attempt} after its lease ran out and another run took over; fence your writes with attempt, or raise lease`,
+      );
+      return;
+    case 'conflict':
+      emit(
+        logger,
+        'warn',
+        `onceonly: ${at} conflict: the key is held with another fingerprint (${result.found})`,
+      );
+      return;
+    default:
+      return;
+  }
 }

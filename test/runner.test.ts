@@ -1,7 +1,8 @@
 /**
  * `npm test` itself (scripts/test.mjs): no file can hang the run. A stuck file is killed at its
  * deadline and fails by name with the output it printed; a file that passes but leaves a handle
- * and a process holding its output open still ends the run in seconds.
+ * and a process holding its output open still ends the run in seconds; a suite declared after a
+ * top-level await still runs.
  */
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
@@ -49,6 +50,13 @@ describe('npm test (scripts/test.mjs)', () => {
     assert.equal(r.code, 1);
     assert.match(r.stdout, /hang\.test\.ts was killed when the run passed its budget/);
     assert.match(r.stdout, /never started:\n {2}test\/fixtures\/runner\/pass\.test\.ts/);
+  });
+
+  it('runs a suite declared after a top-level await that outlasts the first suite (--test-force-exit skipped it silently)', async () => {
+    const r = await npmTest({}, 'test/fixtures/runner/late-suite.test.ts');
+    assert.equal(r.code, 0, r.stdout);
+    assert.match(r.stdout, /✔ runs too/);
+    assert.match(r.stdout, /1 files, 2 tests: 2 passed, 0 failed/);
   });
 
   it('does not wait for a handle or a process left holding the output of a passing file', async () => {

@@ -9,12 +9,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  methodNotAllowed,
   nodeRawBody,
   type Provider,
   type ReceiverInput,
   receiveNode,
-  responseToReply,
   toNodeReply,
   toReceiver,
   writeNodeReply,
@@ -36,6 +34,9 @@ type ExpressRequest = IncomingMessage & { body?: unknown; rawBody?: unknown };
  * @example
  * app.post('/webhooks', webhook({ provider: github({ secret }), store, handler }));
  * app.use(express.json()); // after the webhook route
+ *
+ * // A provider that verifies the endpoint with a GET (Meta's hub.challenge): route GET too.
+ * app.all('/webhooks', webhook(receiver));
  */
 export function webhook<P extends Provider<any, any>>(
   receiver: ReceiverInput<P>,
@@ -47,10 +48,7 @@ export function webhook<P extends Provider<any, any>>(
   };
 
   async function handle(req: ExpressRequest, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST') {
-      writeNodeReply(res, await responseToReply(await methodNotAllowed(r)));
-      return;
-    }
+    // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(req, FIX, [req.body, req.rawBody]);
     const result = await receiveNode(r, req, raw);
     writeNodeReply(res, await toNodeReply(result, req));

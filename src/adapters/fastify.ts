@@ -33,7 +33,7 @@ export interface FastifyWebhookOptions {
 }
 
 /**
- * A Fastify plugin with one `POST` route that receives a webhook safely: reads the raw body with the
+ * A Fastify plugin with one route (`POST`, and `GET` for a provider's handshake) that receives a webhook safely: reads the raw body with the
  * `maxBodyBytes` bound (413 before buffering more, with or without Content-Length), verifies,
  * dedups, runs your handler, and answers with the outcome (or your handler's own `Response`).
  * Takes a receiver or the options to create one.
@@ -52,17 +52,28 @@ export function webhook<P extends Provider<any, any>>(
     // the app's own routes as they were.
     instance.removeAllContentTypeParsers();
     instance.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-    instance.post(path, async (request: FastifyRequest, reply: FastifyReply) => {
-      const kept = (request as { rawBody?: unknown }).rawBody;
-      const payload = request.body as IncomingMessage | undefined;
-      const rawBody =
-        payload === undefined || payload === null
-          ? kept instanceof Uint8Array
-            ? kept
-            : new Uint8Array(0)
-          : nodeRawBody(payload, FIX, [kept]);
-      const result = await r.receive({ rawBody, headers: request.headers, url: nodeUrl(request.raw) });
-      return send(reply, await toNodeReply(result, request.raw));
+    // POST for deliveries, GET for a provider's handshake (Meta's hub.challenge); the core refuses a
+    // GET that is not one with 405.
+    instance.route({
+      method: ['GET', 'POST'],
+      url: path,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const kept = (request as { rawBody?: unknown }).rawBody;
+        const payload = request.body as IncomingMessage | undefined;
+        const rawBody =
+          payload === undefined || payload === null
+            ? kept instanceof Uint8Array
+              ? kept
+              : new Uint8Array(0)
+            : nodeRawBody(payload, FIX, [kept]);
+        const result = await r.receive({
+          rawBody,
+          headers: request.headers,
+          url: nodeUrl(request.raw),
+          method: request.method,
+        });
+        return send(reply, await toNodeReply(result, request.raw));
+      },
     });
   };
 }

@@ -36,6 +36,8 @@ export interface HonoContext {
  *
  * @example
  * app.post('/webhooks', webhook({ provider: github({ secret }), store, handler }));
+ * // A provider that verifies the endpoint with a GET (Meta's hub.challenge): route GET too.
+ * app.on(['GET', 'POST'], '/webhooks', webhook(receiver));
  */
 export function webhook<P extends Provider<any, any>>(
   receiver: ReceiverInput<P>,
@@ -50,7 +52,10 @@ export function webhook<P extends Provider<any, any>>(
       : cache?.blob
         ? new Uint8Array(await ((await cache.blob) as Blob).arrayBuffer())
         : undefined;
-    if (request.method !== 'POST') return r.fetch(new Request(request.url, { method: request.method }));
+    if (request.method !== 'POST') {
+      // A handshake reads the URL and headers only.
+      return r.fetch(new Request(request.url, { method: request.method, headers: request.headers }));
+    }
     // Parsed, not kept: the core answers 500 body_already_parsed naming the fix.
     const result = await r.receive({
       rawBody: kept ?? unreadable(FIX),

@@ -4,13 +4,11 @@
  */
 import type { IncomingMessage } from 'node:http';
 import {
-  methodNotAllowed,
   type NodeReply,
   nodeRawBody,
   type Provider,
   type ReceiverInput,
   receiveNode,
-  responseToReply,
   toNodeReply,
   toReceiver,
 } from '../receiver/node.js';
@@ -51,6 +49,7 @@ export interface KoaWebhookOptions {
  * @example
  * app.use(webhook({ provider: github({ secret }), store, handler }, { path: '/webhooks' }));
  * app.use(bodyParser());
+ * // With a router, route GET too for a provider's handshake: router.all('/webhooks', webhook(receiver))
  */
 export function webhook<P extends Provider<any, any>>(
   receiver: ReceiverInput<P>,
@@ -62,10 +61,7 @@ export function webhook<P extends Provider<any, any>>(
       await next();
       return;
     }
-    if (ctx.method !== 'POST') {
-      reply(ctx, await responseToReply(await methodNotAllowed(r)));
-      return;
-    }
+    // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(ctx.req, FIX, [ctx.request.rawBody]);
     const result = await receiveNode(r, ctx.req, raw);
     reply(ctx, await toNodeReply(result, ctx.req));

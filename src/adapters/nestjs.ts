@@ -1,7 +1,7 @@
 /**
- * NestJS 10 and 11, on the Express and the Fastify platform: `OnceonlyModule.register({ path, ...
+ * NestJS 11, on the Express and the Fastify platform: `OnceonlyModule.register({ path, ...
  * options })` (or `registerAsync` to build the options from injected services) adds a `POST` route
- * to the app; `webhook(options)` is the same as a function for a controller method of your own.
+ * (and a `GET` one, for a provider's verification handshake) to the app; `webhook(options)` is the same as a function for a controller method of your own.
  *
  * Nest's own body parsers run before every controller. With `NestFactory.create(AppModule,
  * { rawBody: true })` they keep the exact bytes on `req.rawBody`, and those are verified; with
@@ -15,12 +15,14 @@ import {
   Controller,
   type DynamicModule,
   type FactoryProvider,
+  Get,
   Inject,
   Module,
   Post,
   Req,
   Res,
 } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import {
   type NodeReply,
   nodeRawBody,
@@ -65,6 +67,11 @@ export type NestResponse =
  *   handle(@Req() req: RawBodyRequest<Request>, @Res() res: Response) {
  *     return receive(req, res);
  *   }
+ *   // For a provider that verifies the endpoint with a GET (Meta's hub.challenge):
+ *   @Get()
+ *   handshake(@Req() req: Request, @Res() res: Response) {
+ *     return receive(req, res);
+ *   }
  * }
  */
 export function webhook<P extends Provider<any, any>>(
@@ -73,6 +80,7 @@ export function webhook<P extends Provider<any, any>>(
   const r = toReceiver(receiver);
   return async (req, res) => {
     const node = 'raw' in req && isNodeRequest(req.raw) ? req.raw : (req as IncomingMessage);
+    restoreBodyHeaders(node);
     const { rawBody, body } = req as { rawBody?: unknown; body?: unknown };
     const result = await receiveNode(r, node, nodeRawBody(node, FIX, [rawBody, body]));
     const reply = await toNodeReply(result, node);
@@ -91,7 +99,7 @@ function sendFastify(res: Exclude<NestResponse, ServerResponse>, { status, heade
   res.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
 }
 
-/** `OnceonlyModule.register` options: the receiver's options (or a receiver) and the route's path. */
+/** `OnceonlyModule.register` options: the receiver's options (or a receiver) and the route's path (POST and GET). */
 export type OnceonlyModuleOptions<P extends Provider<any, any> = Provider<any, any>> = ReceiverInput<P> & {
   /**
    * The `POST` route, from the app's root (a global prefix applies).
@@ -146,7 +154,7 @@ export class OnceonlyModule {
     return {
       module: OnceonlyModule,
       controllers: [webhookController(path, token)],
-      providers: [{ provide: token, useValue: receiver }],
+      providers: [{ provide: token, useValue: receiver }, ownBodyProvider(path, token)],
     };
   }
 
@@ -163,11 +171,65 @@ export class OnceonlyModule {
           useFactory: async (...deps: unknown[]) => toReceiver(await options.useFactory(...deps)),
           inject: options.inject ?? [],
         },
+        ownBodyProvider(options.path, token),
       ],
     };
   }
 }
 Module({})(OnceonlyModule);
+
+/**
+ * The module's route reads its own body, up to the receiver's `maxBodyBytes`, whatever the app's
+ * global body parser allows: on the Express platform Nest's JSON and urlencoded parsers (100 kB by
+ * default) would otherwise answer a larger delivery with their own 413, before the route, with no
+ * outcome, no `onOutcome`, and a provider that never retries. Created with the module, before Nest
+ * registers its parsers, a middleware sets aside a POST's body headers (Content-Length,
+ * Transfer-Encoding) for the route: body-parser sees no body and passes, the route puts them back,
+ * and the bytes stay in the stream for the core's bounded read. On the
+ * Fastify platform, Fastify's own `bodyLimit` (1 MiB by default) bounds what its parser reads.
+ */
+function ownBodyProvider(path: string, token: string): FactoryProvider {
+  const route = `/${path.replace(/^\/+|\/+$/g, '')}`;
+  return {
+    provide: `${token}:own-body`,
+    inject: [HttpAdapterHost],
+    useFactory: (host: HttpAdapterHost) => {
+      const adapter = host.httpAdapter as
+        | { getType?: () => string; getInstance?: () => { use?: (fn: unknown) => unknown } }
+        | undefined;
+      if (adapter?.getType?.() !== 'express') return false;
+      adapter.getInstance?.().use?.((req: IncomingMessage, _res: unknown, next: () => void) => {
+        if (req.method === 'POST') {
+          // The route's path under any global prefix: the path as registered ends the URL's path.
+          const at = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
+          if (at === route || at.endsWith(route)) setBodyHeadersAside(req);
+        }
+        next();
+      });
+      return true;
+    },
+  };
+}
+
+const ASIDE = Symbol.for('onceonly.nestjs.bodyHeaders');
+const BODY_HEADERS = ['content-length', 'transfer-encoding'] as const;
+
+function setBodyHeadersAside(req: IncomingMessage): void {
+  const aside: Record<string, string | undefined> = {};
+  for (const name of BODY_HEADERS) {
+    aside[name] = req.headers[name];
+    delete req.headers[name];
+  }
+  (req as unknown as Record<symbol, unknown>)[ASIDE] = aside;
+}
+
+/** Puts back the body headers the module's middleware set aside from Nest's body parsers. */
+function restoreBodyHeaders(req: IncomingMessage): void {
+  const aside = (req as unknown as Record<symbol, Record<string, string | undefined> | undefined>)[ASIDE];
+  if (!aside) return;
+  for (const name of BODY_HEADERS) if (aside[name] !== undefined) req.headers[name] = aside[name];
+  delete (req as unknown as Record<symbol, unknown>)[ASIDE];
+}
 
 /** A controller class with one `POST path` route over the receiver registered under `token`. */
 function webhookController(path: string, token: string): new (receiver: Receiver) => unknown {
@@ -180,12 +242,21 @@ function webhookController(path: string, token: string): new (receiver: Receiver
     handle(req: NestRequest, res: NestResponse): Promise<void> {
       return this.#receive(req, res);
     }
+    /** A GET reaches the provider's handshake (Meta's hub.challenge); the core answers 405 otherwise. */
+    handshake(req: NestRequest, res: NestResponse): Promise<void> {
+      return this.#receive(req, res);
+    }
   }
   Controller()(OnceonlyWebhookController);
   Inject(token)(OnceonlyWebhookController, undefined, 0);
-  const handle = Object.getOwnPropertyDescriptor(OnceonlyWebhookController.prototype, 'handle')!;
-  Post(path)(OnceonlyWebhookController.prototype, 'handle', handle);
-  Req()(OnceonlyWebhookController.prototype, 'handle', 0);
-  Res()(OnceonlyWebhookController.prototype, 'handle', 1);
+  for (const [method, decorate] of [
+    ['handle', Post(path)],
+    ['handshake', Get(path)],
+  ] as const) {
+    const descriptor = Object.getOwnPropertyDescriptor(OnceonlyWebhookController.prototype, method)!;
+    decorate(OnceonlyWebhookController.prototype, method, descriptor);
+    Req()(OnceonlyWebhookController.prototype, method, 0);
+    Res()(OnceonlyWebhookController.prototype, method, 1);
+  }
   return OnceonlyWebhookController;
 }

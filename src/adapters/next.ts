@@ -26,6 +26,10 @@ const FIX =
  * @example
  * // app/webhooks/github/route.ts
  * export const POST = webhook({ provider: github({ secret: process.env.GITHUB_WEBHOOK_SECRET! }), store, handler });
+ *
+ * // A provider that verifies the endpoint with a GET (Meta's hub.challenge): export GET too.
+ * const handle = webhook(receiver);
+ * export { handle as GET, handle as POST };
  */
 export function webhook<P extends Provider<any, any>>(
   receiver: ReceiverInput<P>,

@@ -4,13 +4,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  methodNotAllowed,
   nodeRawBody,
   OnceonlyError,
   type Provider,
   type ReceiverInput,
   receiveNode,
-  responseToReply,
   toNodeReply,
   toReceiver,
   writeNodeReply,
@@ -51,10 +49,7 @@ export function webhook<P extends Provider<any, any>>(
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST') {
-      writeNodeReply(res, await responseToReply(await methodNotAllowed(r)));
-      return;
-    }
+    // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(req, FIX, [(req as { rawBody?: unknown }).rawBody]);
     const result = await receiveNode(r, req, raw);
     writeNodeReply(res, await toNodeReply(result, req));

@@ -3,6 +3,11 @@
  * signed deliveries from the simulator; handlers throw, hang past their deadline, or are killed
  * with SIGKILL mid-work (and restarted); every effect lands in a ledger, and the report is computed
  * from that ledger, not from anyone's counters.
+ *
+ * `--mode inbox|hybrid` runs the receivers in inbox mode (web processes accept, worker processes
+ * run the entries), and `--provider github` sends like GitHub: each event once, never a retry after
+ * a failure, a delivery failed past 10 s. Inline mode loses every failed event then; the inbox none.
+ * `--mode all` runs the three one after another and shows them side by side.
  */
 import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
@@ -11,11 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { progressBar, table } from './report.js';
-import { demoSecret, type SimProvider } from './sign.js';
+import { grid, progressBar, table } from './report.js';
+import { demoSecret, SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { simulate } from './simulate.js';
+import { openStore } from './stores.js';
 import { assignPort, until } from './wait.js';
-import type { WorkerConfig } from './worker.js';
+import type { DemoMode, DemoRole, WorkerConfig } from './worker.js';
 
 export const demoFlags = {
   events: { type: 'number', default: 1000, help: 'events to deliver' },
@@ -26,9 +32,17 @@ export const demoFlags = {
   provider: {
     type: 'string',
     default: 'stripe',
-    help: 'signature scheme: stripe or standard-webhooks',
+    help: 'signature scheme and sender: stripe or standard-webhooks (retry for days), github (never retries)',
+  },
+  mode: {
+    type: 'string',
+    default: 'inline',
+    help: 'inline (today), inbox (accept, then workers), hybrid (inline within --inline, then the inbox), or all',
   },
   workers: { type: 'number', default: 2, help: 'receiver processes' },
+  'inbox-workers': { type: 'number', default: 2, help: 'inbox worker processes (inbox and hybrid modes)' },
+  inline: { type: 'number', default: 500, help: 'hybrid: the inline budget in ms' },
+  'max-attempts': { type: 'number', default: 10, help: 'inbox: runs of an entry before it is dead' },
   'kill-rate': { type: 'number', default: 0.01, help: 'share of handler runs killed with SIGKILL mid-work' },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
@@ -36,33 +50,62 @@ export const demoFlags = {
   lease: { type: 'number', help: 'lease in ms (default 4 x timeout)' },
   concurrency: { type: 'number', default: 32, help: 'requests in flight at once' },
   keep: { type: 'boolean', help: 'keep the temporary directory (ledger and SQLite store)' },
-  json: { type: 'boolean', help: 'print the report as JSON' },
+  json: { type: 'boolean', help: 'print the report as JSON (an array with --mode all)' },
   help: { type: 'boolean', help: 'show this help' },
 } satisfies FlagSpec;
+
+const MODES: readonly DemoMode[] = ['inline', 'inbox', 'hybrid'];
 
 export interface DemoReport {
   store: string;
   provider: SimProvider;
+  mode: DemoMode;
+  /** How the simulated sender treats a failed delivery. */
+  sender: 'retries' | 'never retries';
   workers: number;
+  /** Inbox worker processes (inbox and hybrid modes; 0 when the web processes run the entries). */
+  inboxWorkers: number;
   events: number;
   deliveries: number;
   duplicatesSuppressed: number;
   inFlightDeferrals: number;
   handlerFailures: number;
+  /** Of the handler failures, those that passed their deadline (aborted, claim released). */
+  handlerTimeouts: number;
+  /** Events the sender saw fail and never delivered again (a sender that never retries). */
+  deliveriesFailed: number;
+  /** Inbox: deliveries answered accepted (kept, run by workers). */
+  accepted: number;
   workersKilled: number;
   takeoversAfterCrash: number;
+  /** Handler runs that followed a failed run of the same event (attempt + 1). */
+  retriesAfterFailure: number;
   handlerRuns: number;
+  /** Runs that ended after their lease ran out and another took over (reported, `lease-lost`). */
+  leasesLost: number;
   effectsApplied: number;
+  /** Events with no effect that are not dead in the inbox either. */
   eventsLost: number;
+  /** Events lost although the sender got a 2xx for them: the library's own failure, never expected. */
+  lostAfter2xx: number;
   effectsAppliedTwice: number;
+  /** Inbox: events dead after --max-attempts failed runs (kept, visible, requeueable). */
+  dead: number;
+  /** Inbox: acknowledged events still unsettled once the workers made no progress for 60 s. */
+  undrained: number;
   /** Requests whose connection died with a killed worker (retried by the simulator). */
   droppedConnections: number;
   timeouts: number;
   seconds: number;
+  /** Inbox: how long the workers took to settle every accepted event after the last answer. */
+  drainSeconds: number;
   /** The ledger database, when --keep was given. */
   ledger?: string;
+  notes: string[];
   byOutcome: Record<string, number>;
 }
+
+type DemoFlags = ReturnType<typeof parseFlags<typeof demoFlags>>;
 
 export async function demo(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, demoFlags);
@@ -76,25 +119,65 @@ export async function demo(argv: readonly string[]): Promise<number> {
     );
     return 0;
   }
-  // The ledger keys effects by the signed event id, which GitHub does not send: demo the two that do.
-  if (flags.provider !== 'stripe' && flags.provider !== 'standard-webhooks') {
+  if (!SIM_PROVIDERS.includes(flags.provider as SimProvider)) {
     throw new UsageError(
-      `--provider must be stripe or standard-webhooks; got ${JSON.stringify(flags.provider)}`,
+      `--provider must be stripe, standard-webhooks or github; got ${JSON.stringify(flags.provider)}`,
     );
   }
+  if (flags.mode !== 'all' && !MODES.includes(flags.mode as DemoMode)) {
+    throw new UsageError(`--mode must be inline, inbox, hybrid or all; got ${JSON.stringify(flags.mode)}`);
+  }
+  const modes = flags.mode === 'all' ? MODES : [flags.mode as DemoMode];
+  if (modes.some((m) => m !== 'inline')) await needInbox(flags.store);
+  const reports: DemoReport[] = [];
+  for (const mode of modes) reports.push(await runDemo(flags, mode));
+  if (flags.json) console.log(JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2));
+  else if (reports.length === 1) printOne(reports[0]!);
+  else printSideBySide(reports);
+  return reports.every(holds) ? 0 : 1;
+}
+
+const holds = (r: DemoReport) => r.eventsLost === 0 && r.effectsAppliedTwice === 0 && r.undrained === 0;
+
+/** A store without an inbox cannot run inbox mode: say so before any process starts. */
+async function needInbox(url: string | undefined): Promise<void> {
+  const dir = url === undefined ? mkdtempSync(join(tmpdir(), 'onceonly-demo-')) : undefined;
+  try {
+    const opened = await openStore(url ?? join(dir!, 'store.db'), 'onceonly_demo');
+    const has = opened.store.inbox !== undefined;
+    await opened.close();
+    if (!has) {
+      throw new UsageError(
+        `--mode inbox and hybrid need a store with an inbox; the ${opened.kind} store${url === undefined ? ' (the default)' : ''} has none: try --store redis://127.0.0.1:6379 or --store memory`,
+      );
+    }
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const provider = flags.provider as SimProvider;
+  // GitHub sends each delivery once and never retries a failure; it fails one that takes over 10 s.
+  const neverRetries = provider === 'github';
   const dir = mkdtempSync(join(tmpdir(), 'onceonly-demo-'));
   const storeUrl = flags.store ?? join(dir, 'store.db');
   let workers = Math.max(1, Math.floor(flags.workers));
+  let inboxWorkers = mode === 'inline' ? 0 : Math.max(1, Math.floor(flags['inbox-workers']));
   let killRate = flags['kill-rate'];
   const notes: string[] = [];
   if (storeUrl === 'memory') {
     // A memory store lives and dies with one process: sharing it or killing it would be a lie.
-    if (workers > 1 || killRate > 0)
-      notes.push('memory store: one worker and no kills (it is not shared and does not survive a crash)');
+    if (workers > 1 || killRate > 0 || inboxWorkers > 0)
+      notes.push(
+        'memory store: one process (web and inbox worker) and no kills (it is not shared and does not survive a crash)',
+      );
     workers = 1;
+    inboxWorkers = 0;
     killRate = 0;
   }
+  if (mode !== 'inline' && killRate > 0)
+    notes.push('kills hit the inbox worker processes, where the handlers run (web processes only accept)');
   const run = randomBytes(3).toString('hex');
   const ledgerPath = join(dir, 'ledger.db');
   // The ledger is SQLite whatever the store: the demo needs better-sqlite3 (an optional peer).
@@ -110,11 +193,15 @@ export async function demo(argv: readonly string[]): Promise<number> {
   ledger.pragma('journal_mode = WAL');
   ledger.exec(`
     CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
-    CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);`);
+    CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
+    CREATE TABLE failures (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, timeout INTEGER NOT NULL);
+    CREATE TABLE dead (event_id TEXT NOT NULL, attempt INTEGER NOT NULL);
+    CREATE TABLE lease_lost (event_id TEXT, attempt INTEGER);`);
 
   const config: WorkerConfig = {
     store: storeUrl,
-    storeName: 'onceonly_demo',
+    // One key space per run: the modes of `--mode all` never see each other's entries.
+    storeName: `onceonly_demo_${run}`,
     ledger: ledgerPath,
     provider,
     secret: demoSecret(provider),
@@ -123,49 +210,83 @@ export async function demo(argv: readonly string[]): Promise<number> {
     killRate,
     throwRate: flags['throw-rate'],
     hangRate: flags['hang-rate'],
+    mode,
+    inlineMs: flags.inline,
+    maxAttempts: flags['max-attempts'],
   };
   const workerFile = fileURLToPath(
     new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
   );
   cluster.setupPrimary({ exec: workerFile, silent: false });
-  const env = { ONCEONLY_DEMO_WORKER: JSON.stringify(config) };
-  // The port is picked when the workers are ready to listen, and handed to them (and to restarts).
+  const roles = new Map<number, DemoRole>();
+  const fork = (role: DemoRole) => {
+    const w = cluster.fork({ ONCEONLY_DEMO_WORKER: JSON.stringify(config), ONCEONLY_DEMO_ROLE: role });
+    roles.set(w.id, role);
+  };
+  // The port is picked when the web processes are ready to listen, and handed to them (and to restarts).
   const ports = assignPort(cluster, workers);
   let stopping = false;
   let killed = 0;
   let startupFailure: string | undefined;
   const aborted = new AbortController();
   const listening = new Set<number>();
-  const everListened = new Set<number>();
-  cluster.on('listening', (w) => {
+  const ready = new Set<number>();
+  const onListening = (w: { id: number }) => {
     listening.add(w.id);
-    everListened.add(w.id);
-  });
-  cluster.on('exit', (w, code, signal) => {
+    ready.add(w.id);
+  };
+  // An inbox worker process listens on nothing: it says when its worker runs.
+  const onMessage = (w: { id: number }, message: unknown) => {
+    if ((message as { onceonlyWorking?: unknown } | null)?.onceonlyWorking === true) ready.add(w.id);
+  };
+  const onExit = (w: { id: number }, code: number | null, signal: string | null) => {
     listening.delete(w.id);
     if (stopping) return;
     // SIGKILL is the chaos: a restarted worker can be handed queued connections, and killed by one,
-    // before the primary hears it listen. Any other death before listening would repeat: stop.
+    // before the primary hears it listen. Any other death before it was ready would repeat: stop.
     if (signal === 'SIGKILL') killed++;
-    else if (!everListened.has(w.id)) {
+    else if (!ready.has(w.id)) {
       startupFailure = `a worker exited during start-up (${signal ?? `code ${code}`}); see its error above`;
       aborted.abort();
       return;
     }
-    cluster.fork(env); // restart, as a process manager would
-  });
-  for (let i = 0; i < workers; i++) cluster.fork(env);
+    fork(roles.get(w.id) ?? 'web'); // restart, as a process manager would
+  };
+  cluster.on('listening', onListening);
+  cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
+  const live = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && !w.isDead());
+  const stopAll = async () => {
+    stopping = true;
+    ports.detach();
+    // Every acknowledged effect is committed to the ledger; stop the workers without ceremony.
+    // A worker that already exited stays in cluster.workers until its IPC channel closes too, and
+    // emits no second 'exit': wait only for the live ones.
+    await Promise.all(
+      live().map((w) => {
+        const exited = new Promise<void>((resolve) => w!.process.once('exit', () => resolve()));
+        w!.process.kill('SIGKILL');
+        return exited;
+      }),
+    );
+    cluster.off('listening', onListening);
+    cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
+  };
+  const webRole: DemoRole = mode !== 'inline' && storeUrl === 'memory' ? 'both' : 'web';
+  for (let i = 0; i < workers; i++) fork(webRole);
+  for (let i = 0; i < inboxWorkers; i++) fork('worker');
   try {
     await until(
-      () => listening.size >= workers || startupFailure !== undefined,
+      () =>
+        (listening.size >= workers && ready.size >= workers + inboxWorkers) || startupFailure !== undefined,
       60_000,
-      'onceonly demo: workers did not start listening',
+      'onceonly demo: workers did not start',
     );
     if (startupFailure) throw new Error(startupFailure);
   } catch (error) {
-    stopping = true;
-    ports.detach();
-    for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGKILL');
+    await stopAll();
+    ledger.close();
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
@@ -173,17 +294,20 @@ export async function demo(argv: readonly string[]): Promise<number> {
 
   const quiet = flags.json || !process.stderr.isTTY;
   const bar = quiet ? undefined : progressBar(flags.events);
+  if (!quiet) process.stderr.write(`  mode ${mode}\n`);
   const sim = await simulate({
     url: `http://127.0.0.1:${port}/webhooks`,
     provider,
     secret: config.secret,
     events: flags.events,
     concurrency: flags.concurrency,
-    duplicateRate: 0.3,
-    concurrentRate: 0.2,
-    requestTimeoutMs: Math.max(5_000, 3 * flags.timeout),
-    // Providers retry for hours or days; give the run a budget no restart storm on a busy machine exhausts.
-    maxAttempts: 60,
+    duplicateRate: neverRetries ? 0.2 : 0.3,
+    // GitHub sends one copy at a time (plain duplicates only: a redelivery, a replay).
+    concurrentRate: neverRetries ? 0 : 0.2,
+    requestTimeoutMs: neverRetries ? 10_000 : Math.max(5_000, 3 * flags.timeout),
+    // Providers retry for hours or days; give the run a budget no restart storm on a busy machine
+    // exhausts. GitHub: never.
+    maxAttempts: neverRetries ? 1 : 60,
     backoffMs: 100,
     maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
     run,
@@ -192,26 +316,37 @@ export async function demo(argv: readonly string[]): Promise<number> {
   });
   bar?.(flags.events, flags.events);
 
-  stopping = true;
-  ports.detach();
-  // Every acknowledged effect is committed to the ledger; stop the workers without ceremony.
-  // A worker that already exited stays in cluster.workers until its IPC channel closes too, and
-  // emits no second 'exit': wait only for the live ones.
-  await Promise.all(
-    Object.values(cluster.workers ?? {}).map((w) => {
-      if (!w || w.isDead()) return undefined;
-      const exited = new Promise<void>((resolve) => w.process.once('exit', () => resolve()));
-      w.process.kill('SIGKILL');
-      return exited;
-    }),
-  );
+  // The verdict comes from the ledger alone.
+  const settledIds = ledger.prepare('SELECT event_id AS id FROM effects UNION SELECT event_id FROM dead');
+  const gaveUp = new Set(sim.gaveUp);
+  const acknowledged = sim.eventIds.filter((id) => !gaveUp.has(id));
+  let undrained = 0;
+  const drainStarted = performance.now();
+  if (mode !== 'inline') {
+    // Answered is not done: wait for the workers to settle every accepted event (an effect, or dead).
+    const unsettled = () => {
+      const settled = new Set((settledIds.all() as { id: string }[]).map((r) => r.id));
+      return acknowledged.filter((id) => !settled.has(id)).length;
+    };
+    // As long as the workers make progress: a loaded machine drains slowly, a stuck inbox not at all.
+    let left = unsettled();
+    let progressAt = performance.now();
+    while (left > 0 && startupFailure === undefined && performance.now() - progressAt < 60_000) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const now = unsettled();
+      if (now < left) progressAt = performance.now();
+      left = now;
+    }
+    undrained = left;
+  }
+  const drainSeconds = Math.round((performance.now() - drainStarted) / 100) / 10;
+  await stopAll();
   if (startupFailure) {
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
     throw new Error(startupFailure);
   }
 
-  // The verdict comes from the ledger alone.
   const effects = new Map<string, { n: number; maxAttempt: number }>();
   for (const row of ledger
     .prepare('SELECT event_id AS id, COUNT(*) AS n, MAX(attempt) AS a FROM effects GROUP BY event_id')
@@ -222,77 +357,161 @@ export async function demo(argv: readonly string[]): Promise<number> {
   }[]) {
     effects.set(row.id, { n: row.n, maxAttempt: row.a });
   }
+  const deadIds = new Set(
+    (ledger.prepare('SELECT DISTINCT event_id AS id FROM dead').all() as { id: string }[]).map((r) => r.id),
+  );
   const handlerRuns = (ledger.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+  // Answered on the wire (inline) or reported to onOutcome only (a worker's, a hybrid run past its budget).
+  const leasesLost = (ledger.prepare('SELECT COUNT(*) AS n FROM lease_lost').get() as { n: number }).n;
+  const handlerTimeouts = (
+    ledger.prepare('SELECT COUNT(*) AS n FROM failures WHERE timeout = 1').get() as { n: number }
+  ).n;
+  // A run on attempt 2 or later follows either a run that failed (the provider's retry after a
+  // 500, or the inbox's) or one that never finished: a crash, whose lease ran out and was taken over.
+  const laterRuns = ledger
+    .prepare(
+      `SELECT r.event_id AS id, EXISTS (SELECT 1 FROM failures f WHERE f.event_id = r.event_id AND f.attempt = r.attempt - 1) AS afterFailure
+       FROM runs r WHERE r.attempt > 1`,
+    )
+    .all() as { id: string; afterFailure: number }[];
+  const crashedThenTaken = new Set(laterRuns.filter((r) => !r.afterFailure).map((r) => r.id));
+  const retriesAfterFailure = laterRuns.filter((r) => r.afterFailure).length;
   let lost = 0;
+  let lostAfter2xx = 0;
   let twice = 0;
   let applied = 0;
-  let takeovers = 0;
+  let dead = 0;
   for (const id of sim.eventIds) {
     const e = effects.get(id);
-    if (!e) lost++;
-    else {
+    if (e) {
       applied += e.n;
       twice += e.n - 1;
-      if (e.maxAttempt > 1) takeovers++;
+    } else if (deadIds.has(id)) dead++;
+    else {
+      lost++;
+      if (!gaveUp.has(id)) lostAfter2xx++;
     }
   }
+  const takeovers = sim.eventIds.filter((id) => crashedThenTaken.has(id)).length;
   ledger.close();
 
   const report: DemoReport = {
     store: storeUrl === join(dir, 'store.db') ? 'sqlite (temporary file)' : redact(storeUrl),
     provider,
+    mode,
+    sender: neverRetries ? 'never retries' : 'retries',
     workers,
+    inboxWorkers,
     events: sim.events,
     deliveries: sim.deliveries,
     duplicatesSuppressed: sim.byOutcome.duplicate ?? 0,
     inFlightDeferrals: sim.byOutcome['in-flight'] ?? 0,
     handlerFailures: sim.byOutcome.failed ?? 0,
+    handlerTimeouts,
+    deliveriesFailed: neverRetries ? sim.gaveUp.length : 0,
+    accepted: sim.byOutcome.accepted ?? 0,
     workersKilled: killed,
     takeoversAfterCrash: takeovers,
+    retriesAfterFailure,
     handlerRuns,
+    leasesLost,
     effectsApplied: applied,
     eventsLost: lost,
+    lostAfter2xx,
     effectsAppliedTwice: twice,
+    dead,
+    undrained,
     droppedConnections: sim.dropped,
     timeouts: sim.timeouts,
     seconds: Math.round(sim.seconds * 10) / 10,
+    drainSeconds,
+    notes,
     byOutcome: sim.byOutcome,
   };
   if (flags.keep) {
     notes.push(`kept ${dir}`);
     report.ledger = ledgerPath;
   } else rmSync(dir, { recursive: true, force: true });
+  return report;
+}
 
-  if (flags.json) console.log(JSON.stringify(report, null, 2));
-  else {
+/** The rows of a report, labelled as the terminal shows them, and whether its mode shows each. */
+function rows(r: DemoReport): [string, number, boolean][] {
+  return [
+    ['events', r.events, true],
+    ['deliveries', r.deliveries, true],
+    ['accepted (202, run by the inbox)', r.accepted, r.mode !== 'inline'],
+    ['duplicates suppressed', r.duplicatesSuppressed, true],
+    ['in-flight deferrals (409)', r.inFlightDeferrals, r.mode === 'inline'],
+    [
+      r.sender === 'retries' ? 'handler failures (500, retried)' : 'handler failures (500)',
+      r.handlerFailures,
+      true,
+    ],
+    ['  of which handler timeouts (deadline passed)', r.handlerTimeouts, true],
+    ['deliveries failed, never retried by the sender', r.deliveriesFailed, r.sender === 'never retries'],
+    ['  of which: no answer within the timeout', r.timeouts, r.sender === 'never retries'],
+    [
+      '  of which: store unavailable (503)',
+      r.byOutcome['store-unavailable'] ?? 0,
+      r.sender === 'never retries',
+    ],
+    ['workers killed mid-handler', r.workersKilled, true],
+    ['connections refused or dropped (worker down)', r.droppedConnections, true],
+    ['takeovers after a crash', r.takeoversAfterCrash, true],
+    ['retries after a failed run (attempt + 1)', r.retriesAfterFailure, true],
+    ['leases lost to a stall (reported)', r.leasesLost, true],
+    ['handler runs', r.handlerRuns, true],
+    ['effects applied', r.effectsApplied, true],
+    ['events lost', r.eventsLost, true],
+    ['  of which answered 2xx', r.lostAfter2xx, true],
+    ['effects applied twice', r.effectsAppliedTwice, true],
+    ['dead in the inbox (kept, requeueable)', r.dead, r.mode !== 'inline'],
+    ['not drained in time', r.undrained, r.undrained > 0],
+  ];
+}
+
+function verdict(r: DemoReport): string {
+  if (holds(r))
+    return `OK (${r.mode}): every event had exactly one effect${r.dead ? ' or is dead in the inbox' : ''}.`;
+  if (r.mode === 'inline' && r.sender === 'never retries' && r.effectsAppliedTwice === 0)
+    return `LOST (inline): ${r.eventsLost} events, every failed delivery of a sender that never retries; --mode inbox or hybrid keeps them.`;
+  return `FAILED (${r.mode}): see events lost / effects applied twice.`;
+}
+
+function printOne(r: DemoReport): void {
+  console.log(
+    table(
+      `onceonly demo: ${r.events} events, ${r.mode} mode, ${r.mode === 'inline' ? `${r.workers} workers` : `${r.workers} web + ${r.inboxWorkers} inbox worker processes`}, ${r.store}, ${r.provider} signatures (sender ${r.sender}), ${r.seconds} s`,
+      rows(r)
+        .filter(([, , shown]) => shown)
+        .map(([k, v]) => [k, v]),
+    ),
+  );
+  if (r.takeoversAfterCrash > r.workersKilled)
     console.log(
-      table(
-        `onceonly demo: ${report.events} events, ${report.workers} workers, ${report.store}, ${report.provider} signatures, ${report.seconds} s`,
-        [
-          ['events', report.events],
-          ['deliveries', report.deliveries],
-          ['duplicates suppressed', report.duplicatesSuppressed],
-          ['in-flight deferrals (409)', report.inFlightDeferrals],
-          ['handler failures (500, retried)', report.handlerFailures],
-          ['workers killed mid-handler', report.workersKilled],
-          ['connections refused or dropped (worker down)', report.droppedConnections],
-          ['takeovers after a crash', report.takeoversAfterCrash],
-          ['leases lost to a stall (reported)', report.byOutcome['lease-lost'] ?? 0],
-          ['handler runs', report.handlerRuns],
-          ['effects applied', report.effectsApplied],
-          ['events lost', report.eventsLost],
-          ['effects applied twice', report.effectsAppliedTwice],
-        ],
-      ),
+      'note: takeovers outnumber kills: a killed worker takes every handler it was running down with it, and each of those events is taken over once its lease runs out',
     );
-    for (const note of notes) console.log(`note: ${note}`);
-    console.log(
-      lost === 0 && twice === 0
-        ? 'OK: every event had exactly one effect.'
-        : 'FAILED: see events lost / effects applied twice.',
-    );
-  }
-  return lost === 0 && twice === 0 ? 0 : 1;
+  for (const note of r.notes) console.log(`note: ${note}`);
+  console.log(verdict(r));
+}
+
+function printSideBySide(reports: DemoReport[]): void {
+  const first = reports[0]!;
+  // Every row some mode shows, in one order; blank where a mode has no such thing.
+  const table = reports.map(rows);
+  const lines = table[0]!
+    .map(([label], i) => [label, ...table.map((r) => (r[i]![2] ? r[i]![1] : ''))] as (string | number)[])
+    .filter((_, i) => table.some((r) => r[i]![2]));
+  console.log(
+    grid(
+      `onceonly demo: ${first.events} events per mode, ${first.store}, ${first.provider} (sender ${first.sender})`,
+      ['', ...reports.map((r) => `${r.mode} (${r.seconds} s)`)],
+      lines,
+    ),
+  );
+  for (const note of new Set(reports.flatMap((r) => r.notes))) console.log(`note: ${note}`);
+  for (const r of reports) console.log(verdict(r));
 }
 
 function redact(url: string): string {

@@ -1,9 +1,17 @@
 #!/usr/bin/env node
 /**
- * The onceonly command line: `demo`, `simulate` and `inspect`. Errors are one line; `--help` on
+ * The onceonly command line: `demo`, `simulate`, `inspect` and `inbox`. Errors are one line; `--help` on
  * every command; `--json` for machine-readable output.
  */
+import { readFileSync } from 'node:fs';
 import { UsageError } from './args.js';
+
+/** The installed package's version: package.json is two folders up from src/cli and dist/cli alike. */
+function version(): string {
+  return (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
+}
 
 const HELP = `usage: onceonly <command> [flags]
 
@@ -11,8 +19,9 @@ commands:
   demo       prove effectively-once under at-least-once chaos (workers, crashes, duplicates, retries)
   simulate   fire the same delivery pattern at your own receiver
   inspect    show one key, counts by state and stuck leases in a store; purge expired rows
+  inbox      counts, dead entries and the oldest due entry of a store's inbox; list, show, retry, purge
 
-Run onceonly <command> --help for its flags.`;
+Run onceonly <command> --help for its flags; onceonly --version prints the version.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -23,6 +32,13 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./simulate-command.js')).simulateCommand(rest);
     case 'inspect':
       return (await import('./inspect.js')).inspect(rest);
+    case 'inbox':
+      return (await import('./inbox.js')).inboxCommand(rest);
+    case '--version':
+    case '-v':
+    case 'version':
+      console.log(version());
+      return 0;
     case undefined:
     case 'help':
     case '--help':

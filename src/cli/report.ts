@@ -23,3 +23,17 @@ export function progressBar(total: number): (done: number, all: number) => void 
     if (done >= total) process.stderr.write('\n');
   };
 }
+
+/** A table with a label column and one right-aligned column per series (the demo's modes side by side). */
+export function grid(
+  title: string,
+  header: readonly string[],
+  rows: readonly (readonly (string | number)[])[],
+): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '').length)));
+  const cell = (v: string | number | undefined, i: number) =>
+    i === 0 ? String(v ?? '').padEnd(widths[i]!) : String(v ?? '').padStart(widths[i]!);
+  const format = (r: readonly (string | number)[]) => `  ${r.map(cell).join('   ')}`;
+  const line = '─'.repeat(widths.reduce((a, w) => a + w + 3, -1) + 2);
+  return [title, line, format(header), line, ...rows.map(format), line].join('\n');
+}

@@ -10,15 +10,25 @@ export interface SignedDelivery {
   headers: Record<string, string>;
 }
 
-/** The event body a provider would send for event number `n` of run `run`. */
-export function eventBody(provider: SimProvider, run: string, n: number): { id: string; body: string } {
+/** The event type a provider's simulated events carry when none is asked for. */
+export function defaultType(provider: SimProvider): string {
+  return provider === 'github' ? 'issues' : 'invoice.paid';
+}
+
+/** The event body a provider would send for event number `n` of run `run`, of event type `type`. */
+export function eventBody(
+  provider: SimProvider,
+  run: string,
+  n: number,
+  type = defaultType(provider),
+): { id: string; body: string } {
   const created = Math.floor(Date.now() / 1000);
   if (provider === 'stripe') {
     const id = `evt_${run}_${n}`;
     const body = JSON.stringify({
       id,
       object: 'event',
-      type: 'invoice.paid',
+      type,
       created,
       data: {
         object: {
@@ -32,17 +42,41 @@ export function eventBody(provider: SimProvider, run: string, n: number): { id: 
     });
     return { id, body };
   }
+  if (provider === 'github') {
+    // GitHub signs only the body, and its delivery id header is unsigned: the event's identity is
+    // in the body (here the issue's node id), as it is in a real payload.
+    const id = `gh_${run}_${n}`;
+    const body = JSON.stringify({
+      action: 'opened',
+      issue: { node_id: id, number: n, title: `Issue ${n}`, state: 'open' },
+      repository: { full_name: 'onceonly/demo' },
+      sender: { login: 'octocat' },
+    });
+    return { id, body };
+  }
   const id = `msg_${run}_${n}`;
   const body = JSON.stringify({
-    type: 'invoice.paid',
+    type,
     timestamp: new Date().toISOString(),
     data: { invoice: `inv_${run}_${n}`, amount: 1000 + (n % 97) },
   });
   return { id, body };
 }
 
+/** The event id `eventBody` put in the event, read back from the parsed event a handler gets. */
+export function eventIdOf(provider: SimProvider, event: unknown, id: string | undefined): string | undefined {
+  if (provider !== 'github') return id;
+  return (event as { issue?: { node_id?: string } } | null)?.issue?.node_id;
+}
+
 /** Signs `body` now, as a fresh delivery attempt would be (providers re-sign every retry). */
-export function sign(provider: SimProvider, secret: string, id: string, body: string): SignedDelivery {
+export function sign(
+  provider: SimProvider,
+  secret: string,
+  id: string,
+  body: string,
+  type = defaultType(provider),
+): SignedDelivery {
   const ts = Math.floor(Date.now() / 1000);
   if (provider === 'stripe') {
     const v1 = createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex');
@@ -54,7 +88,7 @@ export function sign(provider: SimProvider, secret: string, id: string, body: st
       body,
       headers: {
         'content-type': 'application/json',
-        'x-github-event': 'issues',
+        'x-github-event': type,
         'x-github-delivery': randomUUID(),
         'x-hub-signature-256': `sha256=${sig}`,
       },

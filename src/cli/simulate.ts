@@ -24,6 +24,8 @@ export interface SimulateOptions {
   /** First retry delay; doubled each retry (with jitter), capped at maxBackoffMs. */
   backoffMs: number;
   maxBackoffMs: number;
+  /** Event types, taken in turn (event n gets types[n % length]); the provider's usual one if none. */
+  types?: readonly string[];
   /** A run id that makes event ids unique. */
   run: string;
   onProgress?: (done: number, total: number) => void;
@@ -41,6 +43,10 @@ export interface SimulateReport {
   gaveUp: string[];
   byOutcome: Record<string, number>;
   byStatus: Record<string, number>;
+  /** Refusals (4xx other than 409) by the `code` of their JSON body (`invalid_signature`), or `http-<status>`. */
+  byCode: Record<string, number>;
+  /** Answers that carried an `Onceonly-Outcome` header. */
+  withOutcomeHeader: number;
   timeouts: number;
   dropped: number;
   retries: number;
@@ -61,6 +67,8 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
     gaveUp: [],
     byOutcome: {},
     byStatus: {},
+    byCode: {},
+    withOutcomeHeader: 0,
     timeouts: 0,
     dropped: 0,
     retries: 0,
@@ -83,7 +91,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
   };
 
   /** One copy of an event, retried until a 2xx or the schedule runs out. */
-  async function deliverCopy(id: string, body: string): Promise<boolean> {
+  async function deliverCopy(id: string, body: string, type: string | undefined): Promise<boolean> {
     for (let attempt = 0; attempt < options.maxAttempts; attempt++) {
       if (options.signal?.aborted) return false;
       if (attempt > 0) {
@@ -91,7 +99,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
         const base = Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (attempt - 1));
         await sleep(base / 2 + Math.random() * base);
       }
-      const signed = sign(options.provider, options.secret, id, body);
+      const signed = sign(options.provider, options.secret, id, body, type);
       await acquire();
       report.deliveries++;
       // One controller with a plain timer: on Node 20 a timeout signal combined through
@@ -110,8 +118,14 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
           headers: signed.headers,
           signal: request.signal,
         });
-        await res.arrayBuffer().catch(() => undefined);
-        const outcome = res.headers.get('onceonly-outcome') ?? `http-${res.status}`;
+        const text = await res.text().catch(() => '');
+        const header = res.headers.get('onceonly-outcome');
+        if (header !== null) report.withOutcomeHeader++;
+        const outcome = header ?? `http-${res.status}`;
+        if (res.status >= 400 && res.status < 500 && res.status !== 409) {
+          const code = codeOf(text) ?? `http-${res.status}`;
+          report.byCode[code] = (report.byCode[code] ?? 0) + 1;
+        }
         report.byOutcome[outcome] = (report.byOutcome[outcome] ?? 0) + 1;
         report.byStatus[res.status] = (report.byStatus[res.status] ?? 0) + 1;
         if (res.status >= 200 && res.status < 300) return true;
@@ -131,14 +145,16 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
 
   let done = 0;
   async function deliverEvent(n: number): Promise<void> {
-    const { id, body } = eventBody(options.provider, options.run, n);
+    const type = options.types?.length ? options.types[n % options.types.length] : undefined;
+    const { id, body } = eventBody(options.provider, options.run, n, type);
     report.eventIds[n] = id;
-    const copies: Promise<boolean>[] = [deliverCopy(id, body)];
-    if (Math.random() < options.concurrentRate) copies.push(deliverCopy(id, body), deliverCopy(id, body));
+    const copies: Promise<boolean>[] = [deliverCopy(id, body, type)];
+    if (Math.random() < options.concurrentRate)
+      copies.push(deliverCopy(id, body, type), deliverCopy(id, body, type));
     const results = await Promise.all(copies);
     const ok = results.some(Boolean);
     // Providers sometimes deliver again after a success: a plain duplicate.
-    if (ok && Math.random() < options.duplicateRate) await deliverCopy(id, body);
+    if (ok && Math.random() < options.duplicateRate) await deliverCopy(id, body, type);
     if (ok) report.acknowledged++;
     else report.gaveUp.push(id);
     options.onProgress?.(++done, options.events);
@@ -152,4 +168,14 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
   await Promise.all(lanes);
   report.seconds = (performance.now() - started) / 1000;
   return report;
+}
+
+/** The stable `code` of a refusal's JSON body (onceonly answers `{ outcome, code, message }`). */
+function codeOf(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { code?: unknown }).code;
+    return typeof code === 'string' && /^[a-z0-9_.-]{1,64}$/i.test(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }

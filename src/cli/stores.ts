@@ -41,7 +41,26 @@ export async function openStore(
   }
   if (scheme === 'redis' || scheme === 'rediss' || scheme === 'valkey') {
     const { createClient } = await load<typeof import('redis')>('redis');
-    const client = await createClient({ url: url.replace(/^valkey:/, 'redis:') }).connect();
+    // Fail fast through an outage (docs/redis.md, Outages): no offline queue, a silent server
+    // dropped after 1 s, and once connected, reconnecting for as long as Redis is away. The first
+    // connection is not retried, so a CLI pointed at a server that is not there says so and ends.
+    // The 'error' listener is required: without one a dropped connection ends the process.
+    let connected = false;
+    const client = createClient({
+      url: url.replace(/^valkey:/, 'redis:'),
+      disableOfflineQueue: true,
+      pingInterval: 500,
+      socket: {
+        reconnectStrategy: (retries: number) => (connected ? Math.min(100 * 2 ** retries, 2_000) : false),
+        socketTimeout: 1_000,
+      },
+    });
+    client.on('error', (err: Error) => {
+      // Before the first connection the error is thrown by connect() and reported once, there.
+      if (connected) console.error(`onceonly: Redis connection: ${err.message}`);
+    });
+    await client.connect();
+    connected = true;
     const { redisStore } = await import('../stores/redis.js');
     const prefix = `${name}:`;
     const store = redisStore({ client, prefix });
@@ -71,14 +90,15 @@ export async function openStore(
         const now = await serverNow();
         const { views, partial } = await scan();
         const live = views.filter((v) => v.state === 'processing' && v.expiresAt.getTime() > now).length;
-        const takeable = views.filter((v) => v.state === 'processing').length - live;
+        // Released records and leases that ran out: a claim takes them over with attempt + 1.
+        const takeable = views.filter((v) => v.state !== 'completed').length - live;
         const stats = { processing: live, takeable, completed: views.length - live - takeable };
         return partial ? { ...stats, partial: true } : stats;
       },
       async oldestLeases(limit: number): Promise<RecordView[]> {
         return (
           (await scan()).views
-            .filter((v) => v.state === 'processing')
+            .filter((v) => v.state !== 'completed')
             // Soonest expiry first, as the SQL stores order them: leases that ran out lead.
             .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
             .slice(0, limit)

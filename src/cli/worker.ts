@@ -2,13 +2,21 @@
  * A demo worker: a real HTTP receiver in its own process, whose handler applies a side effect to the
  * ledger and, at the configured rates, throws, hangs past its deadline, or kills its own process
  * with SIGKILL in the middle of the work (before the effect is written).
+ *
+ * In inbox and hybrid modes a process has a role (ONCEONLY_DEMO_ROLE): `web` accepts deliveries
+ * (and, hybrid, runs them inline within the budget), `worker` runs the inbox's entries and listens
+ * on nothing, `both` does the two (the memory store, one process). Kills hit the processes that run
+ * handlers apart from the web: a killed web process fails the deliveries it has not accepted yet,
+ * which no mode can save for a sender that never retries (test/faults/inbox-crash-<store>.test.ts kills
+ * web processes right after the accept instead).
  */
 import { createServer } from 'node:http';
+import { github } from '../providers/github.js';
 import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
 import { toResponse } from '../receiver/http.js';
 import { createReceiver } from '../receiver/receiver.js';
-import type { SimProvider } from './sign.js';
+import { eventIdOf, type SimProvider } from './sign.js';
 import { openStore } from './stores.js';
 import { listenWhenAssigned } from './wait.js';
 
@@ -23,7 +31,14 @@ export interface WorkerConfig {
   killRate: number;
   throwRate: number;
   hangRate: number;
+  /** inline (today's), inbox (accept, then workers), hybrid (inline within `inlineMs`, then the inbox). */
+  mode: DemoMode;
+  inlineMs: number;
+  maxAttempts: number;
 }
+
+export type DemoMode = 'inline' | 'inbox' | 'hybrid';
+export type DemoRole = 'web' | 'worker' | 'both';
 
 const config: WorkerConfig = JSON.parse(process.env.ONCEONLY_DEMO_WORKER!);
 const Database = (await import('better-sqlite3')).default;
@@ -31,7 +46,13 @@ const ledger = new Database(config.ledger);
 ledger.pragma('busy_timeout = 10000');
 const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALUES (?, ?, ?)');
 const applyEffect = ledger.prepare('INSERT INTO effects (event_id, attempt, pid) VALUES (?, ?, ?)');
+const recordFailure = ledger.prepare('INSERT INTO failures (event_id, attempt, timeout) VALUES (?, ?, ?)');
+const recordDead = ledger.prepare('INSERT INTO dead (event_id, attempt) VALUES (?, ?)');
+const recordLeaseLost = ledger.prepare('INSERT INTO lease_lost (event_id, attempt) VALUES (?, ?)');
 const opened = await openStore(config.store, config.storeName);
+const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
+// Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
+const killRate = config.mode === 'inline' || role === 'worker' ? config.killRate : 0;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -53,7 +74,24 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 // event and attempt, and only the delivery that ran the handler clears its own: a duplicate of the
 // same event answered in-flight meanwhile must not open the window early.
 const unconfirmed = new Set<string>();
-const ran = (id: string | undefined, attempt: number | undefined) => `${id}#${attempt}`;
+const ran = (key: string | undefined, attempt: number | undefined) => `${key}#${attempt}`;
+// The ledger's event id of each key a handler ran here (GitHub's is in the body, not the result).
+const eventOfKey = new Map<string, string | undefined>();
+
+/** The ledger's id of the event an inbox entry holds (GitHub's is in the body), else `fallback`. */
+async function storedEventId(
+  key: string | undefined,
+  fallback: string | undefined,
+): Promise<string | undefined> {
+  if (config.provider !== 'github' || key === undefined) return fallback;
+  try {
+    const body = (await opened.store.inbox?.get(key))?.delivery?.body;
+    if (!body) return fallback;
+    return eventIdOf('github', JSON.parse(Buffer.from(body).toString('utf8')), fallback) ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
 
 async function crash(): Promise<never> {
   while (unconfirmed.size > 0) await sleep(1);
@@ -61,38 +99,77 @@ async function crash(): Promise<never> {
   return new Promise<never>(() => {});
 }
 
+const provider =
+  config.provider === 'stripe'
+    ? stripe({ secret: config.secret })
+    : config.provider === 'github'
+      ? github({ secret: config.secret })
+      : standardWebhooks({ secret: config.secret });
 const receiver = createReceiver({
-  provider:
-    config.provider === 'stripe'
-      ? stripe({ secret: config.secret })
-      : standardWebhooks({ secret: config.secret }),
+  provider,
   store: opened.store,
   timeout: config.timeoutMs,
   lease: config.leaseMs,
   // Demo events are never redelivered after the run: keep their keys briefly.
   retention: '10m',
-  handler: async ({ id, attempt, signal }) => {
+  inbox: config.mode !== 'inline' && {
+    inline: config.mode === 'hybrid' ? config.inlineMs : undefined,
+    maxAttempts: config.maxAttempts,
+    // Seconds, not hours: the demo waits for its inbox to drain.
+    backoff: { initial: '100ms', max: '2s' },
+  },
+  // The chaos's own failures are counted in the report; anything else (the store) is printed.
+  logger: {
+    warn: (message: string) => console.warn(message),
+    error: (message: string) => {
+      if (!/: handler_(failed|timeout): |: dead in the inbox: /.test(message)) console.error(message);
+    },
+  },
+  handler: async ({ event, id: deliveryId, key, attempt, signal }) => {
+    const id = eventIdOf(config.provider, event, deliveryId);
+    if (key !== undefined) eventOfKey.set(key, id);
     recordRun.run(id, attempt, process.pid);
     const dice = Math.random();
-    if (dice < config.killRate) {
+    if (dice < killRate) {
       await sleep(Math.random() * 20);
       await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
     }
-    if (dice < config.killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
-    if (dice < config.killRate + config.throwRate + config.hangRate)
-      await sleep(config.timeoutMs * 3, signal);
+    if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
+    if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
     await sleep(2 + Math.random() * 10, signal); // the real work
     // A well-behaved handler commits nothing once its signal has aborted.
     if (signal.aborted) throw signal.reason;
     applyEffect.run(id, attempt, process.pid);
-    unconfirmed.add(ran(id, attempt));
+    unconfirmed.add(ran(key, attempt));
   },
   onOutcome: (result) => {
     // in-flight and duplicate come from other deliveries of the event; they ran no handler here.
     if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate')
-      unconfirmed.delete(ran(result.id, result.attempt));
+      unconfirmed.delete(ran(result.key, result.attempt));
+    const id = result.key === undefined ? undefined : eventOfKey.get(result.key);
+    // A failed run: inline's 500, an inbox run to be retried, a hybrid one failed within its budget.
+    const failed =
+      result.outcome === 'failed' || (result.outcome === 'accepted' && result.error !== undefined);
+    if (failed && result.attempt !== undefined)
+      recordFailure.run(
+        id ?? result.id,
+        result.attempt,
+        (result.error as { code?: unknown } | undefined)?.code === 'handler_timeout' ? 1 : 0,
+      );
+    if (result.outcome === 'dead') {
+      // An entry buried without running here (its attempts spent by runs killed elsewhere) has no
+      // event id in this process: read it from the entry the inbox kept.
+      if (id !== undefined) recordDead.run(id, result.attempt ?? 0);
+      else void storedEventId(result.key, result.id).then((at) => recordDead.run(at, result.attempt ?? 0));
+    }
+    if (result.outcome === 'lease-lost') recordLeaseLost.run(id ?? result.id ?? null, result.attempt ?? null);
   },
 });
+
+if (role !== 'web') {
+  receiver.startWorker({ concurrency: 8, pollInterval: '100ms' });
+  if (role === 'worker') process.send?.({ onceonlyWorking: true });
+}
 
 const server = createServer(async (req, res) => {
   const result = await receiver.receive({ rawBody: req, headers: req.headers, url: req.url });
@@ -101,4 +178,4 @@ const server = createServer(async (req, res) => {
   res.end(Buffer.from(await response.arrayBuffer()));
 });
 server.keepAliveTimeout = 5_000;
-listenWhenAssigned(server);
+if (role !== 'worker') listenWhenAssigned(server);

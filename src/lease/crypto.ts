@@ -1,13 +1,30 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
+import { createHash, randomFillSync, timingSafeEqual } from 'node:crypto';
+
+// One-shot hashing (Node 20.12+) skips the Hash object: about a quarter less per 2 KiB body.
+const oneShot = (
+  nodeCrypto as { hash?: (algorithm: string, data: Uint8Array | string, encoding: 'hex') => string }
+).hash;
+
+// Owner tokens (128 random bits from the CSPRNG, hex) cut from a pooled buffer: one getrandom call
+// per 256 tokens instead of one per claim, on the hottest path of every store. Each token's bytes
+// are used once, and the pool is refilled before any byte could be used twice.
+const pool = Buffer.alloc(16 * 256);
+let pooled = pool.length;
 
 /** A random 128-bit owner token, hex encoded. */
 export function newToken(): string {
-  return randomBytes(16).toString('hex');
+  if (pooled === pool.length) {
+    randomFillSync(pool);
+    pooled = 0;
+  }
+  pooled += 16;
+  return pool.toString('hex', pooled - 16, pooled);
 }
 
 /** SHA-256 of the bytes, hex encoded: the fingerprint of a delivery's raw body. */
 export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
+  return oneShot ? oneShot('sha256', data, 'hex') : createHash('sha256').update(data).digest('hex');
 }
 
 /** Constant-time equality of two byte strings; unequal lengths are unequal without a timing leak of content. */

@@ -2,8 +2,10 @@
  * The engine shared by `once()` and the receiver: claim, run the work under its deadline with the
  * lease extended while it runs, then confirm or release. It knows no HTTP and no database.
  */
-import { HandlerTimeoutError, LeaseLostError } from './errors.js';
-import type { Lease, Store } from './types.js';
+import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
+import { type TelemetryRun, timedPhase } from './telemetry.js';
+import { sleep, type Tick, wheel, withDeadline } from './timers.js';
+import type { Claim, Lease, Store } from './types.js';
 
 /** What the work receives. */
 export interface WorkContext {
@@ -19,29 +21,69 @@ export interface EngineOptions {
   leaseMs: number;
   retentionMs: number;
   timeoutMs: number;
+  /** The deadline of every store call; past it the call is a store error. */
+  storeTimeoutMs: number;
   fingerprint?: string | undefined;
+  /** The run's telemetry, when the caller has it: phases and store calls are reported to it. */
+  telemetry?: TelemetryRun | undefined;
 }
 
 /** Why an outcome is degraded: onceonly could not keep its full promise and says so. */
 export type DegradedReason = 'store-unavailable' | 'confirm-failed' | 'release-failed' | 'extend-failed';
 
 export type EngineResult<T> =
-  | { outcome: 'processed'; attempt: number; value: T; degraded?: DegradedReason | undefined }
+  | {
+      outcome: 'processed';
+      attempt: number;
+      value: T;
+      degraded?: DegradedReason | undefined;
+      cause?: unknown;
+    }
   | { outcome: 'lease-lost'; attempt: number; value: T }
-  | { outcome: 'failed'; attempt: number; error: unknown; degraded?: DegradedReason | undefined }
+  | {
+      outcome: 'failed';
+      attempt: number;
+      error: unknown;
+      degraded?: DegradedReason | undefined;
+      cause?: unknown;
+    }
   | { outcome: 'duplicate' }
   | { outcome: 'in-flight'; attempt: number; expiresAt: Date }
   | { outcome: 'conflict'; found: 'in-flight' | 'completed' };
 
-/** Retries of a confirm that threw: the work is done, so it is worth a few tries before giving up. */
+/** Quick retries of a confirm that failed fast (a refused connection): the work is done, so worth a few. */
 const CONFIRM_BACKOFF_MS = [25, 100, 400];
-/** Later confirm retries, in the background after the answer, each wait doubled up to the last. */
-const LATE_CONFIRM_MS = [500, 1_000, 2_000];
+/**
+ * The longest wait between two background confirm tries: a twentieth of the lease, within 50 ms–1 s,
+ * so that a store back shortly before the lease's end is still found in time.
+ */
+function lateConfirmCapMs(leaseMs: number): number {
+  return Math.min(1_000, Math.max(50, Math.floor(leaseMs / 20)));
+}
 
 /**
- * Claims `key` and, when acquired, runs `work`. A store error from `claim` is thrown to the caller,
- * who decides between failing closed and failing open; every later store error is absorbed and
- * reported as `degraded`, since by then the work has run (confirm) or failed (release).
+ * How long before the lease's end the last confirm retry may still be sent: room for the call to
+ * reach the store and for the two clocks' rates to differ. A tenth of the lease, within 100 ms–1 s.
+ */
+export function confirmMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.max(100, Math.floor(leaseMs / 10)));
+}
+
+/**
+ * The lease as this process knows it: the latest point, on the monotonic clock, before which the
+ * lease is surely still ours. Each claim or extend that the store acknowledged set the lease's end
+ * to the store's now + leaseMs, and the store's now was no earlier than when the call was sent, so
+ * "sent + leaseMs" is never later than the store's own expiry.
+ */
+interface LeaseClock {
+  boundAt: number;
+}
+
+/**
+ * Claims `key` and, when acquired, runs `work`. A store error from `claim` (or its deadline) is
+ * thrown to the caller, who decides between failing closed and failing open; every later store
+ * error is absorbed and reported as `degraded`, since by then the work has run (confirm) or failed
+ * (release).
  */
 export async function runClaimed<T>(
   store: Store,
@@ -49,7 +91,37 @@ export async function runClaimed<T>(
   work: (ctx: WorkContext) => T | Promise<T>,
   options: EngineOptions,
 ): Promise<EngineResult<T>> {
-  const claim = await store.claim(key, { leaseMs: options.leaseMs, fingerprint: options.fingerprint });
+  const sentAt = performance.now();
+  let pending: PromiseLike<Claim>;
+  try {
+    pending = store.claim(key, {
+      leaseMs: options.leaseMs,
+      fingerprint: options.fingerprint,
+      retentionMs: options.retentionMs,
+    });
+  } catch (error) {
+    pending = Promise.reject(error);
+  }
+  let claim: Claim;
+  try {
+    claim = await withDeadline(
+      'claim',
+      options.storeTimeoutMs,
+      options.telemetry ? () => timedPhase(options.telemetry, 'claim', () => pending) : () => pending,
+    );
+  } catch (error) {
+    if (error instanceof StoreTimeoutError) {
+      // The claim may still land (a frozen store resumes): a lease nobody runs would hold the key
+      // for its whole length, so it is given up as soon as it is seen (the retry gets attempt + 1).
+      Promise.resolve(pending)
+        .then(
+          (late) => (late.status === 'acquired' ? store.release(late.lease) : undefined),
+          () => undefined,
+        )
+        .catch(() => undefined);
+    }
+    throw error;
+  }
   if (claim.status === 'completed') {
     return claim.sameFingerprint ? { outcome: 'duplicate' } : { outcome: 'conflict', found: 'completed' };
   }
@@ -59,116 +131,332 @@ export async function runClaimed<T>(
       : { outcome: 'conflict', found: 'in-flight' };
   }
   const lease = claim.lease;
-  const run = await runWithDeadline(store, lease, work, options);
+  return runLeased(lease, sentAt, work, new StoreOps(store, options.retentionMs), options);
+}
+
+/**
+ * What runs a lease needs of wherever it lives: the claim store, or an inbox. `settle` ends a run
+ * that succeeded (confirm, complete), `giveUp` one that failed (release, or the inbox's retry/bury).
+ * Each is `false` when the lease was lost to another owner.
+ */
+export interface LeaseOps {
+  extend(lease: Lease, leaseMs: number): PromiseLike<boolean>;
+  settle(lease: Lease): PromiseLike<boolean>;
+  giveUp(lease: Lease, error: unknown): PromiseLike<boolean>;
+}
+
+/** The claim store's {@link LeaseOps}: one object per run, its methods on the prototype (no closures). */
+class StoreOps implements LeaseOps {
+  constructor(
+    private readonly store: Store,
+    private readonly retentionMs: number,
+  ) {}
+
+  extend(lease: Lease, leaseMs: number): PromiseLike<boolean> {
+    return this.store.extend(lease, { leaseMs });
+  }
+
+  settle(lease: Lease): PromiseLike<boolean> {
+    return this.store.confirm(lease, { retentionMs: this.retentionMs });
+  }
+
+  // false means another owner took over: nothing of ours to release, and theirs is left alone.
+  giveUp(lease: Lease): PromiseLike<boolean> {
+    return this.store.release(lease);
+  }
+}
+
+/**
+ * Runs `work` under a lease already held (claimed at `sentAt` on this process's monotonic clock):
+ * extended while it runs, aborted at its deadline; then settled (confirm) or given up (release).
+ * Store errors after the claim are absorbed and reported as `degraded`: by then the work has run or
+ * failed. A settle that fails is retried in the background while the lease is surely still ours.
+ */
+export async function runLeased<T>(
+  lease: Lease,
+  sentAt: number,
+  work: (ctx: WorkContext) => T | Promise<T>,
+  ops: LeaseOps,
+  options: Pick<EngineOptions, 'leaseMs' | 'timeoutMs' | 'storeTimeoutMs' | 'telemetry'>,
+): Promise<EngineResult<T>> {
+  const clock: LeaseClock = { boundAt: sentAt + options.leaseMs };
+  const running = runWithDeadline(ops, lease, work, options, clock);
+  const run = running instanceof Promise ? await running : running;
   if (run.ok) {
-    const confirmed = await confirmWithRetry(store, lease, options.retentionMs);
-    if (confirmed === false) return { outcome: 'lease-lost', attempt: lease.attempt, value: run.value };
-    // The store is still away: the outcome is reported degraded now, and confirming goes on in the
-    // background while the lease may still be ours, so a store back within the lease keeps the work
-    // from running twice (otherwise the lease runs out unconfirmed and a later duplicate runs it again).
-    if (confirmed === 'error') confirmInBackground(store, lease, options.retentionMs, options.leaseMs);
-    return {
-      outcome: 'processed',
-      attempt: lease.attempt,
-      value: run.value,
-      degraded: confirmed === 'error' ? 'confirm-failed' : run.degraded,
-    };
+    let confirmed: Confirmed;
+    if (options.telemetry) confirmed = await confirmNow(ops, lease, options, clock);
+    else {
+      // The first try inline, the commonest case (one async frame less per run); retries as
+      // confirmTries makes them, counting from this try.
+      const started = performance.now();
+      try {
+        confirmed = {
+          status: await withDeadline('confirm', options.storeTimeoutMs, () => ops.settle(lease)),
+        };
+      } catch (error) {
+        confirmed = await confirmTries(ops, lease, options, clock, started, { error });
+      }
+    }
+    if (confirmed.status === false)
+      return { outcome: 'lease-lost', attempt: lease.attempt, value: run.value };
+    if (confirmed.status === 'error') {
+      // The store is away: the outcome is reported degraded now, and confirming goes on in the
+      // background while the lease is surely still ours, so a store back within the lease keeps the
+      // work from running twice. Never past it: after the lease a takeover may have run the work.
+      confirmLater(ops, lease, options, clock);
+      return {
+        outcome: 'processed',
+        attempt: lease.attempt,
+        value: run.value,
+        degraded: 'confirm-failed',
+        cause: confirmed.error,
+      };
+    }
+    return { outcome: 'processed', attempt: lease.attempt, value: run.value, degraded: run.degraded };
   }
   let degraded = run.degraded;
+  let cause: unknown;
   try {
-    // false means another owner took over: nothing of ours to release, and theirs is left alone.
-    await store.release(lease);
-  } catch {
+    await withDeadline('release', options.storeTimeoutMs, () =>
+      timedPhase(options.telemetry, 'release', () => ops.giveUp(lease, run.error)),
+    );
+  } catch (error) {
     // The lease runs out on its own; the retry gets in after it.
     degraded = 'release-failed';
+    cause = error;
   }
-  return { outcome: 'failed', attempt: lease.attempt, error: run.error, degraded };
+  return cause === undefined
+    ? { outcome: 'failed', attempt: lease.attempt, error: run.error, degraded }
+    : { outcome: 'failed', attempt: lease.attempt, error: run.error, degraded, cause };
 }
 
 type RunResult<T> =
   | { ok: true; value: T; degraded?: DegradedReason | undefined }
   | { ok: false; error: unknown; degraded?: DegradedReason | undefined };
 
-async function runWithDeadline<T>(
-  store: Store,
-  lease: Lease,
-  work: (ctx: WorkContext) => T | Promise<T>,
-  options: EngineOptions,
-): Promise<RunResult<T>> {
-  const controller = new AbortController();
-  let degraded: DegradedReason | undefined;
-  let deadline: ReturnType<typeof setTimeout> | undefined;
-  // Extend the lease at a third of its length, so two missed beats still leave it alive.
-  const beat = setInterval(
-    () => {
-      store.extend(lease, { leaseMs: options.leaseMs }).then(
-        (held) => {
-          if (!held && !controller.signal.aborted) controller.abort(new LeaseLostError(lease.key));
-        },
-        () => {
-          degraded = 'extend-failed';
-        },
-      );
-    },
-    Math.max(1, Math.floor(options.leaseMs / 3)),
-  );
-  beat.unref?.();
-  const timedOut = new Promise<never>((_, reject) => {
-    deadline = setTimeout(() => {
-      const error = new HandlerTimeoutError(options.timeoutMs);
-      controller.abort(error);
-      reject(error);
-    }, options.timeoutMs);
-  });
-  const ctx: WorkContext = { attempt: lease.attempt, signal: controller.signal, lease };
-  const running = Promise.resolve().then(() => work(ctx));
-  // A handler that ignores its signal may settle after the deadline; nobody is listening then.
-  running.catch(() => {});
-  try {
-    const value = await Promise.race([running, timedOut]);
-    return { ok: true, value, degraded };
-  } catch (error) {
-    return { ok: false, error, degraded };
-  } finally {
-    clearInterval(beat);
-    clearTimeout(deadline);
+/**
+ * The abort machinery of one run, made only when someone looks: a fast handler that never reads its
+ * `signal` costs no AbortController. Aborting before that is remembered and replayed.
+ */
+class LazySignal {
+  private controller: AbortController | undefined;
+  private reason: unknown;
+  aborted = false;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
   }
 }
 
-async function confirmWithRetry(store: Store, lease: Lease, retentionMs: number): Promise<boolean | 'error'> {
+function runWithDeadline<T>(
+  ops: LeaseOps,
+  lease: Lease,
+  work: (ctx: WorkContext) => T | Promise<T>,
+  options: Pick<EngineOptions, 'leaseMs' | 'timeoutMs' | 'storeTimeoutMs' | 'telemetry'>,
+  clock: LeaseClock,
+): RunResult<T> | Promise<RunResult<T>> {
+  const startedAt = performance.now();
+  const abort = new LazySignal();
+  const ctx: WorkContext = {
+    attempt: lease.attempt,
+    lease,
+    get signal() {
+      return abort.signal;
+    },
+  };
+  let running: T | Promise<T>;
+  const timed = options.telemetry?.phase('handler');
+  try {
+    running = work(ctx);
+  } catch (error) {
+    timed?.end(error);
+    return { ok: false, error };
+  }
+  // A handler that returned at once needs no deadline and no heartbeat: no timer could have fired
+  // while it ran (one thread), and it is over.
+  if (!isThenable(running)) {
+    timed?.end();
+    return { ok: true, value: running };
+  }
+  // The handler's own end, even past its deadline (a handler that ignores its signal).
+  if (timed) {
+    running.then(
+      () => timed.end(),
+      (error: unknown) => timed.end(error),
+    );
+  }
+  const pending = running;
+  return new Promise<RunResult<T>>((resolve) => {
+    let degraded: DegradedReason | undefined;
+    let beating = false;
+    let ended = false;
+    // Extend the lease at a third of its length, so two missed beats still leave it alive.
+    const period = Math.max(1, Math.floor(options.leaseMs / 3));
+    const deadlineAt = startedAt + options.timeoutMs;
+    let beatAt = startedAt + period;
+    // One wheel event per run, for whichever comes first: the deadline or the next heartbeat.
+    let tick: Tick;
+    const arm = () => {
+      const at = Math.min(deadlineAt, beatAt);
+      // Ref'd: the deadline is always still ahead, and someone awaits it.
+      tick = wheel.add(Math.max(0, at - performance.now()), due, true);
+    };
+    const end = (result: RunResult<T>) => {
+      if (ended) return; // a handler that ignores its signal may settle after the deadline
+      ended = true;
+      wheel.cancel(tick);
+      result.degraded = degraded;
+      resolve(result);
+    };
+    const due = () => {
+      if (ended) return;
+      const now = performance.now();
+      if (now >= deadlineAt) {
+        const error = new HandlerTimeoutError(options.timeoutMs);
+        abort.abort(error);
+        end({ ok: false, error });
+        return;
+      }
+      if (now >= beatAt) {
+        beatAt = now + period;
+        renew();
+      }
+      arm();
+    };
+    const renew = () => {
+      if (beating) return; // the last extend is still out (a slow store): do not pile up calls
+      beating = true;
+      const sent = performance.now();
+      withDeadline('extend', options.storeTimeoutMs, () =>
+        timedPhase(options.telemetry, 'extend', () => ops.extend(lease, options.leaseMs)),
+      )
+        .then(
+          (held) => {
+            if (held) clock.boundAt = Math.max(clock.boundAt, sent + options.leaseMs);
+            else abort.abort(new LeaseLostError(lease.key));
+          },
+          () => {
+            degraded = 'extend-failed';
+          },
+        )
+        .finally(() => {
+          beating = false;
+        });
+    };
+    arm();
+    pending.then(
+      (value) => end({ ok: true, value }),
+      (error: unknown) => end({ ok: false, error }),
+    );
+  });
+}
+
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === 'function';
+}
+
+type Confirmed = { status: boolean } | { status: 'error'; error: unknown };
+
+/**
+ * The confirm after the work succeeded. The first try always goes out (invariant 3: a record that
+ * vanished is written completed, another owner's is left alone). Retries after a store error are
+ * quick and few, only while the lease is surely ours, and stop at once when a try timed out (the
+ * store is frozen: the rest waits in the background instead of holding the answer).
+ */
+function confirmNow(
+  ops: LeaseOps,
+  lease: Lease,
+  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs' | 'telemetry'>,
+  clock: LeaseClock,
+): Promise<Confirmed> {
+  const timed = options.telemetry?.phase('confirm');
+  if (!timed) return confirmTries(ops, lease, options, clock);
+  return confirmTries(ops, lease, options, clock).then((confirmed) => {
+    if (confirmed.status === 'error') timed.end(confirmed.error);
+    else timed.end(undefined, confirmed.status);
+    return confirmed;
+  });
+}
+
+async function confirmTries(
+  ops: LeaseOps,
+  lease: Lease,
+  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs'>,
+  clock: LeaseClock,
+  started = performance.now(),
+  /** The first try was made already (at `started`) and failed with this. */
+  failed?: { error: unknown },
+): Promise<Confirmed> {
+  const margin = confirmMarginMs(options.leaseMs);
   for (let i = 0; ; i++) {
-    try {
-      // Safe to repeat: a confirm that landed before its answer was lost is still ours.
-      return await store.confirm(lease, { retentionMs });
-    } catch {
-      const wait = CONFIRM_BACKOFF_MS[i];
-      if (wait === undefined) return 'error';
-      await new Promise((resolve) => setTimeout(resolve, wait));
+    let error: unknown;
+    if (i === 0 && failed) error = failed.error;
+    else {
+      const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - performance.now();
+      try {
+        // Safe to repeat: a confirm that landed before its answer was lost is still ours.
+        const settled = await withDeadline('confirm', Math.min(options.storeTimeoutMs, left), () =>
+          ops.settle(lease),
+        );
+        return { status: settled };
+      } catch (caught) {
+        error = caught;
+      }
     }
+    const wait = CONFIRM_BACKOFF_MS[i];
+    const now = performance.now();
+    if (
+      wait === undefined ||
+      error instanceof StoreTimeoutError ||
+      now - started + wait > options.storeTimeoutMs ||
+      now + wait >= clock.boundAt - margin
+    ) {
+      return { status: 'error', error };
+    }
+    await sleep(wait);
   }
 }
 
 /**
- * Keeps confirming for up to `leaseMs` after the handler ended: the lease was last claimed or
- * extended before that, so this spans all the time the claim may still be ours (a confirm after a
- * takeover changes nothing). Timers are unref'd: this never keeps a process alive, and a process
- * that exits only loses the chance, not correctness.
+ * Keeps confirming in the background after the answer, while the lease is surely still ours: each
+ * try is sent only before the lease's end (as last renewed) minus a margin, and waits no longer
+ * than that. A confirm after the lease could land after a takeover that ran the work again and
+ * released it (and, once that record is forgotten, write it completed: the retry would be lost).
+ * Timers are unref'd: this never keeps a process alive, and a process that exits only loses the
+ * chance, not correctness.
  */
-function confirmInBackground(store: Store, lease: Lease, retentionMs: number, leaseMs: number): void {
-  // The monotonic clock: a wall-clock step must not stretch or cut the window.
-  const giveUpAt = performance.now() + leaseMs;
-  let i = 0;
+function confirmLater(
+  ops: LeaseOps,
+  lease: Lease,
+  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs'>,
+  clock: LeaseClock,
+): void {
+  const margin = confirmMarginMs(options.leaseMs);
+  const cap = lateConfirmCapMs(options.leaseMs);
+  let wait = Math.min(100, cap);
   const attempt = () => {
-    Promise.resolve()
-      .then(() => store.confirm(lease, { retentionMs }))
-      .then(
-        () => {},
-        () => {
-          const wait = LATE_CONFIRM_MS[Math.min(i++, LATE_CONFIRM_MS.length - 1)]!;
-          if (performance.now() + wait <= giveUpAt) setTimeout(attempt, wait).unref?.();
-        },
-      );
+    const left = clock.boundAt - margin - performance.now();
+    if (left <= 0) return;
+    withDeadline('confirm', Math.min(options.storeTimeoutMs, left), () => ops.settle(lease)).then(
+      () => {},
+      () => schedule(),
+    );
   };
-  setTimeout(attempt, LATE_CONFIRM_MS[0]).unref?.();
-  i++;
+  const schedule = () => {
+    if (performance.now() + wait >= clock.boundAt - margin) return;
+    wheel.add(wait, attempt, false);
+    wait = Math.min(wait * 2, cap);
+  };
+  schedule();
 }

@@ -4,7 +4,27 @@
  * with `onceonly:` and say what to do next. Messages of errors that reach an HTTP response never
  * contain a secret, a signature or a stack trace.
  */
+/**
+ * The class names of an error's chain, under a global symbol: `instanceof` holds across the ESM and
+ * the CommonJS copies of the package (an app that both imports and requires it has two copies of
+ * every class, and a store of one copy may throw to a receiver of the other).
+ */
+const KINDS = Symbol.for('onceonly.error.kinds');
+
 export class OnceonlyError extends Error {
+  /** True for an error of this class made by either copy of the package (ESM or CommonJS). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // `this` is the class on the right of `instanceof`: every subclass inherits the check.
+    // biome-ignore lint/complexity/noThisInStatic: the class tested against, not OnceonlyError
+    // biome-ignore lint/complexity/noUselessThisAlias: named for what it is
+    const tested: Function = this;
+    if (Function.prototype[Symbol.hasInstance].call(tested, value)) return true;
+    const kinds =
+      typeof value === 'object' && value !== null ? (value as Record<symbol, unknown>)[KINDS] : undefined;
+    // A class without a name (an anonymous subclass of an app's own) matches only its own instances.
+    return tested.name !== '' && Array.isArray(kinds) && kinds.includes(tested.name);
+  }
+
   /** Stable machine-readable code, safe to branch on and to show to a caller. */
   readonly code: string;
   /** The HTTP status this error maps to when it ends a delivery. */
@@ -13,6 +33,10 @@ export class OnceonlyError extends Error {
   constructor(code: string, message: string, options: { status?: number; cause?: unknown } = {}) {
     super(message.startsWith('onceonly:') ? message : `onceonly: ${message}`, { cause: options.cause });
     this.name = new.target.name;
+    const kinds: string[] = [];
+    for (let c: unknown = new.target; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c))
+      kinds.push((c as { name: string }).name);
+    Object.defineProperty(this, KINDS, { value: kinds });
     this.code = code;
     this.status = options.status ?? 500;
   }
@@ -38,7 +62,11 @@ export type RejectionCode =
   | 'invalid_body'
   | 'missing_event_id'
   | 'method_not_allowed'
-  | 'unkeyed';
+  | 'unkeyed'
+  | 'invalid_token'
+  | 'untrusted_key_url'
+  | 'unknown_key'
+  | 'key_unavailable';
 
 const rejectionStatus: Record<RejectionCode, number> = {
   missing_header: 400,
@@ -50,6 +78,15 @@ const rejectionStatus: Record<RejectionCode, number> = {
   missing_event_id: 400,
   method_not_allowed: 405,
   unkeyed: 422,
+  // A shared token or basic-auth credential that matched none configured.
+  invalid_token: 401,
+  // The delivery names a key URL outside the sender's allowed hosts: refused without a request.
+  untrusted_key_url: 400,
+  // No key of the sender's key set (fetched or configured) has the id the signature names.
+  unknown_key: 401,
+  // The sender's key server did not answer in time or answered with an error: the provider's retry
+  // may succeed, so 503 rather than a 4xx that some senders never retry.
+  key_unavailable: 503,
 };
 
 /**
@@ -109,13 +146,52 @@ export class StoreUnavailableError extends OnceonlyError {
 }
 
 /**
- * The memory store is full and every entry is a live lease or a remembered completion it may not
- * drop. Treated like any store outage: fail-closed answers 503 and the provider retries later.
+ * A store call did not answer within `storeTimeout`. Counted as a store error: the claim fails
+ * closed (503) or runs degraded (fail-open); after the handler, a confirm is retried while the lease
+ * lasts and the outcome is degraded `confirm-failed`.
+ */
+export class StoreTimeoutError extends StoreUnavailableError {
+  /** The store operation that timed out: claim, confirm, release, extend or record. */
+  readonly operation: string;
+  constructor(operation: string, timeoutMs: number) {
+    super(
+      `the store did not answer ${operation} within ${timeoutMs} ms (storeTimeout); it is frozen, overloaded or unreachable. Check the store; raise storeTimeout only if it is merely slow`,
+      { code: 'store_timeout' },
+    );
+    this.operation = operation;
+  }
+}
+
+/** Codes of a store that is reachable but set up wrongly: permanent until someone fixes it. */
+export type MisconfigurationCode =
+  | 'store_auth_failed'
+  | 'store_permission_denied'
+  | 'store_missing_table'
+  | 'store_unknown_database'
+  | 'store_foreign_value';
+
+/**
+ * The store is reachable but refuses the work for a reason that will not pass on its own: bad
+ * credentials, a missing permission, a missing table with `autoCreate` off, a database that does
+ * not exist, a key written by something else. Still answered like an outage (fail-closed: 503, so
+ * the provider retries once it is fixed), but with its own code, a message naming the cause and the
+ * fix, and logged as an error.
+ */
+export class StoreMisconfiguredError extends StoreUnavailableError {
+  declare readonly code: MisconfigurationCode;
+  constructor(code: MisconfigurationCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, { code, cause: options.cause });
+  }
+}
+
+/**
+ * The memory store is full and every entry is a live lease or a record it may not forget yet (a
+ * completed, released or run-out key within its retention). Treated like any store outage: fail-closed answers 503 and the provider retries later.
  */
 export class StoreFullError extends StoreUnavailableError {
   constructor(maxEntries: number) {
     super(
-      `memory store is full: all ${maxEntries} entries are live leases; raise maxEntries or use a shared store`,
+      `memory store is full: none of its ${maxEntries} entries may be forgotten yet (live leases, and keys within their retention); raise maxEntries or use a shared store`,
       { code: 'store_full' },
     );
   }
@@ -145,4 +221,25 @@ export class LeaseLostError extends OnceonlyError {
       },
     );
   }
+}
+
+// Every class keeps its own name under minification. A production bundle (Next.js's, for one) may
+// rename or strip class names (`class extends n`, whose name is ""); the cross-copy `instanceof`
+// above compares names, so unnamed classes all matched one another and a rejected signature was
+// answered as a body too large. The names are string literals here, which no minifier rewrites.
+for (const [errorClass, name] of [
+  [OnceonlyError, 'OnceonlyError'],
+  [ConfigError, 'ConfigError'],
+  [VerificationError, 'VerificationError'],
+  [BodyTooLargeError, 'BodyTooLargeError'],
+  [BodyTimeoutError, 'BodyTimeoutError'],
+  [BodyAlreadyParsedError, 'BodyAlreadyParsedError'],
+  [StoreUnavailableError, 'StoreUnavailableError'],
+  [StoreTimeoutError, 'StoreTimeoutError'],
+  [StoreMisconfiguredError, 'StoreMisconfiguredError'],
+  [StoreFullError, 'StoreFullError'],
+  [HandlerTimeoutError, 'HandlerTimeoutError'],
+  [LeaseLostError, 'LeaseLostError'],
+] as const) {
+  Object.defineProperty(errorClass, 'name', { value: name, configurable: true });
 }

@@ -6,13 +6,23 @@
  * absent ──claim──▶ processing(token, attempt, expiresAt = now + lease)
  * processing ──extend(token)──▶ processing(expiresAt = now + lease)
  * processing ──confirm(token)──▶ completed(expiresAt = now + retention)
- * processing ──release(token)──▶ absent
+ * processing ──release(token)──▶ released(attempt, fingerprint): takeable at once, no owner
+ * released ──claim──▶ processing(new token, attempt + 1)
  * processing ──lease runs out──▶ takeable ──claim──▶ processing(new token, attempt + 1)
  * completed ──retention runs out──▶ absent
  * ```
  *
+ * The attempt is a fencing number: it never goes back while the key lives. A released or run-out
+ * record is kept (takeable) for at least the claim's `retentionMs` after its lease's end, so the next
+ * claim within the provider's retry window still gets attempt + 1. A takeable record keeps its
+ * fingerprint: a claim with another fingerprint does not take it over (reported in-flight with
+ * `sameFingerprint: false`, which the engine reports as a conflict).
+ *
  * A store is correct when it passes `onceonly/testing`'s conformance suite.
  */
+
+import type { InboxStore } from './inbox.js';
+import { markKind } from './telemetry.js';
 
 /**
  * A claim held by one owner. Key, token, attempt and fingerprint are fixed at claim: nothing the
@@ -23,7 +33,7 @@ export interface Lease {
   readonly key: string;
   /** Random 128-bit owner id; every later write must present it. */
   readonly token: string;
-  /** 1 for the first claim of a key, +1 on every takeover after expiry: a fencing number. */
+  /** 1 for the first claim of a key, +1 on every later claim (after a release or a takeover): a fencing number. */
   readonly attempt: number;
   /** SHA-256 of the delivery's body (or whatever the caller fingerprinted), if any. */
   readonly fingerprint: string | undefined;
@@ -52,13 +62,16 @@ export type Claim =
 /** A read-only view of one record, for operators and tests. */
 export interface RecordView {
   readonly key: string;
-  /** `processing` with `expiresAt` in the past means the lease ran out and the key is takeable. */
-  readonly state: 'processing' | 'completed';
+  /**
+   * `processing` with `expiresAt` in the past means the lease ran out and the key is takeable;
+   * `released` means its owner gave it up (the handler failed): takeable at once, attempt kept.
+   */
+  readonly state: 'processing' | 'completed' | 'released';
   readonly attempt: number;
   readonly fingerprint: string | undefined;
-  /** End of the lease (processing) or of retention (completed), store clock. */
+  /** End of the lease (processing, released) or of retention (completed), store clock. */
   readonly expiresAt: Date;
-  /** When the record was last written (claim, extend or confirm), store clock, where the store knows it. */
+  /** When the record was last written (claim, extend, release or confirm), store clock, where the store knows it. */
   readonly updatedAt?: Date | undefined;
 }
 
@@ -67,6 +80,13 @@ export interface ClaimOptions {
   leaseMs: number;
   /** Fingerprint of the work (SHA-256 of the body); the same key with another fingerprint is a conflict. */
   fingerprint?: string | undefined;
+  /**
+   * How long the key must be remembered if this claim never completes (it is released, or its lease
+   * runs out): the record stays takeable, with its attempt and fingerprint, for at least this long
+   * after its lease's end, so a retry within the provider's window still gets attempt + 1. The
+   * engine passes the receiver's retention. When absent the store uses its own default.
+   */
+  retentionMs?: number | undefined;
 }
 
 export interface RecordOptions {
@@ -78,15 +98,27 @@ export interface RecordOptions {
 }
 
 export interface Store {
+  /**
+   * The store's inbox, for receivers in inbox mode (`createReceiver({ inbox: true })`): verified
+   * deliveries written durably, processed by workers under the same fenced leases. The built-in
+   * stores have one, over the same client; see `InboxStore`.
+   */
+  readonly inbox?: InboxStore | undefined;
   /** Claims `key` for a new owner, or reports who holds it. Takes over a lease that ran out (attempt + 1). */
   claim(key: string, options: ClaimOptions): Promise<Claim>;
   /**
    * Marks the work done and keeps the key for `retentionMs`. `false` when another owner holds the key
-   * (our lease was lost): nothing changes then. If the record vanished (our lease ran out and nobody
-   * took over), it is written as completed, since the work is done and a retry must see a duplicate.
+   * (our lease was lost) or the record was released: nothing changes then. If the record vanished
+   * (our lease ran out, nobody took over, and the store forgot it), it is written as completed, since
+   * the work is done and a retry must see a duplicate.
    */
   confirm(lease: Lease, options: { retentionMs: number }): Promise<boolean>;
-  /** Deletes the record so the next delivery gets in. `false` (and no change) unless we are the owner. */
+  /**
+   * Gives the key up so the next delivery gets in at once: the record becomes `released`, takeable
+   * immediately, keeping its attempt (the next claim gets attempt + 1) and its fingerprint, for the
+   * claim's `retentionMs`. After it the token owns nothing: its confirm, extend and release are
+   * `false`. `false` (and no change) unless we are the owner of a processing record.
+   */
   release(lease: Lease): Promise<boolean>;
   /**
    * Pushes the lease's end to now + `leaseMs`. `false` (and no change) unless the record is still
@@ -95,7 +127,11 @@ export interface Store {
    * the token first.
    */
   extend(lease: Lease, options: { leaseMs: number }): Promise<boolean>;
-  /** Single-shot dedup: claim and confirm in one step. `duplicate: true` when the key was already there. */
+  /**
+   * Single-shot dedup: claim and confirm in one step. `duplicate: true` when the key was already there.
+   * A released or run-out record is taken over and completed (attempt + 1), unless it holds another
+   * fingerprint: it keeps that one, and the call is a duplicate, as with a live lease.
+   */
   record(key: string, options: RecordOptions): Promise<{ duplicate: boolean }>;
   /** Ordering guard: stores `version` for `entity` only when it is newer than the stored one. */
   advance(entity: string, version: number): Promise<boolean>;
@@ -141,7 +177,10 @@ export function assertVersion(version: number): void {
 export interface StoreStats {
   /** Live leases: work running now. */
   readonly processing: number;
-  /** Leases that ran out with nobody taking over: crashed work waiting for its retry. */
+  /**
+   * Records nobody holds that a claim takes over with attempt + 1: leases that ran out (crashed work)
+   * and released ones (failed work), waiting for their retry.
+   */
   readonly takeable: number;
   /** Completed keys still within retention. */
   readonly completed: number;
@@ -164,4 +203,40 @@ export interface StoreAdmin {
 export function hasAdmin(store: Store): store is Store & StoreAdmin {
   const s = store as Partial<StoreAdmin>;
   return typeof s.stats === 'function' && typeof s.oldestLeases === 'function';
+}
+
+/**
+ * What a built-in store keys its records on: the client it was given and the table or prefix it
+ * writes under. Two store objects over one backend share every key; the receiver refuses two
+ * receivers of one key space on one backend. Set with {@link markBackend}.
+ */
+const BACKEND = Symbol.for('onceonly.backend');
+
+export function markBackend<S extends object>(client: object, scope: string, store: S): S {
+  Object.defineProperty(store, BACKEND, { value: { object: client, scope }, enumerable: false });
+  return store;
+}
+
+/** A built-in store: its backend ({@link markBackend}) and its kind (`redis`, `postgres`...), for telemetry and health. */
+export function markBuiltin<S extends object>(kind: string, client: object, scope: string, store: S): S {
+  return markKind(kind, markBackend(client, scope, store));
+}
+
+/** The backend a store writes to: its client and scope, or the store itself for a custom store. */
+export function backendOf(store: Store): { object: object; scope: string } {
+  const marked = (store as unknown as Record<symbol, unknown>)[BACKEND] as
+    | { object?: unknown; scope?: unknown }
+    | undefined;
+  // Only a mark this module made counts: a wrapper or a Proxy that answers every property
+  // (a test double, an instrumenting layer) is its own backend.
+  if (
+    marked !== null &&
+    typeof marked === 'object' &&
+    typeof marked.object === 'object' &&
+    marked.object !== null &&
+    typeof marked.scope === 'string'
+  ) {
+    return marked as { object: object; scope: string };
+  }
+  return { object: store, scope: '' };
 }

@@ -1,17 +1,7 @@
-import { createPublicKey, type KeyObject, verify as verifySignature } from 'node:crypto';
-import { ConfigError, VerificationError } from '../errors.js';
+import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  checkTolerance,
-  decodeSignature,
-  parseJsonObject,
-  parseTimestamp,
-  requireHeader,
-  retentionMs,
-  stringField,
-  toleranceMs,
-} from './shared.js';
+import { asymmetric } from './families/asymmetric.js';
+import { parseJsonObject, stringField } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
 /** A Discord interaction (`id`, numeric `type`, `token`...) or webhook event (`type`, `event`). */
@@ -41,8 +31,6 @@ export interface DiscordOptions {
   retention?: Duration;
 }
 
-// DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw 32-byte key follows.
-const ED25519_SPKI = Buffer.from('302a300506032b6570032100', 'hex');
 const INTERACTION_TYPES: Record<number, string> = {
   1: 'PING',
   2: 'APPLICATION_COMMAND',
@@ -51,26 +39,39 @@ const INTERACTION_TYPES: Record<number, string> = {
   5: 'MODAL_SUBMIT',
 };
 
-function publicKeys(input: string | readonly string[] | undefined): KeyObject[] {
-  const list = typeof input === 'string' ? [input] : Array.isArray(input) ? input : [];
-  if (list.length === 0) {
-    throw new ConfigError(
-      'invalid_secret',
-      "onceonly: discord needs publicKey, the application's public key from the Developer Portal",
-    );
-  }
-  return list.map((raw: unknown, i) => {
-    const hex = typeof raw === 'string' ? raw.trim() : '';
-    const bytes = decodeSignature(hex, 'hex');
-    if (bytes?.length !== 32) {
-      throw new ConfigError(
-        'invalid_secret',
-        `onceonly: discord publicKey #${i + 1} must be 64 hex characters; copy the Public Key from the Developer Portal`,
-      );
+/**
+ * Interactions key on their signed `id` and are named by their type; webhook events (no id) key on a
+ * digest of the signed body.
+ */
+function describe(input: DeliveryInput): Verified<Record<string, unknown>> {
+  const event = parseJsonObject(input.rawBody);
+  const id = stringField(event, 'id');
+  if ('token' in event) {
+    // An interaction always carries its id; without one it must not fall back to a body key.
+    if (id === undefined) {
+      throw new VerificationError('missing_event_id', 'onceonly: the discord interaction has no id');
     }
-    return createPublicKey({ key: Buffer.concat([ED25519_SPKI, bytes]), format: 'der', type: 'spki' });
-  });
+    const kind = typeof event.type === 'number' ? INTERACTION_TYPES[event.type] : undefined;
+    return { event, type: kind ?? String(event.type), typeSigned: true, id, dedup: 'id' };
+  }
+  // A webhook event: type 0 is Discord's PING, type 1 wraps `event.type`.
+  const type = event.type === 0 ? 'PING' : stringField(event.event, 'type');
+  return { event, type, typeSigned: true, dedup: 'body' };
 }
+
+const declaration = asymmetric({
+  name: 'discord',
+  retention: '1d',
+  algorithm: 'ed25519',
+  publicKey: {
+    format: 'ed25519-hex',
+    expected: "the application's Public Key from the Developer Portal (64 hex characters)",
+  },
+  signature: { header: 'x-signature-ed25519', encoding: 'hex', length: 64 },
+  timestamp: { header: 'x-signature-timestamp' },
+  // Signed: timestamp + body (the family's default).
+  describe,
+});
 
 /**
  * Discord interactions and webhook events: `X-Signature-Ed25519: <hex>` over
@@ -83,52 +84,5 @@ function publicKeys(input: string | readonly string[] | undefined): KeyObject[] 
  * createReceiver({ provider: discord({ publicKey: process.env.DISCORD_PUBLIC_KEY! }), store, on: { PING: () => Response.json({ type: 1 }) } });
  */
 export function discord<E = DiscordEvent>(options: DiscordOptions): AuthenticatingProvider<E> {
-  const keys = publicKeys(options.publicKey);
-  const tolerance = toleranceMs(options.tolerance);
-  const retention = retentionMs(options.retention, '1d');
-
-  /** The signature checks: headers, tolerance, Ed25519 over `timestamp + body`. Shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
-    const signature = decodeSignature(requireHeader(headers, 'x-signature-ed25519'), 'hex');
-    if (signature?.length !== 64) {
-      throw new VerificationError(
-        'malformed_header',
-        'onceonly: the x-signature-ed25519 header is not a 64-byte hex signature',
-      );
-    }
-    const timestamp = requireHeader(headers, 'x-signature-timestamp');
-    checkTolerance(parseTimestamp('x-signature-timestamp', timestamp), receivedAt, tolerance);
-    const body = asBuffer(rawBody);
-    const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
-    let ok = false;
-    for (const key of keys) if (verifySignature(null, signed, key, signature)) ok = true;
-    if (!ok) {
-      throw new VerificationError(
-        'invalid_signature',
-        'onceonly: the discord signature did not verify; check the public key and that the body reaches onceonly unparsed',
-      );
-    }
-  }
-
-  return {
-    name: 'discord',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const event = parseJsonObject(input.rawBody);
-      const id = stringField(event, 'id');
-      if ('token' in event) {
-        // An interaction always carries its id; without one it must not fall back to a body key.
-        if (id === undefined) {
-          throw new VerificationError('missing_event_id', 'onceonly: the discord interaction has no id');
-        }
-        const kind = typeof event.type === 'number' ? INTERACTION_TYPES[event.type] : undefined;
-        return { event: event as E, type: kind ?? String(event.type), id, dedup: 'id' };
-      }
-      // A webhook event: type 0 is Discord's PING, type 1 wraps `event.type`.
-      const type = event.type === 0 ? 'PING' : stringField(event.event, 'type');
-      return { event: event as E, type, dedup: 'body' };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

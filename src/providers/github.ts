@@ -1,21 +1,7 @@
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  header,
-  hmacEach,
-  isForm,
-  offeredSignatures,
-  parseForm,
-  parseJsonObject,
-  parseJsonObjectText,
-  refusingLookalikes,
-  requireHeader,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { bodyHmac } from './families/bodyHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A GitHub webhook payload; pass `WebhookEventMap` from `@octokit/webhooks-types` for full types. */
 export type GithubEvent = Record<string, unknown>;
@@ -36,7 +22,30 @@ export interface GithubOptions {
   retention?: Duration;
 }
 
-const HEADER = 'x-hub-signature-256';
+const declaration = bodyHmac({
+  name: 'github',
+  retention: '4d',
+  secret: {
+    lookalikes: [
+      ['ghp_', 'a personal access token'],
+      ['github_pat_', 'a fine-grained personal access token'],
+      ['gho_', 'an OAuth token'],
+      ['ghs_', 'an app installation token'],
+      ['ghu_', 'an app user token'],
+    ],
+    expected: 'the secret you entered for the webhook (Settings → Webhooks)',
+  },
+  signature: { header: 'x-hub-signature-256', encoding: 'hex', prefix: 'sha256=' },
+  requireHeaders: ['x-github-event'],
+  event: {
+    body: 'json-or-form-payload',
+    // The delivery id is informational only: it is unsigned, so the body digest is the key.
+    id: { header: 'x-github-delivery', signed: false },
+    // X-GitHub-Event is not signed: the receiver binds it into the fingerprint.
+    type: { header: 'x-github-event' },
+    typeSigned: false,
+  },
+});
 
 /**
  * GitHub: `X-Hub-Signature-256: sha256=<hex>` over the body, HMAC-SHA256. The event name comes from
@@ -57,51 +66,5 @@ const HEADER = 'x-hub-signature-256';
 export function github<M extends object = Record<string, GithubEvent>>(
   options: GithubOptions,
 ): AuthenticatingProvider<M[keyof M], { [K in keyof M & string]: M[K] }> {
-  const keys = secretKeys(
-    'github',
-    options.secret,
-    refusingLookalikes(
-      'github',
-      [
-        ['ghp_', 'a personal access token'],
-        ['github_pat_', 'a fine-grained personal access token'],
-        ['gho_', 'an OAuth token'],
-        ['ghs_', 'an app installation token'],
-        ['ghu_', 'an app user token'],
-      ],
-      'the secret you entered for the webhook (Settings → Webhooks)',
-    ),
-  );
-  const retention = retentionMs(options.retention, '4d');
-
-  /** The signature checks, shared by `authenticate` and `verify`; returns the (required) event type. */
-  function authenticate({ rawBody, headers }: DeliveryInput): string {
-    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha256=');
-    const type = requireHeader(headers, 'x-github-event');
-    requireMatch('github', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
-    return type;
-  }
-
-  return {
-    name: 'github',
-    retentionMs: retention,
-    authenticate(input: DeliveryInput): void {
-      authenticate(input);
-    },
-    verify(input: DeliveryInput): Verified<M[keyof M]> {
-      const type = authenticate(input);
-      const { headers } = input;
-      const body = asBuffer(input.rawBody);
-      const event = isForm(headers)
-        ? parseJsonObjectText(parseForm(body).get('payload') ?? '', 'the payload form field')
-        : parseJsonObject(body);
-      // The delivery id is informational only: it is unsigned, so the body digest is the key.
-      return {
-        event: event as M[keyof M],
-        type,
-        id: header(headers, 'x-github-delivery'),
-        dedup: 'body',
-      };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<M[keyof M], { [K in keyof M & string]: M[K] }>;
 }

@@ -1,29 +1,19 @@
 import { ConfigError, VerificationError } from '../errors.js';
-import { type Duration, parseDuration } from '../lease/duration.js';
-import {
-  asBuffer,
-  checkTolerance,
-  hmac as computeHmac,
-  decodeSignature,
-  type HmacAlgorithm,
-  header,
-  parseJsonObject,
-  parseTimestamp,
-  requireHeader,
-  requireMatch,
-  type SecretInput,
-  secretKeys,
-  toleranceMs,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, HeaderReader, Verified } from './types.js';
+import type { Duration } from '../lease/duration.js';
+import { bodyHmac, checkAlgorithm, type SignedContentInput } from './families/bodyHmac.js';
+import { checkName } from './families/define.js';
+import { timestampedHmac } from './families/timestampedHmac.js';
+import { asBuffer, type HmacAlgorithm, header, parseJsonObject, type SecretInput } from './shared.js';
+import type {
+  AuthenticatingProvider,
+  DeliveryInput,
+  HandshakeAnswer,
+  HandshakeRequest,
+  HeaderReader,
+  Verified,
+} from './types.js';
 
-/** What a generic HMAC scheme signs, given the raw pieces of a delivery. */
-export interface SignedContentInput {
-  readonly body: Uint8Array;
-  /** The timestamp header's value exactly as sent, when the scheme has one. */
-  readonly timestamp: string | undefined;
-  readonly headers: HeaderReader;
-}
+export type { SignedContentInput } from './families/bodyHmac.js';
 
 export interface HmacOptions<E = Record<string, unknown>> {
   /** The provider's name: the first segment of every dedup key. @example 'acme' */
@@ -66,15 +56,43 @@ export interface HmacOptions<E = Record<string, unknown>> {
   type?: (event: E, headers: HeaderReader) => string | undefined;
   /** A header carrying the event type, used when `type` is not given. */
   typeHeader?: string;
+  /**
+   * Whether the signature covers the event type: `type` reads it from the signed body only, or
+   * `typeHeader` names a header that `signedContent` includes. onceonly cannot tell from a callback,
+   * so it assumes not; the receiver then binds the type into the fingerprint and remembers even the
+   * deliveries it ignores, so a signed body seen under one type never runs a handler under another.
+   * With `typeHeader` it needs a `signedContent` (the default signs only the timestamp and body).
+   * @default false
+   */
+  typeSigned?: boolean;
   /** Require a JSON object body and parse it; `false` passes the raw bytes as the event. @default true */
   json?: boolean;
   /** How long completed keys are remembered by default. @default '3d' */
   retention?: Duration;
+  /**
+   * Answers the sender's verification handshake, consulted before verification for every request
+   * (GET included): return the answer, or `undefined` when the request is not a handshake. Call
+   * `authenticate` first wherever the sender signs its handshake. See docs/providers.md.
+   * @default undefined (no handshake)
+   * @example
+   * // A challenge GET: ?challenge=<c>&token=<t>, answered with <c> when <t> is yours.
+   * handshake: ({ method, url }) => {
+   *   const q = new URL(url!).searchParams;
+   *   return method === 'GET' && q.get('token') === process.env.ACME_VERIFY_TOKEN
+   *     ? { body: q.get('challenge') ?? '' }
+   *     : undefined;
+   * }
+   */
+  handshake?: (
+    request: HandshakeRequest,
+    tools: { authenticate(input: DeliveryInput): unknown },
+  ) => HandshakeAnswer | undefined | Promise<HandshakeAnswer | undefined>;
 }
 
 /**
  * A provider for any HMAC-signed webhook: header names, algorithm, encoding, prefix, what is
- * signed, an optional timestamp with tolerance, and where the event id and type come from.
+ * signed, an optional timestamp with tolerance, and where the event id and type come from. The
+ * public face of the body-HMAC family (and, with `timestampHeader`, of the timestamped one).
  *
  * @example
  * const acme = hmac({
@@ -88,106 +106,69 @@ export interface HmacOptions<E = Record<string, unknown>> {
  * });
  */
 export function hmac<E = Record<string, unknown>>(options: HmacOptions<E>): AuthenticatingProvider<E> {
-  const name = options.name;
-  if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9_.-]*$/i.test(name)) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: hmac name must be a short identifier like 'acme', got ${JSON.stringify(name)}`,
-    );
-  }
+  const name = checkName(options.name, 'hmac name', 'acme');
   if (typeof options.signatureHeader !== 'string' || options.signatureHeader === '') {
     throw new ConfigError('invalid_option', `onceonly: hmac provider '${name}' needs signatureHeader`);
   }
-  const keys = secretKeys(name, options.secret);
-  const algorithm = options.algorithm ?? 'sha256';
-  if (!['sha1', 'sha256', 'sha512'].includes(algorithm)) {
+  const algorithm = checkAlgorithm(options.algorithm ?? 'sha256', 'hmac');
+  const typeSigned = options.typeSigned ?? false;
+  if (typeSigned && !options.type && options.typeHeader && !options.signedContent) {
     throw new ConfigError(
       'invalid_option',
-      `onceonly: hmac algorithm must be sha1, sha256 or sha512, got ${JSON.stringify(algorithm)}`,
+      `onceonly: hmac provider '${name}' says typeSigned, but the default signed content (timestamp and body) does not cover ${options.typeHeader}; add it to signedContent`,
     );
   }
-  const encoding = options.encoding ?? 'hex';
-  const prefix = options.signaturePrefix ?? '';
-  const tolerance = toleranceMs(options.tolerance);
   const json = options.json ?? true;
-  const retentionMs = parseDuration(options.retention ?? '3d', 'retention');
-  const signedContent =
-    options.signedContent ??
-    (options.timestampHeader
-      ? ({ timestamp, body }: SignedContentInput) => [timestamp ?? '', '.', body]
-      : ({ body }: SignedContentInput) => [body]);
 
-  function candidates(value: string): Buffer[] {
-    const parts = options.signatureSeparator ? value.split(options.signatureSeparator) : [value];
-    const out: Buffer[] = [];
-    for (const raw of parts) {
-      const part = raw.trim();
-      if (!part.startsWith(prefix)) continue;
-      const decoded = decodeSignature(part.slice(prefix.length), encoding);
-      if (decoded) out.push(decoded);
+  function describe(input: DeliveryInput): Verified<E> {
+    const { headers } = input;
+    const body = asBuffer(input.rawBody);
+    const event = (json ? parseJsonObject(body) : body) as E;
+    const type = options.type
+      ? options.type(event, headers)
+      : options.typeHeader
+        ? header(headers, options.typeHeader)
+        : undefined;
+    if (options.id) {
+      const id = options.id(event, headers);
+      if (id === undefined || id === '') {
+        throw new VerificationError('missing_event_id', `onceonly: the ${name} event has no id`);
+      }
+      return { event, type, typeSigned, id, dedup: 'id' };
     }
-    if (out.length === 0) {
-      throw new VerificationError(
-        'malformed_header',
-        `onceonly: the ${options.signatureHeader} header holds no ${encoding} signature${prefix ? ` prefixed '${prefix}'` : ''}`,
-      );
+    const headerId = options.idHeader ? header(headers, options.idHeader) : undefined;
+    if (options.idHeader && options.idSigned) {
+      if (headerId === undefined)
+        throw new VerificationError('missing_header', `onceonly: the ${options.idHeader} header is missing`);
+      return { event, type, typeSigned, id: headerId, dedup: 'id' };
     }
-    return out;
+    // No signed id: key on the digest of the signed body, so a replay with a fresh id is a duplicate.
+    return { event, type, typeSigned, id: headerId, dedup: 'body' };
   }
 
-  /** The signature checks: header, optional timestamp and tolerance, HMAC. Shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
-    const offered = candidates(requireHeader(headers, options.signatureHeader));
-    let timestamp: string | undefined;
-    if (options.timestampHeader) {
-      timestamp = requireHeader(headers, options.timestampHeader);
-      checkTolerance(
-        parseTimestamp(options.timestampHeader, timestamp, options.timestampUnit),
-        receivedAt,
-        tolerance,
-      );
-    }
-    const body = asBuffer(rawBody);
-    const content = signedContent({ body, timestamp, headers });
-    requireMatch(
-      name,
-      keys.map((key) => computeHmac(algorithm, key, content)),
-      offered,
-    );
-  }
-
-  return {
-    name,
-    retentionMs,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const { headers } = input;
-      const body = asBuffer(input.rawBody);
-      const event = (json ? parseJsonObject(body) : body) as E;
-      const type = options.type
-        ? options.type(event, headers)
-        : options.typeHeader
-          ? header(headers, options.typeHeader)
-          : undefined;
-      if (options.id) {
-        const id = options.id(event, headers);
-        if (id === undefined || id === '') {
-          throw new VerificationError('missing_event_id', `onceonly: the ${name} event has no id`);
-        }
-        return { event, type, id, dedup: 'id' };
-      }
-      const headerId = options.idHeader ? header(headers, options.idHeader) : undefined;
-      if (options.idHeader && options.idSigned) {
-        if (headerId === undefined)
-          throw new VerificationError(
-            'missing_header',
-            `onceonly: the ${options.idHeader} header is missing`,
-          );
-        return { event, type, id: headerId, dedup: 'id' };
-      }
-      // No signed id: key on the digest of the signed body, so a replay with a fresh id is a duplicate.
-      return { event, type, id: headerId, dedup: 'body' };
-    },
+  const signature = {
+    header: options.signatureHeader,
+    encoding: options.encoding ?? 'hex',
+    prefix: options.signaturePrefix,
+    separator: options.signatureSeparator,
   };
+  const common = {
+    name,
+    retention: '3d' as const,
+    algorithm,
+    describe,
+    handshake: options.handshake,
+  };
+  if (options.timestampHeader) {
+    return timestampedHmac<E>({
+      ...common,
+      signature,
+      timestamp: { header: options.timestampHeader, unit: options.timestampUnit },
+      signed: options.signedContent,
+    })({ secret: options.secret, tolerance: options.tolerance, retention: options.retention });
+  }
+  return bodyHmac<E>({ ...common, signature, signed: options.signedContent })({
+    secret: options.secret,
+    retention: options.retention,
+  });
 }

@@ -1,20 +1,7 @@
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  digestWithout,
-  hmacEach,
-  offeredSignatures,
-  parseJsonObject,
-  refusingLookalikes,
-  requireHeader,
-  requireId,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { bodyHmac } from './families/bodyHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** An Intercom notification: `id` (`notif_...`), `topic`, `data.item`. */
 export interface IntercomEvent {
@@ -44,7 +31,23 @@ export interface IntercomOptions {
   retention?: Duration;
 }
 
-const HEADER = 'x-hub-signature';
+const declaration = bodyHmac({
+  name: 'intercom',
+  retention: '3d',
+  secret: {
+    lookalikes: [['dG9rO', 'an access token']],
+    expected: "the app's client secret (Developer Hub → your app → Basic information)",
+  },
+  algorithm: 'sha1',
+  signature: { header: 'x-hub-signature', encoding: 'hex', prefix: 'sha1=' },
+  event: {
+    id: 'id',
+    type: 'topic',
+    typeSigned: true,
+    // Rewritten by Intercom on every retry, so left out of the content fingerprint.
+    perAttempt: ['delivery_attempts', 'first_sent_at'],
+  },
+});
 
 /**
  * Intercom: `X-Hub-Signature: sha1=<hex>` over the body, HMAC-SHA1 with the app's client secret.
@@ -55,38 +58,5 @@ const HEADER = 'x-hub-signature';
  * createReceiver({ provider: intercom({ secret: process.env.INTERCOM_CLIENT_SECRET! }), store, on: { 'conversation.user.created': handle } });
  */
 export function intercom<E = IntercomEvent>(options: IntercomOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'intercom',
-    options.secret,
-    refusingLookalikes(
-      'intercom',
-      [['dG9rO', 'an access token']],
-      "the app's client secret (Developer Hub → your app → Basic information)",
-    ),
-  );
-  const retention = retentionMs(options.retention, '3d');
-
-  /** The signature check (HMAC-SHA1 over the body), shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers }: DeliveryInput): void {
-    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex', 'sha1=');
-    requireMatch('intercom', hmacEach('sha1', keys, [asBuffer(rawBody)]), candidates);
-  }
-
-  return {
-    name: 'intercom',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const event = parseJsonObject(input.rawBody);
-      const id = requireId('intercom', stringField(event, 'id'), 'id');
-      return {
-        event: event as E,
-        type: stringField(event, 'topic'),
-        id,
-        dedup: 'id',
-        fingerprint: digestWithout(event, ['delivery_attempts', 'first_sent_at']),
-      };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,19 +1,8 @@
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  header,
-  hmacEach,
-  offeredSignatures,
-  parseJsonObject,
-  refusingLookalikes,
-  requireHeader,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { bodyHmac } from './families/bodyHmac.js';
+import { fieldAt } from './families/define.js';
+import { header, parseJsonObject, type SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A Lemon Squeezy webhook payload: `meta` (with `event_name`) and `data`. */
 export interface LemonSqueezyEvent {
@@ -37,7 +26,24 @@ export interface LemonSqueezyOptions {
   retention?: Duration;
 }
 
-const HEADER = 'x-signature';
+const declaration = bodyHmac({
+  name: 'lemonsqueezy',
+  label: 'lemonSqueezy',
+  retention: '1d',
+  secret: {
+    lookalikes: [['eyJ', 'an API key (a JWT)']],
+    expected: 'the signing secret you entered for the webhook (Settings → Webhooks)',
+  },
+  signature: { header: 'x-signature', encoding: 'hex' },
+  // No event id: dedup keys on a digest of the signed body.
+  describe: (input) => {
+    const event = parseJsonObject(input.rawBody);
+    const signedType = fieldAt(event, ['meta', 'event_name']);
+    if (signedType !== undefined) return { event, type: signedType, typeSigned: true, dedup: 'body' };
+    // The X-Event-Name fallback is not signed.
+    return { event, type: header(input.headers, 'x-event-name'), typeSigned: false, dedup: 'body' };
+  },
+});
 
 /**
  * Lemon Squeezy: `X-Signature: <hex>` over the body, HMAC-SHA256. The type is the signed
@@ -48,32 +54,5 @@ const HEADER = 'x-signature';
  * createReceiver({ provider: lemonSqueezy({ secret: process.env.LEMONSQUEEZY_WEBHOOK_SECRET! }), store, handler });
  */
 export function lemonSqueezy<E = LemonSqueezyEvent>(options: LemonSqueezyOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'lemonSqueezy',
-    options.secret,
-    refusingLookalikes(
-      'lemonSqueezy',
-      [['eyJ', 'an API key (a JWT)']],
-      'the signing secret you entered for the webhook (Settings → Webhooks)',
-    ),
-  );
-  const retention = retentionMs(options.retention, '1d');
-
-  /** The signature check, shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers }: DeliveryInput): void {
-    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'hex');
-    requireMatch('lemonSqueezy', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
-  }
-
-  return {
-    name: 'lemonsqueezy',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const event = parseJsonObject(input.rawBody);
-      const type = stringField(event.meta, 'event_name') ?? header(input.headers, 'x-event-name');
-      return { event: event as E, type, dedup: 'body' };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,23 +1,7 @@
-import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  checkTolerance,
-  digestWithout,
-  header,
-  hmacEach,
-  offeredSignatures,
-  parseJsonObject,
-  refusingLookalikes,
-  requireHeader,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-  toleranceMs,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { timestampedHmac } from './families/timestampedHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A Linear webhook: `action`, `type` (`Issue`, `Comment`...), `data`, `webhookTimestamp` (ms). */
 export interface LinearEvent {
@@ -54,8 +38,26 @@ export interface LinearOptions {
   retention?: Duration;
 }
 
-// Written by Linear on every attempt, so left out of the dedup digest.
-const PER_ATTEMPT = ['webhookTimestamp'];
+const declaration = timestampedHmac({
+  name: 'linear',
+  retention: '1d',
+  secret: {
+    lookalikes: [['lin_api_', 'a Linear API key']],
+    expected: "the webhook's signing secret (lin_wh_...) from Settings → API → Webhooks",
+  },
+  signature: { header: 'linear-signature', encoding: 'hex' },
+  // Freshness is the signed body's own webhookTimestamp (ms), read after the signature checks out.
+  timestamp: { bodyField: 'webhookTimestamp', unit: 'ms' },
+  signedPrefix: () => '',
+  event: {
+    id: { header: 'linear-delivery', signed: false },
+    type: 'type',
+    typeSigned: true,
+    // Written by Linear on every attempt, so left out of the dedup digest: the key and fingerprint
+    // are a digest of the signed body without it.
+    perAttempt: ['webhookTimestamp'],
+  },
+});
 
 /**
  * Linear: `Linear-Signature: <hex>` over the body, HMAC-SHA256; freshness comes from
@@ -66,61 +68,5 @@ const PER_ATTEMPT = ['webhookTimestamp'];
  * createReceiver({ provider: linear({ secret: process.env.LINEAR_WEBHOOK_SECRET! }), store, on: { Issue: handleIssue } });
  */
 export function linear<E = LinearEvent>(options: LinearOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'linear',
-    options.secret,
-    refusingLookalikes(
-      'linear',
-      [['lin_api_', 'a Linear API key']],
-      "the webhook's signing secret (lin_wh_...) from Settings → API → Webhooks",
-    ),
-  );
-  const tolerance = toleranceMs(options.tolerance);
-  const retention = retentionMs(options.retention, '1d');
-
-  /**
-   * The signature check, then the tolerance. Linear's timestamp is a field of the signed body, so
-   * authenticating parses it; returns the parsed event for `verify`. Shared by both.
-   */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): Record<string, unknown> {
-    const candidates = offeredSignatures(
-      'linear-signature',
-      [requireHeader(headers, 'linear-signature')],
-      'hex',
-    );
-    const body = asBuffer(rawBody);
-    requireMatch('linear', hmacEach('sha256', keys, [body]), candidates);
-    const event = parseJsonObject(body);
-    const ts = event.webhookTimestamp;
-    if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) {
-      throw new VerificationError(
-        'invalid_body',
-        'onceonly: the linear body has no numeric webhookTimestamp (milliseconds)',
-      );
-    }
-    checkTolerance(ts, receivedAt, tolerance);
-    return event;
-  }
-
-  return {
-    name: 'linear',
-    retentionMs: retention,
-    authenticate(input: DeliveryInput): void {
-      authenticate(input);
-    },
-    verify(input: DeliveryInput): Verified<E> {
-      const event = authenticate(input);
-      const { headers } = input;
-      const digest = digestWithout(event, PER_ATTEMPT);
-      return {
-        event: event as E,
-        type: stringField(event, 'type'),
-        id: header(headers, 'linear-delivery'),
-        // The digest is of signed material but not of the raw bytes, so it travels as the key.
-        dedup: 'id',
-        key: `body:${digest}`,
-        fingerprint: digest,
-      };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,23 +1,8 @@
 import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  checkTolerance,
-  hmacEach,
-  isForm,
-  offeredSignatures,
-  parseForm,
-  parseJsonObject,
-  parseTimestamp,
-  refusingLookalikes,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-  toleranceMs,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { timestampedHmac } from './families/timestampedHmac.js';
+import { asBuffer, isForm, parseForm, parseJsonObject, type SecretInput, stringField } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /**
  * A Mailgun webhook body. Only `signature.timestamp` and `signature.token` are signed:
@@ -55,6 +40,76 @@ export interface MailgunOptions {
 }
 
 /**
+ * Mailgun's parts are fields of the body: `signature.timestamp`, `.token`, `.signature` (JSON), or
+ * top-level `timestamp`, `token`, `signature` (legacy forms).
+ */
+function readSignature(input: { rawBody: Uint8Array; headers: import('./types.js').HeaderReader }) {
+  const body = asBuffer(input.rawBody);
+  let event: Record<string, unknown>;
+  let sig: unknown;
+  if (isForm(input.headers)) {
+    event = Object.fromEntries(parseForm(body));
+    sig = event;
+  } else {
+    event = parseJsonObject(body);
+    sig = event.signature;
+  }
+  const timestamp = stringField(sig, 'timestamp');
+  const token = stringField(sig, 'token');
+  const signature = stringField(sig, 'signature');
+  if (timestamp === undefined || token === undefined || signature === undefined) {
+    throw new VerificationError(
+      'invalid_body',
+      'onceonly: the mailgun body has no signature object with timestamp, token and signature',
+    );
+  }
+  return { event, token, timestamp, signature };
+}
+
+const declaration = timestampedHmac({
+  name: 'mailgun',
+  retention: '1d',
+  // Mailgun retries a POST for 8 hours and warns that deliveries can be late.
+  tolerance: '12h',
+  secret: {
+    lookalikes: [['pubkey-', 'the public validation key']],
+    expected: 'the HTTP webhook signing key (Sending → Webhooks)',
+  },
+  signature: { header: 'mailgun signature', encoding: 'hex' },
+  read: (input) => {
+    const { event, token, timestamp, signature } = readSignature(input);
+    return {
+      timestamp,
+      timestampName: 'mailgun signature.timestamp',
+      signatures: [signature],
+      signatureName: 'mailgun signature',
+      // That is all Mailgun signs: the event data is unauthenticated.
+      signed: [timestamp, token],
+      parsed: event,
+    };
+  },
+  describe: (_input, parsed) => {
+    const event = parsed!;
+    const sig = isObject(event.signature) ? event.signature : event;
+    const data = event['event-data'] ?? event;
+    return {
+      event,
+      type: stringField(data, 'event'),
+      // The type is read from `event-data`, which Mailgun does not sign.
+      typeSigned: false,
+      id: stringField(data, 'id'),
+      // The token is the only signed material that identifies this delivery.
+      dedup: 'id',
+      key: `token:${stringField(sig, 'token')}`,
+    };
+  },
+});
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
  * Mailgun: the signature travels inside the body (`signature.timestamp`, `.token`, `.signature`)
  * as hex HMAC-SHA256 of timestamp + token with the webhook signing key. That is all it signs: the
  * event data is unauthenticated. Dedup therefore keys on the signed token (Mailgun's own advice:
@@ -65,69 +120,5 @@ export interface MailgunOptions {
  * createReceiver({ provider: mailgun({ secret: process.env.MAILGUN_WEBHOOK_SIGNING_KEY! }), store, on: { delivered: markDelivered } });
  */
 export function mailgun<E = MailgunEvent>(options: MailgunOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'mailgun',
-    options.secret,
-    refusingLookalikes(
-      'mailgun',
-      [['pubkey-', 'the public validation key']],
-      'the HTTP webhook signing key (Sending → Webhooks)',
-    ),
-  );
-  const tolerance = toleranceMs(options.tolerance ?? '12h');
-  const retention = retentionMs(options.retention, '1d');
-
-  /**
-   * The signature checks. Mailgun's timestamp, token and signature are fields of the body, so
-   * authenticating parses it; returns the parsed body and the signed token for `verify`. Shared by both.
-   */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): {
-    event: Record<string, unknown>;
-    token: string;
-  } {
-    const body = asBuffer(rawBody);
-    let event: Record<string, unknown>;
-    let sig: unknown;
-    if (isForm(headers)) {
-      event = Object.fromEntries(parseForm(body));
-      sig = event;
-    } else {
-      event = parseJsonObject(body);
-      sig = event.signature;
-    }
-    const timestamp = stringField(sig, 'timestamp');
-    const token = stringField(sig, 'token');
-    const signature = stringField(sig, 'signature');
-    if (timestamp === undefined || token === undefined || signature === undefined) {
-      throw new VerificationError(
-        'invalid_body',
-        'onceonly: the mailgun body has no signature object with timestamp, token and signature',
-      );
-    }
-    const candidates = offeredSignatures('mailgun signature', [signature], 'hex');
-    checkTolerance(parseTimestamp('mailgun signature.timestamp', timestamp), receivedAt, tolerance);
-    requireMatch('mailgun', hmacEach('sha256', keys, [timestamp, token]), candidates);
-    return { event, token };
-  }
-
-  return {
-    name: 'mailgun',
-    retentionMs: retention,
-    authenticate(input: DeliveryInput): void {
-      authenticate(input);
-    },
-    verify(input: DeliveryInput): Verified<E> {
-      const { event, token } = authenticate(input);
-
-      const data = event['event-data'] ?? event;
-      return {
-        event: event as E,
-        type: stringField(data, 'event'),
-        id: stringField(data, 'id'),
-        // The token is the only signed material that identifies this delivery.
-        dedup: 'id',
-        key: `token:${token}`,
-      };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

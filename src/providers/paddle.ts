@@ -1,22 +1,7 @@
-import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  checkTolerance,
-  keyValuePairs,
-  offeredSignatures,
-  parseJsonObject,
-  parseTimestamp,
-  refusingLookalikes,
-  requireHeader,
-  requireHmac,
-  requireId,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-  toleranceMs,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { timestampedHmac } from './families/timestampedHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A Paddle Billing notification: `event_id`, `event_type`, `occurred_at`, `notification_id`, `data`. */
 export interface PaddleEvent {
@@ -51,7 +36,20 @@ export interface PaddleOptions {
   retention?: Duration;
 }
 
-const HEADER = 'paddle-signature';
+const declaration = timestampedHmac({
+  name: 'paddle',
+  retention: '4d',
+  secret: {
+    lookalikes: [
+      ['pdl_live_apikey_', 'a live API key'],
+      ['pdl_sdbx_apikey_', 'a sandbox API key'],
+    ],
+    expected: "the notification destination's secret key (pdl_ntfset_...)",
+  },
+  signature: { header: 'paddle-signature', separator: ';', timestamp: 'ts', signature: 'h1' },
+  signedPrefix: (t) => `${t}:`,
+  event: { id: 'event_id', type: 'event_type', typeSigned: true },
+});
 
 /**
  * Paddle Billing: `Paddle-Signature: ts=<ts>;h1=<hex>[;h1=<hex>]` over `ts + ':' + body`,
@@ -62,54 +60,5 @@ const HEADER = 'paddle-signature';
  * createReceiver({ provider: paddle({ secret: process.env.PADDLE_WEBHOOK_SECRET! }), store, on: { 'subscription.created': handle } });
  */
 export function paddle<E = PaddleEvent>(options: PaddleOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'paddle',
-    options.secret,
-    refusingLookalikes(
-      'paddle',
-      [
-        ['pdl_live_apikey_', 'a live API key'],
-        ['pdl_sdbx_apikey_', 'a sandbox API key'],
-      ],
-      "the notification destination's secret key (pdl_ntfset_...)",
-    ),
-  );
-  const tolerance = toleranceMs(options.tolerance);
-  const retention = retentionMs(options.retention, '4d');
-
-  /** The signature checks: header, tolerance, HMAC over `ts:body`. Shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
-    let timestamp: string | undefined;
-    const offered: string[] = [];
-    for (const [k, v] of keyValuePairs(requireHeader(headers, HEADER), ';')) {
-      if (k === 'ts') {
-        // Two timestamps leave it open which one was signed: refuse, as for Stripe's t=.
-        if (timestamp !== undefined) {
-          throw new VerificationError(
-            'malformed_header',
-            'onceonly: the paddle-signature header has more than one ts= timestamp',
-          );
-        }
-        timestamp = v;
-      } else if (k === 'h1') offered.push(v);
-    }
-    if (timestamp === undefined) {
-      throw new VerificationError('malformed_header', 'onceonly: the paddle-signature header has no ts=');
-    }
-    const candidates = offeredSignatures(`${HEADER} h1=`, offered, 'hex');
-    checkTolerance(parseTimestamp(`${HEADER} ts=`, timestamp), receivedAt, tolerance);
-    requireHmac('paddle', 'sha256', keys, `${timestamp}:`, rawBody, candidates);
-  }
-
-  return {
-    name: 'paddle',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const event = parseJsonObject(input.rawBody);
-      const id = requireId('paddle', stringField(event, 'event_id'), 'event_id');
-      return { event: event as E, type: stringField(event, 'event_type'), id, dedup: 'id' };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,17 +1,7 @@
-import { createPublicKey, type KeyObject, verify as verifySignature } from 'node:crypto';
-import { ConfigError, VerificationError } from '../errors.js';
+import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  checkTolerance,
-  decodeSignature,
-  parseJson,
-  parseTimestamp,
-  requireHeader,
-  retentionMs,
-  stringField,
-  toleranceMs,
-} from './shared.js';
+import { asymmetric } from './families/asymmetric.js';
+import { parseJson, stringField } from './shared.js';
 import type { AuthenticatingProvider, BatchItem, DeliveryInput, Verified } from './types.js';
 
 /** One SendGrid event; a delivery carries an array of them. */
@@ -48,43 +38,43 @@ export interface SendgridOptions {
   retention?: Duration;
 }
 
-const SIGNATURE = 'x-twilio-email-event-webhook-signature';
-const TIMESTAMP = 'x-twilio-email-event-webhook-timestamp';
-
-function publicKeys(input: string | readonly string[] | undefined): KeyObject[] {
-  const list = typeof input === 'string' ? [input] : Array.isArray(input) ? input : [];
-  if (list.length === 0) {
-    throw new ConfigError(
-      'invalid_secret',
-      "onceonly: sendgrid needs publicKey, the Event Webhook's verification key from Mail Settings",
-    );
+/**
+ * The body is an array of events, each deduplicated on its own signed `sg_event_id` (the receiver
+ * claims each); `event`, `id` and `type` are the first event's.
+ */
+function describe(input: DeliveryInput): Verified<SendgridEvent> {
+  const events = parseJson(input.rawBody);
+  if (!Array.isArray(events) || events.length === 0) {
+    throw new VerificationError('invalid_body', 'onceonly: the sendgrid body must be a JSON array of events');
   }
-  return list.map((raw: unknown, i) => {
-    const text = typeof raw === 'string' ? raw.trim() : '';
-    let key: KeyObject;
-    try {
-      if (text.startsWith('-----BEGIN')) key = createPublicKey(text);
-      else {
-        const der = decodeSignature(text.replace(/\s+/g, ''), 'base64');
-        if (!der) throw new Error('not base64');
-        key = createPublicKey({ key: der, format: 'der', type: 'spki' });
-      }
-    } catch (cause) {
-      throw new ConfigError(
-        'invalid_secret',
-        `onceonly: sendgrid publicKey #${i + 1} is not a public key; copy the verification key from Mail Settings → Event Webhook`,
-        { cause },
+  const batch: BatchItem<SendgridEvent>[] = [];
+  for (const e of events) {
+    const id = stringField(e, 'sg_event_id');
+    if (id === undefined) {
+      throw new VerificationError(
+        'missing_event_id',
+        'onceonly: a sendgrid event has no sg_event_id; SendGrid always sends one, so this delivery is refused',
       );
     }
-    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
-      throw new ConfigError(
-        'invalid_secret',
-        `onceonly: sendgrid publicKey #${i + 1} is not an ECDSA P-256 key; copy the verification key from Mail Settings → Event Webhook`,
-      );
-    }
-    return key;
-  });
+    batch.push({ id, type: stringField(e, 'event'), event: e as SendgridEvent });
+  }
+  const first = batch[0]!;
+  return { event: first.event, id: first.id, type: first.type, typeSigned: true, dedup: 'id', batch };
 }
+
+const declaration = asymmetric({
+  name: 'sendgrid',
+  retention: '3d',
+  algorithm: 'ecdsa-p256-sha256',
+  publicKey: {
+    format: 'spki',
+    expected: 'the verification key (an ECDSA P-256 public key) from Mail Settings → Event Webhook',
+  },
+  signature: { header: 'x-twilio-email-event-webhook-signature', encoding: 'base64', dsaEncoding: 'der' },
+  timestamp: { header: 'x-twilio-email-event-webhook-timestamp' },
+  // Signed: timestamp + body (the family's default).
+  describe,
+});
 
 /**
  * SendGrid Event Webhook (signed): `X-Twilio-Email-Event-Webhook-Signature` (base64 DER) over
@@ -104,59 +94,5 @@ function publicKeys(input: string | readonly string[] | undefined): KeyObject[] 
 export function sendgrid<E extends SendgridEvent = SendgridEvent>(
   options: SendgridOptions,
 ): AuthenticatingProvider<E> {
-  const keys = publicKeys(options.publicKey);
-  const tolerance = toleranceMs(options.tolerance);
-  const retention = retentionMs(options.retention, '3d');
-
-  /** The signature checks: headers, tolerance, ECDSA over `timestamp + body`. Shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
-    const signature = decodeSignature(requireHeader(headers, SIGNATURE), 'base64');
-    if (!signature) {
-      throw new VerificationError('malformed_header', `onceonly: the ${SIGNATURE} header is not base64`);
-    }
-    const timestamp = requireHeader(headers, TIMESTAMP);
-    checkTolerance(parseTimestamp(TIMESTAMP, timestamp), receivedAt, tolerance);
-    const body = asBuffer(rawBody);
-    const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
-    let ok = false;
-    for (const key of keys) {
-      if (verifySignature('sha256', signed, { key, dsaEncoding: 'der' }, signature)) ok = true;
-    }
-    if (!ok) {
-      throw new VerificationError(
-        'invalid_signature',
-        'onceonly: the sendgrid signature did not verify; check the public key and that the body reaches onceonly unparsed',
-      );
-    }
-  }
-
-  return {
-    name: 'sendgrid',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const events = parseJson(input.rawBody);
-      if (!Array.isArray(events) || events.length === 0) {
-        throw new VerificationError(
-          'invalid_body',
-          'onceonly: the sendgrid body must be a JSON array of events',
-        );
-      }
-      const batch: BatchItem<E>[] = [];
-      for (const e of events) {
-        const id = stringField(e, 'sg_event_id');
-        if (id === undefined) {
-          throw new VerificationError(
-            'missing_event_id',
-            'onceonly: a sendgrid event has no sg_event_id; SendGrid always sends one, so this delivery is refused',
-          );
-        }
-        batch.push({ id, type: stringField(e, 'event'), event: e as E });
-      }
-      // Every event is deduplicated on its own sg_event_id (the receiver claims each).
-      const first = batch[0]!;
-      return { event: first.event, id: first.id, type: first.type, dedup: 'id', batch };
-    },
-  };
+  return declaration(options) as unknown as AuthenticatingProvider<E>;
 }

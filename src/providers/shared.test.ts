@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decodeSignature } from './shared.js';
+import { VerificationError } from '../errors.js';
+import { decodeSignature, parseIsoTimestamp, requireMatchIndex } from './shared.js';
 
 // The rules decodeSignature keeps, written the slow and obvious way.
 function reference(value: string, encoding: 'hex' | 'base64'): Buffer | undefined {
@@ -48,5 +49,71 @@ describe('decodeSignature', () => {
     assert.deepEqual(decodeSignature('QUI=', 'base64'), Buffer.from('AB'));
     assert.deepEqual(decodeSignature('QUI', 'base64'), Buffer.from('AB'));
     assert.deepEqual(decodeSignature('0aFF', 'hex'), Buffer.from([0x0a, 0xff]));
+  });
+});
+
+describe('requireMatchIndex', () => {
+  const b = (s: string) => Buffer.from(s);
+  it('returns the first group holding a match, and refuses when none does', () => {
+    const groups = [[b('x')], [b('y'), b('z')], [b('z')]];
+    assert.equal(requireMatchIndex('p', groups, [b('z')]), 1);
+    assert.equal(requireMatchIndex('p', groups, [b('q'), b('x')]), 0);
+    assert.throws(
+      () => requireMatchIndex('p', groups, [b('q')]),
+      (error: unknown) => error instanceof VerificationError && error.code === 'invalid_signature',
+    );
+  });
+});
+
+describe('parseIsoTimestamp', () => {
+  const pad = (n: number, width: number) => String(n).padStart(width, '0');
+  it('reads every RFC 3339 date-time as Date.UTC does (days past a short month roll over)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          year: fc.integer({ min: 1000, max: 9999 }),
+          month: fc.integer({ min: 1, max: 12 }),
+          day: fc.integer({ min: 1, max: 31 }),
+          hour: fc.integer({ min: 0, max: 23 }),
+          minute: fc.integer({ min: 0, max: 59 }),
+          second: fc.integer({ min: 0, max: 60 }),
+          digits: fc.option(fc.stringMatching(/^[0-9]{1,9}$/)),
+          offset: fc.option(
+            fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 })),
+          ),
+        }),
+        ({ year, month, day, hour, minute, second, digits, offset }) => {
+          const fraction = digits === null ? '' : `.${digits}`;
+          const zone =
+            offset === null ? 'Z' : `${offset[0] ? '+' : '-'}${pad(offset[1], 2)}:${pad(offset[2], 2)}`;
+          const value = `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T${pad(hour, 2)}:${pad(minute, 2)}:${pad(second, 2)}${fraction}${zone}`;
+          const ms = digits === null ? 0 : Number(`${digits}00`.slice(0, 3));
+          const shift = offset === null ? 0 : (offset[0] ? 1 : -1) * (offset[1] * 60 + offset[2]) * 60_000;
+          assert.equal(
+            parseIsoTimestamp('t', value),
+            Date.UTC(year, month - 1, day, hour, minute, second, ms) - shift,
+            value,
+          );
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('refuses what is not an RFC 3339 date-time', () => {
+    for (const value of [
+      '2026-11-30 05:00:00Z',
+      '2026-11-30T05:00:00',
+      '2026-11-30T05:00:00.Z',
+      '2026-11-30T05:00:00.1234567890Z',
+      '2026-13-30T05:00:00Z',
+      '2026-11-30T24:00:00Z',
+      '2026-11-30T05:00:00+0100',
+      '2026-11-30T05:00:00+01:00Z',
+      '2026-11-30T05:00:00z',
+      '2026-11-30T05:00:0aZ',
+    ]) {
+      assert.throws(() => parseIsoTimestamp('t', value), VerificationError, value);
+    }
   });
 });

@@ -43,6 +43,36 @@ export function secretKeys(
   });
 }
 
+/** The fixed label whose HMAC under an endpoint's first secret is that endpoint's identity. */
+const IDENTITY_LABEL = 'onceonly endpoint identity';
+
+/**
+ * A provider's `identity`, computed once at construction from its first key (the first secret
+ * while rotating): HMAC-SHA256 of a fixed label under a secret key, or SHA-256 of a public key's
+ * DER (SubjectPublicKeyInfo), hex, first 16 characters. The same key gives the same identity in
+ * every process; a keyed hash, truncated, reveals nothing of a secret (not even its plain hash).
+ */
+export function endpointIdentity(keys: readonly KeyObject[]): string {
+  const key = keys[0];
+  if (key === undefined) throw new ConfigError('invalid_secret', 'onceonly: a provider needs a key');
+  const digest =
+    key.type === 'secret'
+      ? createHmac('sha256', key).update(IDENTITY_LABEL).digest('hex')
+      : createHash('sha256')
+          .update(key.export({ type: 'spki', format: 'der' }))
+          .digest('hex');
+  return digest.slice(0, 16);
+}
+
+/**
+ * The `identity` of an endpoint whose keys are the sender's, the same for every endpoint (AWS SNS,
+ * PayPal, Plaid): a digest of what names the endpoint instead (its topic, webhook id, client id),
+ * which is no secret. SHA-256 of the label, the provider and the value, hex, first 16 characters.
+ */
+export function namedIdentity(provider: string, value: string): string {
+  return createHash('sha256').update(`${IDENTITY_LABEL}\0${provider}\0${value}`).digest('hex').slice(0, 16);
+}
+
 /** A header's value, or `undefined` when missing or empty. */
 export function header(headers: HeaderReader, name: string): string | undefined {
   const value = headers.get(name);
@@ -63,17 +93,6 @@ export function asBuffer(bytes: Uint8Array): Buffer {
 }
 
 export type HmacAlgorithm = 'sha1' | 'sha256' | 'sha512';
-
-/** HMAC over the concatenation of `parts`, without joining them into a new buffer first. */
-export function hmac(
-  algorithm: HmacAlgorithm,
-  key: KeyObject | Uint8Array,
-  parts: readonly (Uint8Array | string)[],
-): Buffer {
-  const mac = createHmac(algorithm, key);
-  for (const part of parts) mac.update(part);
-  return mac.digest();
-}
 
 /**
  * Decodes standard base64 with optional padding, strictly: data characters from `A-Za-z0-9+/`, then
@@ -108,6 +127,62 @@ export function decodeSignature(value: string, encoding: 'hex' | 'base64'): Buff
   return decodeBase64(value);
 }
 
+/** The value of a base64 (or base64url) alphabet character; -1 for anything else. */
+function base64Value(c: number): number {
+  if (c >= 65 && c <= 90) return c - 65; // A-Z
+  if (c >= 97 && c <= 122) return c - 71; // a-z
+  if (c >= 48 && c <= 57) return c + 4; // 0-9
+  if (c === 43 || c === 45) return 62; // + or -
+  if (c === 47 || c === 95) return 63; // / or _
+  return -1;
+}
+
+/**
+ * True when the unused low bits of the last data character are zero, as every encoder writes them.
+ * Base64 of a length that is not a multiple of 3 leaves 2 or 4 bits over; decoders drop them, so
+ * without this check `...A=` and `...B=` decode to the same bytes and a changed signature would
+ * still verify (RFC 4648 §3.5: a decoder may refuse non-zero pad bits; the families do).
+ */
+function canonicalTail(value: string, end: number): boolean {
+  const tail = end % 4;
+  if (tail === 0) return true;
+  const last = base64Value(value.charCodeAt(end - 1));
+  return tail === 2 ? (last & 15) === 0 : tail === 3 ? (last & 3) === 0 : false;
+}
+
+/**
+ * Decodes one signature strictly, for the scheme families: as {@link decodeSignature}, and base64
+ * only in its canonical form (padded, zero pad bits), so one signature has exactly one spelling
+ * besides the case of hex digits (which are one digit either way). Secrets and keys from a
+ * dashboard are read leniently (`decodeSignature`); what travels with a delivery is not. `'base64url'` is RFC 4648 §5 without
+ * padding, as JWS writes it; `+`, `/` and `=` are refused.
+ */
+export function decodeStrict(value: string, encoding: 'hex' | 'base64' | 'base64url'): Buffer | undefined {
+  if (encoding === 'hex') return decodeSignature(value, 'hex');
+  if (encoding === 'base64') {
+    if (value.length === 0 || value.length > 1024) return undefined;
+    let end = value.length;
+    if (value.charCodeAt(end - 1) === 61) {
+      end -= 1;
+      if (end > 0 && value.charCodeAt(end - 1) === 61) end -= 1;
+    }
+    const padding = value.length - end;
+    const tail = end % 4;
+    // Padded as encoders write it: `=` exactly where the data stops short of a multiple of 4.
+    if (padding === 0 ? tail !== 0 : padding === 1 ? tail !== 3 : tail !== 2) return undefined;
+    if (!canonicalTail(value, end)) return undefined;
+    if (value.indexOf('-') !== -1 || value.indexOf('_') !== -1) return undefined;
+    const bytes = Buffer.from(value, 'base64');
+    return bytes.length === Math.floor((end * 3) / 4) ? bytes : undefined;
+  }
+  if (value.length === 0 || value.length > 16_384 || value.length % 4 === 1) return undefined;
+  if (value.indexOf('+') !== -1 || value.indexOf('/') !== -1 || value.indexOf('=') !== -1) return undefined;
+  const bytes = Buffer.from(value, 'base64url');
+  // Buffer.from skips characters outside the alphabet: a short result means one was there.
+  if (bytes.length !== Math.floor((value.length * 3) / 4)) return undefined;
+  return canonicalTail(value, value.length) ? bytes : undefined;
+}
+
 /**
  * True when any expected signature equals any candidate, compared in constant time. Every pair is
  * compared (no early exit on the first match), so timing reveals neither which nor whether.
@@ -122,30 +197,6 @@ export function anyMatch(expected: readonly Buffer[], candidates: readonly Buffe
   return found;
 }
 
-/**
- * Throws `invalid_signature` unless the HMAC of `prefix` + `body` under one of the keys equals one
- * of the candidates. The hot path of the timestamped providers: no intermediate lists, and still
- * every pair compared in constant time.
- */
-export function requireHmac(
-  provider: string,
-  algorithm: HmacAlgorithm,
-  keys: readonly (KeyObject | Uint8Array)[],
-  prefix: string,
-  body: Uint8Array,
-  candidates: readonly Buffer[],
-): void {
-  let found = false;
-  for (let k = 0; k < keys.length; k++) {
-    const expected = createHmac(algorithm, keys[k]!).update(prefix).update(body).digest();
-    for (let c = 0; c < candidates.length; c++) {
-      const candidate = candidates[c]!;
-      if (candidate.length === expected.length && timingSafeEqual(expected, candidate)) found = true;
-    }
-  }
-  if (!found) throw noMatch(provider);
-}
-
 function noMatch(provider: string): VerificationError {
   return new VerificationError(
     'invalid_signature',
@@ -153,13 +204,20 @@ function noMatch(provider: string): VerificationError {
   );
 }
 
-/** Throws `invalid_signature` unless one of the candidates matches. */
-export function requireMatch(
+/**
+ * The index of the first group holding an expected signature equal to a candidate, for schemes that
+ * must know which signed string matched (Twilio's URL variants); throws `invalid_signature` when
+ * none does. Every pair is compared in constant time, with no early exit.
+ */
+export function requireMatchIndex(
   provider: string,
-  expected: readonly Buffer[],
+  groups: readonly (readonly Buffer[])[],
   candidates: readonly Buffer[],
-): void {
-  if (!anyMatch(expected, candidates)) throw noMatch(provider);
+): number {
+  let index = -1;
+  for (let g = groups.length - 1; g >= 0; g--) if (anyMatch(groups[g] ?? [], candidates)) index = g;
+  if (index === -1) throw noMatch(provider);
+  return index;
 }
 
 /** True for 1 to `max` ASCII digits (a character loop: this runs on every delivery). */
@@ -181,6 +239,95 @@ export function parseTimestamp(name: string, value: string, unit: 's' | 'ms' = '
     );
   }
   return Number(value) * (unit === 's' ? 1000 : 1);
+}
+
+/** The value of `count` ASCII digits at `at`, or -1 when one is not a digit. */
+function digitsAt(value: string, at: number, count: number): number {
+  let n = 0;
+  for (let i = at; i < at + count; i++) {
+    const c = value.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/**
+ * Parses an RFC 3339 timestamp header (`2026-11-30T05:00:00.123456789Z`, or with a `+hh:mm` offset)
+ * into ms since the epoch; `malformed_header` for anything else. Digits past milliseconds are
+ * dropped (JavaScript dates hold ms). Read by position, without a RegExp or Date.parse: this runs on
+ * every delivery.
+ */
+export function parseIsoTimestamp(name: string, value: string): number {
+  const ms = isoMs(value);
+  if (Number.isNaN(ms)) {
+    throw new VerificationError(
+      'malformed_header',
+      `onceonly: the ${name} header is not an RFC 3339 timestamp`,
+    );
+  }
+  return ms;
+}
+
+/** The character code at `at` is `code`. */
+function charIs(v: string, at: number, code: number): boolean {
+  return v.charCodeAt(at) === code;
+}
+
+/**
+ * Days from 1970-01-01 to the given date in the proleptic Gregorian calendar (H. Hinnant's
+ * days_from_civil), linear in `day` as Date.UTC is, so day 31 of a short month rolls over as it did.
+ * Integer arithmetic in JavaScript: Date.UTC is a call into C++ on every delivery.
+ */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+function isoMs(v: string): number {
+  if (v.length < 20 || v.length > 40) return Number.NaN;
+  // '-' 45, ':' 58, 'T' 84, '.' 46, 'Z' 90, '+' 43.
+  if (
+    !charIs(v, 4, 45) ||
+    !charIs(v, 7, 45) ||
+    !charIs(v, 10, 84) ||
+    !charIs(v, 13, 58) ||
+    !charIs(v, 16, 58)
+  )
+    return Number.NaN;
+  const year = digitsAt(v, 0, 4);
+  const month = digitsAt(v, 5, 2);
+  const day = digitsAt(v, 8, 2);
+  const hour = digitsAt(v, 11, 2);
+  const minute = digitsAt(v, 14, 2);
+  const second = digitsAt(v, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23) return Number.NaN;
+  if (minute < 0 || minute > 59 || second < 0 || second > 60) return Number.NaN;
+  let at = 19;
+  let fraction = 0;
+  if (charIs(v, at, 46)) {
+    const from = ++at;
+    while (at < v.length && v.charCodeAt(at) >= 48 && v.charCodeAt(at) <= 57) at++;
+    const count = at - from;
+    if (count < 1 || count > 9) return Number.NaN;
+    // Milliseconds: the first three digits, as if padded with zeros.
+    for (let i = 0; i < 3; i++) fraction = fraction * 10 + (i < count ? v.charCodeAt(from + i) - 48 : 0);
+  }
+  let offset = 0;
+  const sign = v.charCodeAt(at);
+  if (sign === 90 && at === v.length - 1) offset = 0;
+  else if ((sign === 43 || sign === 45) && at === v.length - 6 && charIs(v, at + 3, 58)) {
+    const oh = digitsAt(v, at + 1, 2);
+    const om = digitsAt(v, at + 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return Number.NaN;
+    offset = (sign === 43 ? 1 : -1) * (oh * 60 + om) * 60_000;
+  } else return Number.NaN;
+  const days = daysFromCivil(year, month, day);
+  return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction - offset;
 }
 
 /** Rejects a timestamp outside ±`toleranceMs` of `receivedAt`, saying which side it fell off. */
@@ -247,6 +394,24 @@ export type EventMapOfUnion<E extends { type: string }> = {
   [K in E['type']]: Extract<E, { type: K }>;
 };
 
+/**
+ * The event map of a sender whose published union names each event in the field `F` (`type` for
+ * Mux and Notion, `RecordType` for Postmark): `{ [name]: member }`, so typed `on` handlers narrow.
+ * A type whose field is a plain `string` (the provider's default shape) maps any name to `E`, and so
+ * does a union with a member that lacks the field.
+ *
+ * @example
+ * // EventMapByField<Models.BounceWebhook | Models.DeliveryWebhook, 'RecordType'>['Bounce'] is Models.BounceWebhook
+ */
+export type EventMapByField<E, F extends string> = [E] extends [{ readonly [P in F]: string }]
+  ? string extends FieldOf<E, F>
+    ? Record<string, E>
+    : { [N in FieldOf<E, F>]: Extract<E, { readonly [P in F]: N }> }
+  : Record<string, E>;
+
+/** The values of a union's string field `F`, enum members as their string values. */
+type FieldOf<E, F extends string> = E extends { readonly [P in F]: infer V extends string } ? `${V}` : never;
+
 /** A retention option parsed once at construction, with the provider's default. */
 export function retentionMs(value: Duration | undefined, fallback: Duration): number {
   return parseDuration(value ?? fallback, 'retention');
@@ -270,21 +435,6 @@ export function refuseLookalikes(
       );
     }
   }
-}
-
-/**
- * A secret decoder for {@link secretKeys} that refuses the provider's other credentials (see
- * {@link refuseLookalikes}) and takes the secret's UTF-8 bytes as the key.
- */
-export function refusingLookalikes(
-  provider: string,
-  lookalikes: readonly (readonly [prefix: string, what: string])[],
-  expected: string,
-): (secret: string) => Uint8Array {
-  return (secret) => {
-    refuseLookalikes(provider, secret, lookalikes, expected);
-    return Buffer.from(secret, 'utf8');
-  };
 }
 
 /** Decodes the body as UTF-8 text; `invalid_body` when it is not valid UTF-8. */
@@ -336,57 +486,6 @@ export function sha256Parts(parts: readonly (Uint8Array | string)[]): string {
   const hash = createHash('sha256');
   for (const part of parts) hash.update(part);
   return hash.digest('hex');
-}
-
-/** HMAC of `parts` under every key (one per secret during a rotation). */
-export function hmacEach(
-  algorithm: HmacAlgorithm,
-  keys: readonly (KeyObject | Uint8Array)[],
-  parts: readonly (Uint8Array | string)[],
-): Buffer[] {
-  const out: Buffer[] = [];
-  for (const key of keys) out.push(hmac(algorithm, key, parts));
-  return out;
-}
-
-/**
- * Decodes each offered signature (after stripping `prefix`; values without it are ignored) and
- * throws `malformed_header` when none is valid in `encoding`.
- */
-export function offeredSignatures(
-  headerName: string,
-  values: readonly string[],
-  encoding: 'hex' | 'base64',
-  prefix = '',
-): Buffer[] {
-  const out: Buffer[] = [];
-  for (const raw of values) {
-    const value = raw.trim();
-    if (!value.startsWith(prefix)) continue;
-    const decoded = decodeSignature(value.slice(prefix.length), encoding);
-    if (decoded) out.push(decoded);
-  }
-  if (out.length === 0) {
-    throw new VerificationError(
-      'malformed_header',
-      `onceonly: the ${headerName} header holds no ${encoding} signature${prefix ? ` prefixed '${prefix}'` : ''}`,
-    );
-  }
-  return out;
-}
-
-/**
- * Splits a `k=v<sep>k=v` header (Stripe's `t=..,v1=..`, Paddle's `ts=..;h1=..`) into its pairs,
- * splitting each at its first `=` so base64 padding survives.
- */
-export function keyValuePairs(value: string, separator: string): [string, string][] {
-  const out: [string, string][] = [];
-  for (const item of value.split(separator)) {
-    const at = item.indexOf('=');
-    if (at <= 0) continue;
-    out.push([item.slice(0, at).trim(), item.slice(at + 1).trim()]);
-  }
-  return out;
 }
 
 /** Throws `missing_event_id` naming the field when a provider that always sends an id sent none. */

@@ -1,18 +1,7 @@
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  header,
-  hmacEach,
-  offeredSignatures,
-  parseJsonObject,
-  refusingLookalikes,
-  requireHeader,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { bodyHmac } from './families/bodyHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A Shopify webhook payload (its shape depends on the topic). */
 export type ShopifyEvent = Record<string, unknown>;
@@ -33,7 +22,25 @@ export interface ShopifyOptions {
   retention?: Duration;
 }
 
-const HEADER = 'x-shopify-hmac-sha256';
+const declaration = bodyHmac({
+  name: 'shopify',
+  retention: '1d',
+  secret: {
+    lookalikes: [
+      ['shpat_', 'an Admin API access token'],
+      ['shpca_', 'a custom app access token'],
+      ['shppa_', 'a private app password'],
+    ],
+    expected: "the app's client secret (API secret key)",
+  },
+  signature: { header: 'x-shopify-hmac-sha256', encoding: 'base64' },
+  event: {
+    id: { header: ['x-shopify-event-id', 'x-shopify-webhook-id'], signed: false },
+    // X-Shopify-Topic is not signed: the receiver binds it into the fingerprint.
+    type: { header: 'x-shopify-topic' },
+    typeSigned: false,
+  },
+});
 
 /**
  * Shopify: `X-Shopify-Hmac-Sha256: <base64>` over the body, HMAC-SHA256 with the app's client
@@ -44,41 +51,5 @@ const HEADER = 'x-shopify-hmac-sha256';
  * createReceiver({ provider: shopify({ secret: process.env.SHOPIFY_API_SECRET! }), store, on: { 'orders/create': handleOrder } });
  */
 export function shopify<E = ShopifyEvent>(options: ShopifyOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'shopify',
-    options.secret,
-    refusingLookalikes(
-      'shopify',
-      [
-        ['shpat_', 'an Admin API access token'],
-        ['shpca_', 'a custom app access token'],
-        ['shppa_', 'a private app password'],
-      ],
-      "the app's client secret (API secret key)",
-    ),
-  );
-  const retention = retentionMs(options.retention, '1d');
-
-  /** The signature check, shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers }: DeliveryInput): void {
-    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
-    requireMatch('shopify', hmacEach('sha256', keys, [asBuffer(rawBody)]), candidates);
-  }
-
-  return {
-    name: 'shopify',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const { headers } = input;
-      const event = parseJsonObject(input.rawBody);
-      return {
-        event: event as E,
-        type: header(headers, 'x-shopify-topic'),
-        id: header(headers, 'x-shopify-event-id') ?? header(headers, 'x-shopify-webhook-id'),
-        dedup: 'body',
-      };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,22 +1,16 @@
+import { VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
+import { bodyIncludes } from './families/define.js';
+import { timestampedHmac } from './families/timestampedHmac.js';
 import {
   asBuffer,
-  checkTolerance,
   isForm,
-  offeredSignatures,
   parseForm,
   parseJsonObject,
   parseJsonObjectText,
-  parseTimestamp,
-  refusingLookalikes,
-  requireHeader,
-  requireHmac,
   requireId,
-  retentionMs,
   type SecretInput,
-  secretKeys,
   stringField,
-  toleranceMs,
 } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
@@ -48,72 +42,94 @@ export interface SlackOptions {
 }
 
 /**
+ * The type always follows the signed bytes: Events API envelopes key on `event_id`; slash commands
+ * and interactivity payloads, which carry no id, on a digest of the body.
+ */
+function describe(input: DeliveryInput): Verified<Record<string, unknown>> {
+  const { headers } = input;
+  const body = asBuffer(input.rawBody);
+  if (isForm(headers)) {
+    // Content-Type is not signed: a signed JSON body resent as a form must not be read as one
+    // (its text could then name any payload type), so the type always follows the signed bytes.
+    if (startsLikeJsonObject(body)) {
+      throw new VerificationError(
+        'invalid_body',
+        'onceonly: the slack body is a JSON object but Content-Type says form; send it as application/json',
+      );
+    }
+    const form = parseForm(body);
+    const payload = form.get('payload');
+    if (payload !== null) {
+      const event = parseJsonObjectText(payload, 'the payload form field');
+      return { event, type: stringField(event, 'type'), typeSigned: true, dedup: 'body' };
+    }
+    const event = Object.fromEntries(form);
+    return { event, type: 'slash_command', typeSigned: true, dedup: 'body' };
+  }
+  const event = parseJsonObject(body);
+  const envelope = stringField(event, 'type');
+  if (envelope === 'event_callback') {
+    const id = requireId('slack', stringField(event, 'event_id'), 'event_id');
+    return { event, type: stringField(event.event, 'type'), typeSigned: true, id, dedup: 'id' };
+  }
+  // url_verification (when verified outside a receiver), app_rate_limited: no id; the signed body
+  // itself is the key.
+  return { event, type: envelope, typeSigned: true, dedup: 'body' };
+}
+
+const declaration = timestampedHmac({
+  name: 'slack',
+  retention: '1d',
+  secret: {
+    lookalikes: [
+      ['xoxb-', 'a bot token'],
+      ['xoxp-', 'a user token'],
+      ['xapp-', 'an app-level token'],
+    ],
+    expected: 'the signing secret from Basic Information → App Credentials',
+  },
+  signature: { header: 'x-slack-signature', encoding: 'hex', prefix: 'v0=' },
+  timestamp: { header: 'x-slack-request-timestamp' },
+  signedPrefix: (t) => `v0:${t}:`,
+  describe,
+  // Events API URL verification: a signed POST `{ type: 'url_verification', challenge }`, answered
+  // with the challenge once the signature checks out.
+  handshake: (request, { authenticate }) => {
+    if (request.method !== 'POST' || !bodyIncludes(request.rawBody, 'url_verification')) return undefined;
+    if (isForm(request.headers)) return undefined;
+    authenticate(request);
+    const event = parseJsonObject(request.rawBody);
+    if (stringField(event, 'type') !== 'url_verification') return undefined;
+    const challenge = stringField(event, 'challenge');
+    if (challenge === undefined) {
+      throw new VerificationError('invalid_body', 'onceonly: the slack url_verification has no challenge');
+    }
+    return { body: { challenge } };
+  },
+});
+
+/**
  * Slack: `X-Slack-Signature: v0=<hex>` over `v0:` + timestamp + `:` + body, HMAC-SHA256 with the
  * signing secret. Events API deliveries key on the signed `event_id` (the same on every retry);
  * slash commands and interactivity requests carry no id, so they key on a digest of the body
  * (a replay inside the tolerance is a duplicate). The type is the inner `event.type` for
- * `event_callback`, else the payload's `type`, and `slash_command` for commands.
+ * `event_callback`, else the payload's `type`, and `slash_command` for commands: always from the
+ * signed bytes, since a body that is a JSON object is never read as a form, whatever the unsigned
+ * Content-Type says. Events API `url_verification` is answered by the receiver itself (outcome
+ * `handshake`, `{ challenge }`) once its signature checks out.
  *
  * @example
  * createReceiver({ provider: slack({ secret: process.env.SLACK_SIGNING_SECRET! }), store, on: { app_mention: reply } });
  */
 export function slack<E = SlackEvent>(options: SlackOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'slack',
-    options.secret,
-    refusingLookalikes(
-      'slack',
-      [
-        ['xoxb-', 'a bot token'],
-        ['xoxp-', 'a user token'],
-        ['xapp-', 'an app-level token'],
-      ],
-      'the signing secret from Basic Information → App Credentials',
-    ),
-  );
-  const tolerance = toleranceMs(options.tolerance);
-  const retention = retentionMs(options.retention, '1d');
+  return declaration(options) as AuthenticatingProvider<E>;
+}
 
-  /** The signature checks: headers, tolerance, HMAC over `v0:ts:body`. Shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, receivedAt }: DeliveryInput): void {
-    const candidates = offeredSignatures(
-      'x-slack-signature',
-      [requireHeader(headers, 'x-slack-signature')],
-      'hex',
-      'v0=',
-    );
-    const timestamp = requireHeader(headers, 'x-slack-request-timestamp');
-    checkTolerance(parseTimestamp('x-slack-request-timestamp', timestamp), receivedAt, tolerance);
-    requireHmac('slack', 'sha256', keys, `v0:${timestamp}:`, rawBody, candidates);
+/** True when the first byte past leading whitespace is `{`: a JSON object, never a Slack form. */
+function startsLikeJsonObject(body: Uint8Array): boolean {
+  for (const byte of body) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b;
   }
-
-  return {
-    name: 'slack',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const { headers } = input;
-      const body = asBuffer(input.rawBody);
-
-      if (isForm(headers)) {
-        const form = parseForm(body);
-        const payload = form.get('payload');
-        if (payload !== null) {
-          const event = parseJsonObjectText(payload, 'the payload form field');
-          return { event: event as E, type: stringField(event, 'type'), dedup: 'body' };
-        }
-        const event = Object.fromEntries(form);
-        return { event: event as E, type: 'slash_command', dedup: 'body' };
-      }
-      const event = parseJsonObject(body);
-      const envelope = stringField(event, 'type');
-      if (envelope === 'event_callback') {
-        const id = requireId('slack', stringField(event, 'event_id'), 'event_id');
-        return { event: event as E, type: stringField(event.event, 'type'), id, dedup: 'id' };
-      }
-      // url_verification, app_rate_limited: no id; the signed body itself is the key.
-      return { event: event as E, type: envelope, dedup: 'body' };
-    },
-  };
+  return false;
 }

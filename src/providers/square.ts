@@ -1,20 +1,7 @@
-import { ConfigError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
-import {
-  asBuffer,
-  hmacEach,
-  offeredSignatures,
-  parseJsonObject,
-  refusingLookalikes,
-  requireHeader,
-  requireId,
-  requireMatch,
-  retentionMs,
-  type SecretInput,
-  secretKeys,
-  stringField,
-} from './shared.js';
-import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
+import { bodyHmac } from './families/bodyHmac.js';
+import type { SecretInput } from './shared.js';
+import type { AuthenticatingProvider } from './types.js';
 
 /** A Square webhook: `merchant_id`, `type`, `event_id`, `created_at`, `data`. */
 export interface SquareEvent {
@@ -49,7 +36,21 @@ export interface SquareOptions {
   retention?: Duration;
 }
 
-const HEADER = 'x-square-hmacsha256-signature';
+const declaration = bodyHmac({
+  name: 'square',
+  retention: '2d',
+  secret: {
+    lookalikes: [
+      ['EAAA', 'an access token'],
+      ['sq0atp-', 'an access token'],
+      ['sq0csp-', 'the application secret'],
+    ],
+    expected: "the subscription's signature key (Developer Dashboard → Webhooks → Subscriptions)",
+  },
+  signature: { header: 'x-square-hmacsha256-signature', encoding: 'base64' },
+  signsUrl: { option: 'notificationUrl', what: 'entered in the Square subscription' },
+  event: { id: 'event_id', type: 'type', typeSigned: true },
+});
 
 /**
  * Square: `x-square-hmacsha256-signature: <base64>` over notification URL + body, HMAC-SHA256 with
@@ -63,50 +64,5 @@ const HEADER = 'x-square-hmacsha256-signature';
  * });
  */
 export function square<E = SquareEvent>(options: SquareOptions): AuthenticatingProvider<E> {
-  const keys = secretKeys(
-    'square',
-    options.secret,
-    refusingLookalikes(
-      'square',
-      [
-        ['EAAA', 'an access token'],
-        ['sq0atp-', 'an access token'],
-        ['sq0csp-', 'the application secret'],
-      ],
-      "the subscription's signature key (Developer Dashboard → Webhooks → Subscriptions)",
-    ),
-  );
-  const retention = retentionMs(options.retention, '2d');
-  const configured = options.notificationUrl;
-  if (configured !== undefined && (typeof configured !== 'string' || !/^https?:\/\//.test(configured))) {
-    throw new ConfigError(
-      'invalid_option',
-      'onceonly: square notificationUrl must be the full http(s) URL entered in the Square subscription',
-    );
-  }
-
-  /** The signature check over the notification URL and body, shared by `authenticate` and `verify`. */
-  function authenticate({ rawBody, headers, url }: DeliveryInput): void {
-    const candidates = offeredSignatures(HEADER, [requireHeader(headers, HEADER)], 'base64');
-    const signedUrl = configured ?? url;
-    if (signedUrl === undefined) {
-      throw new ConfigError(
-        'invalid_option',
-        'onceonly: square signs the notification URL; set notificationUrl, or pass url to receive()',
-      );
-    }
-    requireMatch('square', hmacEach('sha256', keys, [signedUrl, asBuffer(rawBody)]), candidates);
-  }
-
-  return {
-    name: 'square',
-    retentionMs: retention,
-    authenticate,
-    verify(input: DeliveryInput): Verified<E> {
-      authenticate(input);
-      const event = parseJsonObject(input.rawBody);
-      const id = requireId('square', stringField(event, 'event_id'), 'event_id');
-      return { event: event as E, type: stringField(event, 'type'), id, dedup: 'id' };
-    },
-  };
+  return declaration(options) as AuthenticatingProvider<E>;
 }

@@ -1,4 +1,5 @@
 import { BodyTimeoutError, BodyTooLargeError, VerificationError } from '../errors.js';
+import { type Later, later } from '../lease/timers.js';
 import type { HeaderReader } from '../providers/types.js';
 
 /** Raw bodies accepted by `receive()`. A string is taken as UTF-8; prefer bytes. */
@@ -55,6 +56,16 @@ export function toHeaderReader(input: HeadersInput | undefined): HeaderReader {
     return new ObjectHeaders(input as Record<string, string | readonly string[] | number | undefined>);
   }
   return toHeaders(input);
+}
+
+/** Headers the inbox keeps: every request header but cookies, as lower-case name/value pairs. */
+export function headerPairs(reader: HeaderReader): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of asWebHeaders(reader)) {
+    if (name === 'cookie' || name === 'set-cookie') continue;
+    out.push([name, value]);
+  }
+  return out;
 }
 
 /** A web `Headers` for a reader from {@link toHeaderReader}. */
@@ -140,22 +151,25 @@ export async function readBounded(
     if (web) await (source as ReadableStream).cancel().catch(() => {});
     throw new BodyTooLargeError(limit);
   }
-  const next: () => Promise<IteratorResult<Uint8Array>> = web
-    ? (() => {
-        const reader = (source as ReadableStream<Uint8Array>).getReader();
-        return () => reader.read() as Promise<IteratorResult<Uint8Array>>;
-      })()
-    : (() => {
-        const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
-        return () => iterator.next();
-      })();
+  // A web stream is read through its reader, which locks it: cancelling must then go through the
+  // reader too (the stream's own cancel() rejects while it is locked, and would cancel nothing).
+  let cancel: () => Promise<void> = () => Promise.resolve();
+  let next: () => Promise<IteratorResult<Uint8Array>>;
+  if (web) {
+    const reader = (source as ReadableStream<Uint8Array>).getReader();
+    next = () => reader.read() as Promise<IteratorResult<Uint8Array>>;
+    cancel = () => reader.cancel();
+  } else {
+    const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    next = () => iterator.next();
+  }
   // One deadline for the whole body, so a sender trickling a byte at a time cannot hold the request.
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Later | undefined;
   const expired =
     timeoutMs === undefined
       ? undefined
       : new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new BodyTimeoutError(timeoutMs)), timeoutMs);
+          timer = later(() => reject(new BodyTimeoutError(timeoutMs)), timeoutMs);
         });
   expired?.catch(() => {});
   const chunks: Uint8Array[] = [];
@@ -170,10 +184,11 @@ export async function readBounded(
       chunks.push(chunk);
     }
   } catch (error) {
-    if (web) await (source as ReadableStream).cancel().catch(() => {});
+    // Not awaited past a moment: a source that never settles its cancel must not hold the answer.
+    await Promise.race([cancel().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 100))]);
     throw error;
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
   }
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);

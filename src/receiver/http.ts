@@ -13,7 +13,13 @@ export type Outcome =
   | 'unkeyed'
   | 'rejected'
   | 'too-large'
-  | 'ignored';
+  | 'ignored'
+  /** Inbox mode: written durably; a worker runs it (202 by default). */
+  | 'accepted'
+  /** Inbox mode: an entry that failed `maxAttempts` times or for longer than `maxAge`; kept. */
+  | 'dead'
+  /** A sender's verification handshake, answered before verification; store and handler untouched. */
+  | 'handshake';
 
 /** Header carrying the outcome of every delivery. */
 export const OUTCOME_HEADER = 'Onceonly-Outcome';
@@ -41,6 +47,8 @@ export function outcomeHeaders(
   if (result.degraded) headers[DEGRADED_HEADER] = result.degraded;
   if (result.attempt !== undefined && result.attempt > 1) headers[ATTEMPT_HEADER] = String(result.attempt);
   if (result.retryAfter !== undefined) headers['Retry-After'] = String(result.retryAfter);
+  // What a webhook route takes, whichever path refused the method (fetch, receive, an adapter).
+  if (result.code === 'method_not_allowed') headers.Allow = 'POST';
   return headers;
 }
 

@@ -8,11 +8,14 @@ export {
   outcomeHeaders,
   toResponse,
 } from './http.js';
+export type { InboxOptions, InboxWorker, WorkerOptions } from './inbox.js';
 export {
   createReceiver,
   type DeliveryResult,
   type Handler,
   type HandlerContext,
+  type HealthCheckOptions,
+  type Logger,
   type ReceiveInput,
   type Receiver,
   type ReceiverOptions,

@@ -11,7 +11,7 @@ export type { Provider } from '../providers/types.js';
 export { BodyAlreadyParsedError, OnceonlyError };
 
 import type { Provider } from '../providers/types.js';
-import { toResponse } from './http.js';
+import { outcomeBody, outcomeHeaders, toResponse } from './http.js';
 import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
 
 /** A receiver, or the options to create one: what every adapter accepts. */
@@ -55,7 +55,10 @@ export function nodeRawBody(
   kept?: readonly unknown[],
 ): Uint8Array | IncomingMessage | AsyncIterable<Uint8Array> {
   for (const candidate of kept ?? []) if (candidate instanceof Uint8Array) return candidate;
-  if (streamConsumed(req)) return unreadable(fix);
+  if (streamConsumed(req)) {
+    // A body declared empty has nothing to lose (an Asana handshake POST, read by Nest on Fastify).
+    return req.headers['content-length'] === '0' ? new Uint8Array(0) : unreadable(fix);
+  }
   return req;
 }
 
@@ -81,13 +84,29 @@ export interface NodeReply {
  * bytes, with the outcome headers set exactly as `toResponse` sets them.
  */
 export async function toNodeReply(result: DeliveryResult, req?: IncomingMessage): Promise<NodeReply> {
-  const reply = await responseToReply(toResponse(result));
-  if (req && !req.readableEnded) {
+  // The outcome JSON straight to bytes: a web Response read back costs more than the rest of a
+  // duplicate's answer. The handler's own Response goes through the web path.
+  const reply = result.response ? await responseToReply(toResponse(result)) : outcomeReply(result);
+  // A GET or HEAD (a handshake, or a refused method) has no body to leave unread.
+  if (req && !req.readableEnded && req.method !== 'GET' && req.method !== 'HEAD') {
     // The body was left unread (413): close the connection rather than let the client reuse a socket
     // whose request body it may still be sending.
     return { ...reply, headers: { ...reply.headers, connection: 'close' } };
   }
   return reply;
+}
+
+const encoder = new TextEncoder();
+
+/** The reply `toResponse` would make for a result without a handler response, built directly. */
+function outcomeReply(result: DeliveryResult): NodeReply {
+  const headers: Record<string, string> = {};
+  const given = outcomeHeaders(result);
+  for (const name in given) headers[name.toLowerCase()] = given[name]!;
+  if (result.outcome === 'too-large' || result.code === 'body_timeout') headers.connection = 'close';
+  headers['content-type'] = 'application/json';
+  headers['cache-control'] = 'no-store';
+  return { status: result.status, headers, body: encoder.encode(JSON.stringify(outcomeBody(result))) };
 }
 
 /** Flattens a web `Response` into status, headers and bytes. */
@@ -113,20 +132,16 @@ export function writeNodeReply(res: ServerResponse, reply: NodeReply): void {
 }
 
 /**
- * The 405 answer for a non-POST request to a webhook route, produced by the core so it is the same
- * outcome (`rejected`, `method_not_allowed`, `Allow: POST`) and reaches `onOutcome` like any other.
+ * Receives one Node request whose body source was resolved by {@link nodeRawBody}, with its method
+ * and full URL (query string included): a GET reaches the provider's handshake, and anything the
+ * provider does not answer is refused by the core (405, `Allow: POST`) without reading a body.
  */
-export function methodNotAllowed(receiver: Receiver): Promise<Response> {
-  return receiver.fetch(new Request('http://onceonly.invalid/', { method: 'GET' }));
-}
-
-/** Receives one Node request whose body source was resolved by {@link nodeRawBody}. */
 export function receiveNode(
   receiver: Receiver,
   req: IncomingMessage,
   rawBody: Uint8Array | IncomingMessage | AsyncIterable<Uint8Array>,
 ): Promise<DeliveryResult> {
-  return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req) });
+  return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req), method: req.method ?? 'POST' });
 }
 
 /**

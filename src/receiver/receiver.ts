@@ -3,20 +3,45 @@ import {
   BodyTimeoutError,
   BodyTooLargeError,
   ConfigError,
+  HandlerTimeoutError,
   OnceonlyError,
+  StoreMisconfiguredError,
   StoreUnavailableError,
   VerificationError,
 } from '../errors.js';
-import { sha256Hex } from '../lease/crypto.js';
+import { newToken, sha256Hex } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
+import { checkHealth, type HealthReport } from '../lease/health.js';
+import type { InboxJob, InboxState } from '../lease/inbox.js';
+import { checkSpace, digestKey, idKey } from '../lease/keys.js';
+import { causeOf, emit, type Logger, resolveLogger } from '../lease/logger.js';
+import {
+  resolveTelemetry,
+  storeKind,
+  type Telemetry,
+  type TelemetryRun,
+  type TelemetryRunInfo,
+  TRACE_HEADER,
+  timedPhase,
+} from '../lease/telemetry.js';
+import { later, timeoutSignal, withDeadline } from '../lease/timers.js';
 import { resolveTimings } from '../lease/timings.js';
-import type { Lease, Store } from '../lease/types.js';
-import type { BatchItem, EventMapOf, EventOf, HeaderReader, Provider, Verified } from '../providers/types.js';
+import { backendOf, type Lease, type Store } from '../lease/types.js';
+import type {
+  BatchItem,
+  EventMapOf,
+  EventOf,
+  HandshakeAnswer,
+  HeaderReader,
+  Provider,
+  Verified,
+} from '../providers/types.js';
 import {
   asWebHeaders,
   type BodySource,
   type HeadersInput,
+  headerPairs,
   type RawBody,
   readBody,
   readBounded,
@@ -24,7 +49,17 @@ import {
   toHeaderReader,
 } from './body.js';
 import { type Outcome, toResponse } from './http.js';
+import {
+  type InboxOptions,
+  type InboxRunEnd,
+  type InboxWorker,
+  inboxPolicy,
+  runEntry,
+  startWorkerLoop,
+  type WorkerOptions,
+} from './inbox.js';
 
+export type { Logger } from '../lease/logger.js';
 export type { Outcome } from './http.js';
 
 /** What a handler receives for one verified delivery. */
@@ -60,12 +95,16 @@ export interface DeliveryResult {
   /** Stable code for rejected, too-large, store-unavailable and failed outcomes. */
   readonly code: string | undefined;
   readonly provider: string;
+  /** The receiver's `name`: its key space (the provider's name unless set). */
+  readonly receiver?: string | undefined;
   readonly key: string | undefined;
   readonly id: string | undefined;
   readonly type: string | undefined;
   readonly attempt: number | undefined;
   /** The error behind a rejected, failed or store-unavailable outcome (for your logs, never sent). */
   readonly error: unknown;
+  /** The store error behind a degraded outcome (confirm, release or extend failed), when there is one. */
+  readonly cause?: unknown;
   /** The handler's own response, when it returned one. */
   readonly response: Response | undefined;
   /** Seconds the provider is asked to wait before retrying (in-flight, store-unavailable). */
@@ -77,6 +116,18 @@ export interface DeliveryResult {
    * also passed to `onOutcome`); the fields above then describe the batch as a whole.
    */
   readonly batch?: readonly DeliveryResult[] | undefined;
+  /**
+   * Inbox mode: where the entry stands after this delivery or run (`pending` with the time of its
+   * next attempt after a failure, `processing` while a hybrid run goes on past the inline budget,
+   * `completed`, `dead`), and the runs so far.
+   */
+  readonly inbox?:
+    | {
+        readonly state: InboxState;
+        readonly attempts?: number | undefined;
+        readonly nextAttemptAt?: Date | undefined;
+      }
+    | undefined;
 }
 
 export interface ReceiverOptions<P extends Provider<any, any>> {
@@ -84,6 +135,16 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
   provider: P;
   /** Where claims live. @example redisStore({ client }) */
   store: Store;
+  /**
+   * The receiver's name and key space: every key it writes starts with `name:`. Two receivers on
+   * one store never share keys by accident: a second receiver of the same space on the same store
+   * is refused at creation unless it is the same endpoint (same provider and secret, e.g. a module
+   * loaded twice) or both set `name` explicitly to share it on purpose (one event delivered through
+   * two subscriptions, still run once). 1–64 letters, digits, `.`, `_`, `-`.
+   * @default the provider's name (`stripe`, `github`, ...)
+   * @example createReceiver({ name: 'stripe-billing', provider: stripe({ secret }), store, handler })
+   */
+  name?: string;
   /** Runs for every verified, first-seen event. Give this or `on`. */
   handler?: Handler<EventOf<P>>;
   /**
@@ -146,13 +207,51 @@ export interface ReceiverOptions<P extends Provider<any, any>> {
   /** `Retry-After` sent with 503 when the store is unavailable. @default '5s' */
   retryAfter?: Duration;
   /**
-   * Called for every delivery, whatever its outcome. Errors it throws are swallowed. Without it,
-   * the outcomes that must not pass unseen (lease lost, conflict, degraded, a body another parser
-   * consumed) are logged with `console.warn`; `warningFor(result)` gives the same line for your logger.
-   * @default undefined (those outcomes go to console.warn)
-   * @example onOutcome: (result) => { metrics.count(result.outcome); const w = warningFor(result); if (w) log.warn(w); }
+   * The deadline of every store call (claim, extend, confirm, release, record). Past it the call
+   * counts as a store error: before the handler, 503 (fail-closed) or a degraded run (fail-open);
+   * after it, `confirm-failed` (the confirm is retried in the background while the lease lasts). A
+   * frozen or unreachable store then answers within this, never hanging the provider's request.
+   * @default '3s' (at most half the lease)
+   * @example storeTimeout: '1s'
+   */
+  storeTimeout?: Duration;
+  /**
+   * Where failed, store-unavailable, degraded, conflict and lease-lost outcomes are logged, once per
+   * delivery with their cause (never a body, signature or secret): failed and store errors with
+   * `error`, the others with `warn`. Anything with `warn` and `error` fits (pino, winston);
+   * `false` to silence. Logged whether or not `onOutcome` is set.
+   * @default console
+   * @example logger: pino()
+   */
+  logger?: Logger | false;
+  /**
+   * Inbox mode: each verified delivery is written durably (body, headers, type, id, key,
+   * fingerprint, receivedAt) under its dedup key in one atomic step and answered 2xx at once
+   * (`accepted`); workers (`receiver.startWorker()`) run it under the same fenced leases, retry it
+   * with backoff, and bury it after `maxAttempts` or `maxAge` (dead, kept, visible). For senders
+   * that never retry (GitHub) or wait only seconds (Shopify 5 s, GitHub 10 s). `inline` makes it
+   * hybrid: the handler runs inline first within that budget. The store must have an inbox (every
+   * built-in store does).
+   * @default undefined (inline mode)
+   * @example inbox: { inline: '2s', maxAttempts: 8 }
+   */
+  inbox?: boolean | InboxOptions;
+  /**
+   * Called for every delivery, whatever its outcome (metrics, audit). Errors it throws are
+   * swallowed. The outcomes that must not pass unseen are logged through `logger` either way.
+   * @default undefined
+   * @example onOutcome: (result) => metrics.count(result.outcome, { degraded: result.degraded })
    */
   onOutcome?: (result: DeliveryResult) => unknown;
+  /**
+   * Where every delivery, inbox run and store call is reported as it happens: phases (verify,
+   * claim, handler, confirm or release), outcomes, lost leases; the handler runs inside the
+   * delivery's context, so its own spans nest. `otel()` from `onceonly/otel` gives OpenTelemetry
+   * metrics and spans. Nothing is done per delivery without it.
+   * @default undefined
+   * @example telemetry: otel()
+   */
+  telemetry?: Telemetry;
 }
 
 export interface ReceiveInput {
@@ -163,10 +262,18 @@ export interface ReceiveInput {
    */
   rawBody: RawBody | BodySource;
   headers: HeadersInput;
-  /** The full URL the provider called (Twilio and Square sign it). */
+  /** The full URL the provider called, query string included (Twilio and Square sign it; handshakes read it). */
   url?: string;
   /** When the delivery was received (for queued processing); timestamp tolerance is measured from it. @default now */
   receivedAt?: Date;
+  /**
+   * The request's HTTP method. Anything but POST is refused (405 `method_not_allowed`) unless the
+   * provider answers it as a verification handshake (Meta's `hub.challenge` GET); a GET or HEAD
+   * body is never read.
+   * @default 'POST'
+   * @example receiver.receive({ rawBody: req, headers: req.headers, url, method: req.method })
+   */
+  method?: string;
 }
 
 export interface Receiver {
@@ -176,6 +283,32 @@ export interface Receiver {
   fetch(request: Request): Promise<Response>;
   /** Framework-free: give the raw body and headers, get the outcome and the response to send. */
   receive(input: ReceiveInput): Promise<DeliveryResult>;
+  /**
+   * Inbox mode: starts a worker in this process that runs due entries of this receiver (any number
+   * of processes and hosts may run workers at once). `stop()` lets the running entries end.
+   * @example const worker = receiver.startWorker({ concurrency: 8 }); process.on('SIGTERM', () => worker.stop());
+   */
+  startWorker(options?: WorkerOptions): InboxWorker;
+  /**
+   * Inbox mode: runs the entries due now (up to `limit`) once and resolves when they ended: for
+   * cron jobs and serverless functions. Returns how many ran.
+   */
+  runDue(options?: { limit?: number }): Promise<number>;
+  /**
+   * The store's health for a readiness probe: reachable and its latency, its clock against the
+   * host's, and the store's own checks (Redis `maxmemory-policy`, the SQL stores' tables). Answers
+   * within `timeout` (the receiver's storeTimeout by default), never throws.
+   * @example app.get('/ready', async (_req, res) => { const h = await receiver.health(); res.status(h.ok ? 200 : 503).json(h); });
+   */
+  health(options?: HealthCheckOptions): Promise<HealthReport>;
+}
+
+/** Options of `receiver.health()`. */
+export interface HealthCheckOptions {
+  /** The longest wait for the store. @default the receiver's storeTimeout */
+  timeout?: Duration;
+  /** The largest clock difference between store and host still healthy. @default '2s' */
+  maxClockSkew?: Duration;
 }
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
@@ -183,18 +316,173 @@ const DEFAULT_MAX_BODY = 1024 * 1024;
 /**
  * One line for the outcomes that must never pass unseen (lease lost, conflict, degraded, a body
  * another parser consumed), or undefined. Names the key and attempt, never a secret or body.
+ * The receiver's `logger` gets these lines (at `warn`) and also those of {@link logEntryFor}.
  */
 export function warningFor(result: DeliveryResult): string | undefined {
-  const at = `${result.key ?? result.provider}${result.attempt ? ` (attempt ${result.attempt})` : ''}`;
-  if (result.outcome === 'lease-lost')
-    return `onceonly: lease-lost for ${at}: the handler finished after its lease ran out and another delivery took over; fence your writes with attempt, or raise lease`;
-  if (result.outcome === 'conflict')
-    return `onceonly: conflict for ${at}: the same event id arrived with another body (a forgery or a corrupted retry)`;
-  if (result.degraded)
-    return `onceonly: ${result.outcome} for ${at} is degraded (${result.degraded}): the event may run again; check the store`;
-  if (result.code === 'body_already_parsed' && result.error instanceof Error)
-    return `onceonly: ${result.error.message.replace(/^onceonly: /, '')}`;
+  const entry = logEntryFor(result);
+  return entry?.level === 'warn' || result.code === 'body_already_parsed' ? entry?.message : undefined;
+}
+
+/**
+ * The log line for a result and its level, or undefined for outcomes that need none (processed,
+ * duplicate, in-flight, ignored, plain rejections of bad input). Names the receiver, key and
+ * attempt and the cause, never a body, signature or secret.
+ */
+export function logEntryFor(
+  result: DeliveryResult,
+): { level: 'warn' | 'error'; message: string; detail?: unknown } | undefined {
+  // The common outcomes need no line: answered before any string is built.
+  const o = result.outcome;
+  if (
+    !result.degraded &&
+    (o === 'processed' ||
+      o === 'duplicate' ||
+      o === 'in-flight' ||
+      o === 'ignored' ||
+      o === 'unkeyed' ||
+      o === 'handshake' ||
+      (o === 'accepted' && result.error === undefined) ||
+      ((o === 'rejected' || o === 'too-large') && result.status < 500))
+  )
+    return undefined;
+  const at = `${result.key ?? result.receiver ?? result.provider}${result.attempt ? ` (attempt ${result.attempt})` : ''}`;
+  const degraded = result.degraded
+    ? `; degraded (${result.degraded}${result.cause !== undefined ? `: ${causeOf(result.cause)}` : ''}): the event may run again, check the store`
+    : '';
+  switch (result.outcome) {
+    case 'failed':
+      return {
+        level: 'error',
+        message: `onceonly: failed for ${at}: ${result.code ?? 'handler_failed'}: ${causeOf(result.error)}; ${
+          result.inbox?.state === 'pending'
+            ? `the inbox retries it${result.inbox.nextAttemptAt ? ` at ${result.inbox.nextAttemptAt.toISOString()}` : ''}`
+            : `answered ${result.status} so the provider retries`
+        }${degraded}`,
+        detail: result.error,
+      };
+    case 'store-unavailable':
+      return {
+        level: 'error',
+        message:
+          result.error instanceof StoreMisconfiguredError
+            ? `onceonly: store misconfigured for ${at}: ${causeOf(result.error)}; answered 503 until it is fixed`
+            : `onceonly: store unavailable for ${at}: ${causeOf(result.error)}; answered ${result.status}${result.status === 503 ? ' so the provider retries later' : ''}`,
+      };
+    case 'lease-lost':
+      return {
+        level: 'warn',
+        message: `onceonly: lease-lost for ${at}: the handler finished after its lease ran out and another delivery took over; fence your writes with attempt, or raise lease`,
+      };
+    case 'dead':
+      return {
+        level: 'error',
+        message: `onceonly: dead in the inbox: ${at}: ${result.code ?? 'handler_failed'}: ${causeOf(result.error)}; kept, not retried: fix the cause, then requeue it (onceonly inbox retry)${degraded}`,
+        detail: result.error,
+      };
+    case 'accepted':
+      if (result.error === undefined) break;
+      return {
+        level: 'error',
+        message: `onceonly: inline run failed for ${at}: ${result.code ?? 'handler_failed'}: ${causeOf(result.error)}; the inbox has it${
+          result.inbox?.state === 'pending' && result.inbox.nextAttemptAt
+            ? `, next attempt at ${result.inbox.nextAttemptAt.toISOString()}`
+            : result.inbox?.state === 'dead'
+              ? ', dead (maxAttempts reached)'
+              : ''
+        }${degraded}`,
+        detail: result.error,
+      };
+    case 'conflict':
+      return {
+        level: 'warn',
+        message:
+          result.code === 'type_mismatch'
+            ? `onceonly: conflict for ${at}: this signed body was already seen under another type, and now arrived as ${JSON.stringify(result.type ?? null)} (the type header is not signed): acknowledged, handler not run. A replay under another type, or the sender sending one body under two topics`
+            : `onceonly: conflict for ${at}: the key was already seen with another fingerprint: the same event id with another body (a forgery, a re-encoded replay or a corrupted retry), or, where the provider does not sign the type, a body already seen under another type`,
+      };
+    default:
+      break;
+  }
+  if (result.degraded) {
+    const cause =
+      result.degraded === 'store-unavailable' && result.error !== undefined
+        ? `: ${causeOf(result.error)}`
+        : '';
+    return {
+      level: 'warn',
+      message: `onceonly: ${result.outcome} for ${at} is degraded (${result.degraded}${result.cause !== undefined ? `: ${causeOf(result.cause)}` : cause}): the event may run again; check the store`,
+    };
+  }
+  if (result.outcome === 'rejected' && result.status >= 500 && result.error instanceof Error)
+    return { level: 'error', message: `onceonly: ${result.error.message.replace(/^onceonly: /, '')}` };
   return undefined;
+}
+
+/**
+ * Key spaces in use per backend, in this process: two store objects over one client (one Redis
+ * prefix, one SQL table) are one backend. A second receiver of the same space is refused unless it
+ * is the same endpoint: over the very same provider object (an adapter given the options another
+ * receiver was made from), or created again at the same place with the same secret (a module
+ * reloaded, a per-request factory); or both receivers named the space explicitly to share it.
+ */
+const SPACES = Symbol.for('onceonly.keySpaces');
+/** One registry per process, shared by the ESM and the CommonJS copies of the package. */
+type SpaceRegistry = WeakMap<
+  object,
+  Map<
+    string,
+    {
+      provider: string;
+      identity: string | undefined;
+      named: boolean;
+      site: string | undefined;
+      /** The provider object itself: a second receiver over the very same object is the same endpoint. */
+      instance: object;
+    }
+  >
+>;
+const global = globalThis as Record<symbol, unknown>;
+if (!(global[SPACES] instanceof WeakMap)) global[SPACES] = new WeakMap();
+const spaces = global[SPACES] as SpaceRegistry;
+
+/** Where a createReceiver call comes from (file:line:column of its caller), when the stack says. */
+function callSite(): string | undefined {
+  const lines = new Error().stack?.split('\n') ?? [];
+  // [0] Error, [1] callSite, [2] createReceiver, [3] its caller.
+  return lines[3]?.trim();
+}
+
+function takeSpace(
+  store: Store,
+  space: string,
+  provider: Provider<any, any>,
+  named: boolean,
+  site: string | undefined,
+): void {
+  const backend = backendOf(store);
+  let taken = spaces.get(backend.object);
+  if (!taken) {
+    taken = new Map();
+    spaces.set(backend.object, taken);
+  }
+  const slot = `${backend.scope}\n${space}`;
+  const held = taken.get(slot);
+  if (held) {
+    const sameEndpoint =
+      held.instance === provider ||
+      (held.provider === provider.name &&
+        held.identity === provider.identity &&
+        held.site !== undefined &&
+        held.site === site);
+    if (sameEndpoint || (held.named && named)) return;
+    throw new ConfigError(
+      'key_space_taken',
+      `onceonly: another receiver on this store already keys its events under '${space}'${
+        held.provider === provider.name ? ` (another ${provider.name} endpoint)` : ''
+      }, so one of them would swallow the other's events as duplicates. Give each receiver its own name: createReceiver({ name: '${space}-billing', ... }); to share the space on purpose (one event delivered through two subscriptions), set the same name on both explicitly`,
+    );
+  }
+  taken.set(slot, { provider: provider.name, identity: provider.identity, named, site, instance: provider });
 }
 
 /**
@@ -233,6 +521,11 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       `onceonly: maxBodyBytes must be a positive integer, got ${maxBodyBytes}`,
     );
   }
+  const site = callSite();
+  const named = options.name !== undefined;
+  const space = named
+    ? checkSpace(options.name, 'createReceiver name')
+    : checkSpace(provider.name, `the provider's name (set createReceiver's name)`);
   const timings = resolveTimings(options);
   const retentionMs = timings.retentionMs ?? provider.retentionMs;
   const bodyTimeoutMs = parsePositiveDuration(options.bodyTimeout ?? '10s', 'bodyTimeout');
@@ -244,7 +537,30 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   const onStoreError = options.onStoreError ?? 'closed';
   const onConflict = options.onConflict ?? 'reject';
   const onUnkeyed = options.onUnkeyed ?? 'process';
+  const logger = resolveLogger(options.logger);
+  const telemetry = resolveTelemetry(options.telemetry);
   const handlers = (options.on ?? {}) as Record<string, Handler<unknown> | undefined>;
+  const policy = inboxPolicy(options.inbox);
+  const inbox = policy ? store.inbox : undefined;
+  if (policy && !inbox) {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: inbox mode needs a store with an inbox (every built-in store has one: memoryStore, redisStore, postgresStore, mysqlStore, sqliteStore)',
+    );
+  }
+  // Local workers of this receiver, woken when a delivery is accepted here.
+  const wakers = new Set<() => void>();
+  // Last, once every option is known good: a refused receiver must not keep its space.
+  takeSpace(store, space, provider, named, site);
+  // Telemetry: what every run of this receiver is, made once.
+  const runInfo: TelemetryRunInfo | undefined = telemetry && {
+    kind: 'delivery',
+    provider: provider.name,
+    receiver: space,
+    store: storeKind(store),
+  };
+  if (telemetry && inbox) telemetry.observeInbox?.(inbox, space);
+  const handshake = typeof provider.handshake === 'function' ? provider.handshake.bind(provider) : undefined;
 
   function pickHandler(type: string | undefined): Handler<unknown> | undefined {
     const byType =
@@ -253,11 +569,12 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
 
   function report(result: DeliveryResult): DeliveryResult {
-    // The cases someone must hear about are never silent: without an onOutcome they are logged.
-    if (!options.onOutcome) {
-      const warning = warningFor(result);
-      if (warning) console.warn(warning);
-    } else {
+    // The cases someone must hear about are never silent, whatever onOutcome does.
+    if (logger) {
+      const entry = logEntryFor(result);
+      if (entry) emit(logger, entry.level, entry.message, entry.detail);
+    }
+    if (options.onOutcome) {
       try {
         const pending = options.onOutcome(result) as PromiseLike<unknown> | undefined;
         if (pending && typeof pending.then === 'function') pending.then(undefined, () => {});
@@ -265,18 +582,55 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         // An observer's bug must not change what the provider is told.
       }
     }
+    if (telemetry) {
+      try {
+        telemetry.outcome(result, 'receiver');
+      } catch {
+        // Same for telemetry.
+      }
+    }
     return result;
   }
 
-  async function pipeline(
-    bytes: Uint8Array,
-    headers: HeaderReader,
-    url: string | undefined,
-    receivedAt: Date,
+  /**
+   * A result from what is known of the delivery (`base`) and what the outcome adds (`extra`, whose
+   * own fields win, `undefined` included), built as one object literal of one shape: no spreads on
+   * the path every delivery takes.
+   */
+  function resultOf(
+    base: ReturnType<typeof baseResult>,
+    extra: Partial<DeliveryResult>,
+    outcome: Outcome,
+    status: number,
     started: number,
-  ) {
-    const base = {
+  ): DeliveryResult {
+    const pick = <K extends keyof DeliveryResult & keyof ReturnType<typeof baseResult>>(k: K) =>
+      (k in extra ? extra[k] : base[k]) as DeliveryResult[K];
+    return {
+      outcome,
+      status,
+      degraded: pick('degraded'),
+      code: pick('code'),
+      provider: base.provider,
+      receiver: base.receiver,
+      key: pick('key'),
+      id: pick('id'),
+      type: pick('type'),
+      attempt: pick('attempt'),
+      error: pick('error'),
+      cause: pick('cause'),
+      response: pick('response'),
+      retryAfter: pick('retryAfter'),
+      durationMs: Date.now() - started,
+      batch: extra.batch,
+      inbox: extra.inbox,
+    };
+  }
+
+  function baseResult() {
+    return {
       provider: provider.name,
+      receiver: space,
       key: undefined as string | undefined,
       id: undefined as string | undefined,
       type: undefined as string | undefined,
@@ -284,21 +638,95 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       degraded: undefined as DegradedReason | undefined,
       code: undefined as string | undefined,
       error: undefined as unknown,
+      cause: undefined as unknown,
       response: undefined as Response | undefined,
       retryAfter: undefined as number | undefined,
     };
+  }
+
+  // Not async, nor is receive(): each async frame on the path of every delivery costs a generator
+  // and its promise.
+  function pipeline(
+    bytes: Uint8Array,
+    headers: HeaderReader,
+    url: string | undefined,
+    receivedAt: Date,
+    started: number,
+    method = 'POST',
+  ): Promise<DeliveryResult> {
+    const base = baseResult();
     const done = (outcome: Outcome, status: number, extra: Partial<typeof base> = {}): DeliveryResult =>
-      report({ ...base, ...extra, outcome, status, durationMs: Date.now() - started });
+      report(resultOf(base, extra, outcome, status, started));
+    if (runInfo) return traced(bytes, headers, url, receivedAt, started, base, done, method, runInfo);
+    // No input may make receive() or fetch() reject: whatever slipped through is a typed outcome
+    // (deliver is async: a throw inside it is a rejection).
+    return deliver(bytes, headers, url, receivedAt, started, base, done, method).then(undefined, (error) =>
+      done('failed', 500, { code: 'internal_error', error }),
+    );
+  }
+
+  /** The pipeline with telemetry: the delivery runs inside its telemetry run's context. */
+  async function traced(
+    bytes: Uint8Array,
+    headers: HeaderReader,
+    url: string | undefined,
+    receivedAt: Date,
+    started: number,
+    base: ReturnType<typeof baseResult>,
+    done: Done,
+    method: string,
+    info: TelemetryRunInfo,
+  ): Promise<DeliveryResult> {
+    const run = telemetry!.start(info);
+    let result: DeliveryResult;
+    try {
+      result = await run.wrap(() =>
+        deliver(bytes, headers, url, receivedAt, started, base, done, method, run),
+      );
+    } catch (error) {
+      result = done('failed', 500, { code: 'internal_error', error });
+    }
+    run.end(result);
+    return result;
+  }
+
+  async function deliver(
+    bytes: Uint8Array,
+    headers: HeaderReader,
+    url: string | undefined,
+    receivedAt: Date,
+    started: number,
+    base: ReturnType<typeof baseResult>,
+    done: Done,
+    method: string,
+    run?: TelemetryRun,
+  ): Promise<DeliveryResult> {
+    // 0. A verification handshake, answered by the provider before the method check and before
+    // verification, never touching the store or the handler.
+    if (bytes.byteLength > maxBodyBytes) return rejection(new BodyTooLargeError(maxBodyBytes), done);
+    if (handshake) {
+      let answer: HandshakeAnswer | undefined;
+      try {
+        const pending = handshake({ method, rawBody: bytes, headers, url, receivedAt });
+        answer = isPromise(pending) ? await pending : pending;
+      } catch (error) {
+        return rejection(error, done);
+      }
+      if (answer) return done('handshake', answer.status ?? 200, { response: handshakeResponse(answer) });
+    }
+    if (method !== 'POST') return rejection(methodNotAllowed(), done);
 
     // 1. Verify. Nothing touches the store before this succeeds.
     let verified: Verified<unknown>;
+    const verifying = run?.phase('verify');
     try {
-      if (bytes.byteLength > maxBodyBytes) throw new BodyTooLargeError(maxBodyBytes);
       const pending = provider.verify({ rawBody: bytes, headers, url, receivedAt });
       verified = isPromise(pending) ? await pending : pending;
     } catch (error) {
+      verifying?.end(error);
       return rejection(error, done);
     }
+    verifying?.end();
     let webHeaders: Headers | undefined;
     const delivery = {
       rawBody: bytes,
@@ -309,23 +737,52 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         return webHeaders;
       },
     };
-    if (verified.batch) return runBatch(verified.batch, delivery, started);
+    const source: Source = { bytes, headers, url, receivedAt, run };
+    if (verified.batch) return runBatch(verified.batch, delivery, started, source);
 
     base.id = verified.id;
     base.type = verified.type;
     const handler = pickHandler(verified.type);
-    if (!handler) return done('ignored', 200);
 
     // 2. Key and fingerprint.
-    const bodyDigest = sha256Hex(bytes);
+    // The raw body's digest, only when something below needs it (a provider's own fingerprint and
+    // an id key need none).
+    let bodyDigest: string | undefined;
+    const digest = () => (bodyDigest ??= sha256Hex(bytes));
     // A provider whose retries rewrite a per-attempt field gives a content fingerprint without it.
-    const fingerprint = verified.fingerprint ?? bodyDigest;
+    let fingerprint = verified.fingerprint ?? digest();
+    // A type the signature does not cover (GitHub's X-GitHub-Event) is bound into the fingerprint:
+    // the same signed body under another type is then a conflict, never a second run.
+    const unsignedType =
+      verified.typeSigned === false || (verified.typeSigned !== true && verified.type !== undefined);
+    if (unsignedType) fingerprint = sha256Hex(`${fingerprint}\n${verified.type ?? ''}`);
     let key: string | undefined;
-    if (verified.dedup === 'id' && (verified.key ?? verified.id))
-      key = `${provider.name}:${verified.key ?? verified.id}`;
-    else if (verified.dedup === 'body') key = `${provider.name}:body:${bodyDigest}`;
+    const id = verified.key ?? verified.id;
+    if (verified.dedup === 'id' && id) key = idKey(space, id);
+    else if (verified.dedup === 'body') key = digestKey(space, verified.signedDigest ?? digest());
     base.key = key;
-    const event = { event: verified.event, type: verified.type, id: verified.id, key, fingerprint };
+    // Keyed on the raw body's digest with the type bound into the fingerprint: a mismatch of
+    // fingerprints can only be the same body under another type.
+    const typeOnly =
+      unsignedType &&
+      verified.dedup === 'body' &&
+      verified.signedDigest === undefined &&
+      verified.fingerprint === undefined;
+    if (!handler) {
+      // Ignored. With a signed type nothing is stored; with an unsigned one the body is remembered
+      // under its type, so a captured copy resent under a type we do handle is refused.
+      if (!unsignedType || key === undefined) return done('ignored', 200);
+      return remember(key, fingerprint, typeOnly, done);
+    }
+    const event = {
+      event: verified.event,
+      type: verified.type,
+      id: verified.id,
+      key,
+      fingerprint,
+      typeOnly,
+      run,
+    };
     if (key === undefined && onUnkeyed === 'reject') {
       return done('rejected', 422, {
         code: 'unkeyed',
@@ -335,6 +792,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         ),
       });
     }
+    // 3. Inbox mode: write it durably and answer (hybrid: run it first within the budget).
+    if (policy) return acceptEntry(handler, event, source, delivery, done);
     // 3. Claim, run, confirm or release.
     return settle(handler, event, delivery, done);
   }
@@ -347,8 +806,80 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     /** `undefined`: run without dedup (unkeyed). */
     readonly key: string | undefined;
     readonly fingerprint: string;
+    /** A conflict of this event can only be its body seen under another (unsigned) type. */
+    readonly typeOnly?: boolean | undefined;
+    /** The telemetry run it belongs to, when telemetry is on. */
+    readonly run?: TelemetryRun | undefined;
   }
   type Done = (outcome: Outcome, status: number, extra?: Partial<DeliveryResult>) => DeliveryResult;
+  /** The delivery as it arrived: what the inbox keeps. */
+  interface Source {
+    readonly bytes: Uint8Array;
+    readonly headers: HeaderReader;
+    readonly url: string | undefined;
+    readonly receivedAt: Date;
+    readonly run?: TelemetryRun | undefined;
+  }
+
+  function engineOptions(fingerprint: string, run?: TelemetryRun) {
+    return {
+      leaseMs: timings.leaseMs,
+      timeoutMs: timings.timeoutMs,
+      storeTimeoutMs: timings.storeTimeoutMs,
+      retentionMs,
+      fingerprint,
+      telemetry: run,
+    };
+  }
+
+  function storeError(cause: unknown): StoreUnavailableError {
+    return cause instanceof StoreUnavailableError
+      ? cause
+      : new StoreUnavailableError(`onceonly: the store's claim failed: ${causeOf(cause)}`, { cause });
+  }
+
+  /**
+   * The same key with another fingerprint. Where that can only be a body already seen under another
+   * type (GitHub, Shopify: the type header is unsigned), the answer is 200 `type_mismatch`: the
+   * handler does not run (a replay under another type), and the sender is not made to retry a
+   * delivery it may really have sent twice under two topics (Shopify can send one body as
+   * orders/create and orders/updated), which would only end with the subscription removed.
+   */
+  function conflict(done: Done, typeOnly = false): DeliveryResult {
+    if (typeOnly) return done('conflict', 200, { code: 'type_mismatch' });
+    return done('conflict', onConflict === 'reject' ? 422 : 200, { code: 'fingerprint_mismatch' });
+  }
+
+  /**
+   * Fail open (run without dedup) only for an outage: a misconfigured store (bad credentials, a
+   * missing table) is not going to pass, and running every delivery unguarded until someone notices
+   * would double them all.
+   */
+  function failsOpen(error: StoreUnavailableError): boolean {
+    return onStoreError === 'open' && !(error instanceof StoreMisconfiguredError);
+  }
+
+  /** An ignored delivery of an unsigned type: claimed and confirmed at once, nothing run. */
+  async function remember(
+    key: string,
+    fingerprint: string,
+    typeOnly: boolean,
+    done: Done,
+  ): Promise<DeliveryResult> {
+    let result: Awaited<ReturnType<typeof runClaimed<undefined>>>;
+    try {
+      result = await runClaimed(store, key, () => undefined, engineOptions(fingerprint));
+    } catch (cause) {
+      const error = storeError(cause);
+      if (failsOpen(error)) return done('ignored', 200, { degraded: 'store-unavailable', error });
+      return done('store-unavailable', 503, { code: error.code, error, retryAfter: retryAfterS });
+    }
+    if (result.outcome === 'conflict') return conflict(done, typeOnly);
+    if (result.outcome === 'duplicate') return done('duplicate', 200);
+    if (result.outcome === 'processed' || result.outcome === 'failed')
+      return done('ignored', 200, { degraded: result.degraded, cause: result.cause });
+    return done('ignored', 200);
+  }
 
   /** Claims the event's key, runs the handler under its deadline, confirms or releases: one outcome. */
   async function settle(
@@ -357,32 +888,20 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     delivery: HandlerContext<unknown>['delivery'],
     done: Done,
   ): Promise<DeliveryResult> {
-    const contextFor = (work: WorkContext | undefined): HandlerContext<unknown> => ({
-      event: e.event,
-      type: e.type,
-      id: e.id,
-      key: e.key,
-      attempt: work?.attempt ?? 1,
-      signal: work?.signal ?? AbortSignal.timeout(timings.timeoutMs),
-      lease: work?.lease,
-      delivery,
-    });
-    if (e.key === undefined) return runUnguarded('unkeyed', undefined);
+    if (e.key === undefined) return runUnguarded(handler, e, delivery, done, 'unkeyed', undefined);
 
     let result: Awaited<ReturnType<typeof runClaimed<unknown>>>;
     try {
-      result = await runClaimed(store, e.key, (work) => handler(contextFor(work)), {
-        leaseMs: timings.leaseMs,
-        timeoutMs: timings.timeoutMs,
-        retentionMs,
-        fingerprint: e.fingerprint,
-      });
+      result = await runClaimed(
+        store,
+        e.key,
+        (work) => handler(contextOf(e, delivery, work)),
+        engineOptions(e.fingerprint, e.run),
+      );
     } catch (cause) {
-      const error =
-        cause instanceof StoreUnavailableError
-          ? cause
-          : new StoreUnavailableError('store claim failed', { cause });
-      if (onStoreError === 'open') return runUnguarded(undefined, 'store-unavailable', error);
+      const error = storeError(cause);
+      if (failsOpen(error))
+        return runUnguarded(handler, e, delivery, done, undefined, 'store-unavailable', error);
       return done('store-unavailable', 503, { code: error.code, error, retryAfter: retryAfterS });
     }
 
@@ -391,6 +910,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         return done('processed', 200, {
           attempt: result.attempt,
           degraded: result.degraded,
+          cause: result.cause,
           response: asResponse(result.value),
         });
       case 'lease-lost':
@@ -399,6 +919,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         return done('failed', 500, {
           attempt: result.attempt,
           degraded: result.degraded,
+          cause: result.cause,
           code: failureCode(result.error),
           error: result.error,
         });
@@ -412,34 +933,253 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
           retryAfter: Math.max(1, Math.min(60, Math.ceil((result.expiresAt.getTime() - Date.now()) / 1000))),
         });
       case 'conflict':
-        return done('conflict', onConflict === 'reject' ? 422 : 200, { code: 'fingerprint_mismatch' });
+        return conflict(done, e.typeOnly);
     }
+  }
 
-    // Run without a lease: unkeyed deliveries, and fail-open when the store is down.
-    async function runUnguarded(
-      outcome: 'unkeyed' | undefined,
-      degraded: DegradedReason | undefined,
-      storeError?: unknown,
-    ) {
-      const timeout = AbortSignal.timeout(timings.timeoutMs);
-      try {
-        const value = await Promise.race([
-          Promise.resolve().then(() =>
-            handler(contextFor({ attempt: 1, signal: timeout, lease: undefined as never })),
-          ),
-          new Promise<never>((_, reject) =>
-            timeout.addEventListener('abort', () => reject(timeout.reason), { once: true }),
-          ),
-        ]);
-        return done(outcome ?? 'processed', 200, {
-          degraded,
-          response: asResponse(value),
-          error: storeError,
-        });
-      } catch (error) {
-        return done('failed', 500, { degraded, code: failureCode(error), error });
-      }
+  /** Runs the handler without a lease: unkeyed deliveries, and fail-open when the store is down. */
+  async function runUnguarded(
+    handler: Handler<unknown>,
+    e: Keyed,
+    delivery: HandlerContext<unknown>['delivery'],
+    done: Done,
+    outcome: 'unkeyed' | undefined,
+    degraded: DegradedReason | undefined,
+    storeError?: unknown,
+  ): Promise<DeliveryResult> {
+    let reject: (reason: unknown) => void = () => {};
+    const timedOut = new Promise<never>((_, r) => {
+      reject = r;
+    });
+    const deadline = timeoutSignal(timings.timeoutMs, () => {
+      const error = new HandlerTimeoutError(timings.timeoutMs);
+      reject(error);
+      return error;
+    });
+    const timed = e.run?.phase('handler');
+    try {
+      const value = await Promise.race([
+        Promise.resolve().then(() =>
+          handler(contextOf(e, delivery, { attempt: 1, signal: deadline.signal, lease: undefined as never })),
+        ),
+        timedOut,
+      ]);
+      timed?.end();
+      return done(outcome ?? 'processed', 200, { degraded, response: asResponse(value), error: storeError });
+    } catch (error) {
+      timed?.end(error);
+      return done('failed', 500, { degraded, code: failureCode(error), error, cause: storeError });
+    } finally {
+      deadline.dispose();
     }
+  }
+
+  function contextOf(
+    e: Keyed,
+    delivery: HandlerContext<unknown>['delivery'],
+    work: WorkContext,
+  ): HandlerContext<unknown> {
+    return {
+      event: e.event,
+      type: e.type,
+      id: e.id,
+      key: e.key,
+      attempt: work.attempt,
+      // Read through, so the abort machinery exists only for a handler that looks at it.
+      get signal() {
+        return work.signal;
+      },
+      lease: work.lease,
+      delivery,
+    };
+  }
+
+  function runEntryOf(
+    handler: Handler<unknown>,
+    e: Keyed,
+    delivery: HandlerContext<unknown>['delivery'],
+    lease: Lease,
+    sentAt: number,
+    acceptedAt: Date,
+  ) {
+    return runEntry(inbox!, lease, sentAt, acceptedAt, (work) => handler(contextOf(e, delivery, work)), {
+      policy: policy!,
+      retentionMs,
+      leaseMs: timings.leaseMs,
+      timeoutMs: timings.timeoutMs,
+      storeTimeoutMs: timings.storeTimeoutMs,
+      telemetry: e.run,
+    });
+  }
+
+  /** The result of one run of an entry (a worker's, or a hybrid run past its budget). */
+  function runResult(run: Awaited<ReturnType<typeof runEntryOf>>, done: Done): DeliveryResult {
+    const { result, end } = run;
+    const state = (end: InboxRunEnd | undefined): DeliveryResult['inbox'] =>
+      end === undefined || end.state === 'lost'
+        ? undefined
+        : {
+            state: end.state,
+            attempts: 'attempt' in result ? result.attempt : undefined,
+            nextAttemptAt: end.state === 'pending' ? end.nextAttemptAt : undefined,
+          };
+    switch (result.outcome) {
+      case 'processed':
+        return done('processed', 200, {
+          attempt: result.attempt,
+          degraded: result.degraded,
+          cause: result.cause,
+          response: asResponse(result.value),
+          inbox: state(end) ?? { state: 'processing', attempts: result.attempt },
+        });
+      case 'lease-lost':
+        return done('lease-lost', 200, { attempt: result.attempt, response: asResponse(result.value) });
+      case 'failed':
+        return done(end?.state === 'dead' ? 'dead' : 'failed', 500, {
+          attempt: result.attempt,
+          degraded: result.degraded,
+          cause: result.cause,
+          code: failureCode(result.error),
+          error: result.error,
+          inbox: state(end),
+        });
+      default:
+        // runLeased only ends in processed, lease-lost or failed.
+        return done('failed', 500, { code: 'internal_error' });
+    }
+  }
+
+  /**
+   * Inbox mode: the delivery is written durably under its key in one atomic step and answered.
+   * Hybrid: written already leased to this request, which runs the handler at once; done within the
+   * inline budget answers as inline mode does, else the entry is the inbox's (the still-running
+   * handler keeps its lease, and its end is reported when it comes).
+   */
+  async function acceptEntry(
+    handler: Handler<unknown>,
+    e: Keyed,
+    source: Source,
+    delivery: HandlerContext<unknown>['delivery'],
+    done: Done,
+    item?: string,
+  ): Promise<DeliveryResult> {
+    const box = inbox!;
+    const p = policy!;
+    const started = Date.now();
+    // A delivery without a usable id is still kept durably, under a key of its own (never a duplicate).
+    const key = e.key ?? `${space}:~unkeyed:${newToken()}`;
+    const sentAt = performance.now();
+    let accepted: Awaited<ReturnType<typeof box.accept>>;
+    const claimMs = p.inlineMs === undefined ? undefined : timings.leaseMs;
+    const writing = Promise.resolve().then(() =>
+      timedPhase(e.run, 'accept', () =>
+        box.accept(
+          {
+            key,
+            fingerprint: e.fingerprint,
+            receiver: space,
+            type: e.type,
+            id: e.id,
+            item,
+            body: source.bytes,
+            headers: e.run ? withCarrier(headerPairs(source.headers), e.run) : headerPairs(source.headers),
+            url: source.url,
+            receivedAt: source.receivedAt,
+          },
+          claimMs === undefined ? {} : { claimMs },
+        ),
+      ),
+    );
+    try {
+      accepted = await withDeadline('accept', timings.storeTimeoutMs, () => writing);
+    } catch (cause) {
+      // An accept that lands after its deadline is durable all the same; a hybrid one leased to
+      // this request is handed to the workers at once instead of waiting for its lease to run out.
+      writing
+        .then(
+          (late) =>
+            late.status === 'accepted' && late.lease
+              ? box.retry(late.lease, { delayMs: 0, error: 'accepted after storeTimeout' })
+              : undefined,
+          () => undefined,
+        )
+        .catch(() => undefined);
+      const error = storeError(cause);
+      if (failsOpen(error))
+        return runUnguarded(handler, e, delivery, done, undefined, 'store-unavailable', error);
+      return done('store-unavailable', 503, { code: error.code, error, retryAfter: retryAfterS });
+    }
+    if (accepted.status === 'conflict') return conflict(done, e.typeOnly);
+    if (accepted.status === 'duplicate') {
+      // The sender redelivering an entry that died (GitHub's "Redeliver" button) is a retry by hand.
+      if (accepted.state === 'dead') {
+        const requeued = await withDeadline('requeue', timings.storeTimeoutMs, () =>
+          box.requeue({ key }),
+        ).catch(() => 0);
+        if (requeued > 0) {
+          for (const wake of wakers) wake();
+          return done('accepted', p.acceptedStatus, { key, inbox: { state: 'pending' } });
+        }
+      }
+      return done('duplicate', 200, { key, inbox: { state: accepted.state } });
+    }
+    if (!accepted.lease) {
+      for (const wake of wakers) wake();
+      return done('accepted', p.acceptedStatus, { key, inbox: { state: 'pending' } });
+    }
+    // Hybrid: run now, answer at the budget whatever the state.
+    const running = runEntryOf(handler, { ...e, key }, delivery, accepted.lease, sentAt, new Date());
+    let budget: { cancel(): void } | undefined;
+    const overBudget = new Promise<'over'>((resolve) => {
+      budget = later(() => resolve('over'), p.inlineMs!, { unref: true });
+    });
+    const first = await Promise.race([running, overBudget]);
+    budget?.cancel();
+    if (first === 'over') {
+      // Still running: the entry stays leased to this run; its end is reported when it comes.
+      const detached: Done = (outcome, status, extra = {}) =>
+        report({
+          ...baseResult(),
+          key,
+          id: e.id,
+          type: e.type,
+          ...extra,
+          outcome,
+          status,
+          durationMs: Date.now() - started,
+        });
+      running.then(
+        (run) => runResult(run, detached),
+        () => {},
+      );
+      return done('accepted', p.acceptedStatus, {
+        key,
+        attempt: 1,
+        inbox: { state: 'processing', attempts: 1 },
+      });
+    }
+    if (first.result.outcome === 'failed') {
+      // Failed within the budget: the inbox has it now (a retry after the backoff, or dead).
+      const r = first.result;
+      const end = first.end;
+      return done('accepted', p.acceptedStatus, {
+        key,
+        attempt: r.attempt,
+        degraded: r.degraded,
+        cause: r.cause,
+        code: failureCode(r.error),
+        error: r.error,
+        inbox:
+          end === undefined || end.state === 'lost'
+            ? undefined
+            : {
+                state: end.state,
+                attempts: r.attempt,
+                nextAttemptAt: end.state === 'pending' ? end.nextAttemptAt : undefined,
+              },
+      });
+    }
+    return runResult(first, done);
   }
 
   /**
@@ -452,112 +1192,270 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     items: readonly BatchItem<unknown>[],
     delivery: HandlerContext<unknown>['delivery'],
     started: number,
+    source: Source,
   ): Promise<DeliveryResult> {
     const results: DeliveryResult[] = [];
     for (const item of items) {
-      const itemBase = {
-        provider: provider.name,
-        key: `${provider.name}:${item.id}`,
-        id: item.id,
-        type: item.type,
-        attempt: undefined,
-        degraded: undefined,
-        code: undefined,
-        error: undefined,
-        response: undefined,
-        retryAfter: undefined,
-      };
+      const itemBase = { ...baseResult(), key: idKey(space, item.id), id: item.id, type: item.type };
       const done: Done = (outcome, status, extra = {}) =>
         report({ ...itemBase, ...extra, outcome, status, durationMs: Date.now() - started });
       const handler = pickHandler(item.type);
-      const result = handler
-        ? await settle(
-            handler,
-            {
-              event: item.event,
-              type: item.type,
-              id: item.id,
-              key: itemBase.key,
-              // The event's own content: one event of a batch has no bytes of its own.
-              fingerprint: sha256Hex(JSON.stringify(item.event)),
-            },
-            delivery,
-            done,
-          )
-        : done('ignored', 200, { key: undefined });
+      let fingerprint: string;
+      try {
+        // The event's own content: one event of a batch has no bytes of its own.
+        fingerprint = sha256Hex(JSON.stringify(item.event));
+      } catch (error) {
+        // Nested too deep to serialise (a hostile but signed body): refused like any invalid body.
+        return rejection(
+          new VerificationError('invalid_body', 'onceonly: an event of the batch is nested too deeply', {
+            cause: error,
+          }),
+          (outcome, status, extra) =>
+            report({ ...baseResult(), ...extra, outcome, status, durationMs: Date.now() - started }),
+        );
+      }
+      const keyed = {
+        event: item.event,
+        type: item.type,
+        id: item.id,
+        key: itemBase.key,
+        fingerprint,
+        run: source.run,
+      };
+      const result = !handler
+        ? done('ignored', 200, { key: undefined })
+        : policy
+          ? await acceptEntry(handler, keyed, source, delivery, done, item.id)
+          : await settle(handler, keyed, delivery, done);
       results.push(result);
       if (result.outcome === 'store-unavailable') break;
     }
     return batchResult(results, Date.now() - started);
   }
 
-  async function receive(input: ReceiveInput): Promise<DeliveryResult> {
-    const started = Date.now();
-    const { receivedAt } = input;
-    if (receivedAt !== undefined && !(receivedAt instanceof Date && Number.isFinite(receivedAt.getTime()))) {
-      // A bad receivedAt must never switch the timestamp tolerance off: refuse it before anything runs.
-      throw new ConfigError(
-        'invalid_option',
-        `onceonly: receive() needs receivedAt as a valid Date (when the delivery arrived), got ${String(receivedAt)}`,
-      );
+  function receive(input: ReceiveInput): Promise<DeliveryResult> {
+    let started: number;
+    let receivedAt: Date | undefined;
+    let method: string;
+    try {
+      started = Date.now();
+      receivedAt = input.receivedAt;
+      if (
+        receivedAt !== undefined &&
+        !(receivedAt instanceof Date && Number.isFinite(receivedAt.getTime()))
+      ) {
+        // A bad receivedAt must never switch the timestamp tolerance off: refuse it before anything runs.
+        throw new ConfigError(
+          'invalid_option',
+          `onceonly: receive() needs receivedAt as a valid Date (when the delivery arrived), got ${String(receivedAt)}`,
+        );
+      }
+      method = methodOf(input.method);
+    } catch (error) {
+      // A misuse rejects (as the async function this was did); a bad delivery never does.
+      return Promise.reject(error);
     }
-    let bytes: Uint8Array;
+    // Without a handshake a request that is not a POST is refused before anything is read.
+    if (method !== 'POST' && !handshake) return Promise.resolve(rejectionResult(methodNotAllowed(), started));
+    let bytes: Uint8Array = EMPTY;
     let headers: HeaderReader;
+    let reading: Promise<Uint8Array> | undefined;
     try {
       headers = toHeaderReader(input.headers);
       const raw = input.rawBody;
-      bytes = isBodySource(raw)
-        ? await readBounded(raw, maxBodyBytes, headers.get('content-length'), bodyTimeoutMs)
-        : toBytes(raw);
+      if (bodiless(method)) bytes = EMPTY;
+      else if (isBodySource(raw))
+        reading = readBounded(raw, maxBodyBytes, headers.get('content-length'), bodyTimeoutMs);
+      else bytes = toBytes(raw);
     } catch (error) {
-      return rejectionResult(error, started);
+      return Promise.resolve(rejectionResult(error, started));
     }
-    return pipeline(bytes, headers, input.url, receivedAt ?? new Date(), started);
+    if (!reading) return pipeline(bytes, headers, input.url, receivedAt ?? new Date(), started, method);
+    return reading.then(
+      (read) => pipeline(read, headers, input.url, receivedAt ?? new Date(), started, method),
+      (error: unknown) => rejectionResult(error, started),
+    );
   }
 
-  function rejectionResult(error: unknown, started: number): DeliveryResult {
-    const base = {
-      provider: provider.name,
-      key: undefined,
-      id: undefined,
-      type: undefined,
-      attempt: undefined,
-      degraded: undefined,
-      response: undefined,
-      retryAfter: undefined,
-    };
-    return rejection(error, (outcome, status, extra) =>
+  /**
+   * One taken entry, run by a worker: re-verified from what the inbox kept (timestamp tolerance
+   * measured from when it arrived), routed by type, run under its lease; then completed, retried
+   * after the backoff, or buried.
+   */
+  async function runJob(job: InboxJob, takenAt: number, tracing?: TelemetryRun): Promise<DeliveryResult> {
+    const started = Date.now();
+    const done: Done = (outcome, status, extra = {}) =>
       report({
-        ...base,
-        code: undefined,
-        error: undefined,
+        ...baseResult(),
+        key: job.key,
+        id: job.id,
+        type: job.type,
         ...extra,
         outcome,
         status,
         durationMs: Date.now() - started,
-      }),
+      });
+    const box = inbox!;
+    const bury = async (error: unknown, why: string) => {
+      await withDeadline('bury', timings.storeTimeoutMs, () =>
+        box.bury(job.lease, { error: `${why}: ${causeOf(error)}` }),
+      ).catch(() => false);
+      return done('dead', 500, {
+        attempt: job.lease.attempt,
+        code: error instanceof OnceonlyError ? error.code : 'inbox_unrunnable',
+        error,
+        inbox: { state: 'dead', attempts: job.lease.attempt },
+      });
+    };
+    // Changed or damaged in the store: it can never run. Kept, dead, reported, for an operator.
+    if (job.unreadable !== undefined) return bury(new Error(job.unreadable), 'unreadable');
+    // Its last run ended without a verdict (its process died, or it stalled past its lease), and
+    // that was its last attempt: an event that kills whatever runs it ends dead, not in a crash loop.
+    if (job.takenOver && job.lease.attempt > policy!.maxAttempts) {
+      return bury(
+        new Error(
+          `its run at attempt ${job.lease.attempt - 1} ended without a verdict (its process died, or it stalled past its lease) and its ${policy!.maxAttempts} attempts are spent`,
+        ),
+        'attempts spent',
+      );
+    }
+    let verified: Verified<unknown>;
+    const headers = toHeaderReader(job.headers);
+    try {
+      const pending = provider.verify({
+        rawBody: job.body,
+        headers,
+        url: job.url,
+        receivedAt: job.receivedAt,
+      });
+      verified = isPromise(pending) ? await pending : pending;
+    } catch (error) {
+      // The secret it was signed with is gone (rotated out before the inbox drained), or the entry
+      // was changed in the store: it can never run. Kept, dead, for an operator.
+      return bury(error, 'no longer verifies');
+    }
+    let event = verified.event;
+    let type = verified.type;
+    if (job.item !== undefined) {
+      const item = verified.batch?.find((i) => i.id === job.item);
+      if (!item) return bury(new Error(`the batch holds no event ${job.item}`), 'unrunnable');
+      event = item.event;
+      type = item.type;
+    }
+    const handler = pickHandler(type);
+    if (!handler) return bury(new Error(`no handler for type ${JSON.stringify(type ?? null)}`), 'unrunnable');
+    let webHeaders: Headers | undefined;
+    const delivery = {
+      rawBody: job.body,
+      receivedAt: job.receivedAt,
+      get headers(): Headers {
+        webHeaders ??= asWebHeaders(headers);
+        return webHeaders;
+      },
+    };
+    const keyed: Keyed = {
+      event,
+      type,
+      id: job.id,
+      key: job.key,
+      fingerprint: job.fingerprint,
+      run: tracing,
+    };
+    // The lease was taken when take() was sent; a conservative start for its bound.
+    const run = await runEntryOf(handler, keyed, delivery, job.lease, takenAt, job.acceptedAt);
+    return runResult(run, done);
+  }
+
+  /** A worker's run of one entry, inside its own telemetry run (linked to the accepting delivery). */
+  async function runJobTraced(job: InboxJob, takenAt: number): Promise<DeliveryResult> {
+    const run = telemetry!.start({ ...runInfo!, kind: 'inbox', headers: job.headers });
+    let result: DeliveryResult;
+    try {
+      result = await run.wrap(() => runJob(job, takenAt, run));
+    } catch (error) {
+      run.end({ outcome: 'failed', status: 500, code: 'internal_error', error });
+      throw error;
+    }
+    run.end(result);
+    return result;
+  }
+
+  function takeFailed(error: unknown): void {
+    const e = storeError(error);
+    report({
+      ...baseResult(),
+      outcome: 'store-unavailable',
+      status: 503,
+      code: e.code,
+      error: e,
+      durationMs: 0,
+    });
+  }
+
+  function requireInbox(what: string) {
+    if (!inbox || !policy) {
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: ${what} needs a receiver in inbox mode (createReceiver({ inbox: true }))`,
+      );
+    }
+    return inbox;
+  }
+
+  function rejectionResult(error: unknown, started: number): DeliveryResult {
+    return rejection(error, (outcome, status, extra) =>
+      report({ ...baseResult(), ...extra, outcome, status, durationMs: Date.now() - started }),
     );
   }
 
   return {
     maxBodyBytes,
     receive,
+    startWorker(workerOptions: WorkerOptions = {}): InboxWorker {
+      const box = requireInbox('startWorker()');
+      return startWorkerLoop(
+        {
+          inbox: box,
+          space,
+          leaseMs: timings.leaseMs,
+          storeTimeoutMs: timings.storeTimeoutMs,
+          run: runInfo ? runJobTraced : runJob,
+          takeFailed,
+        },
+        workerOptions,
+        wakers,
+      );
+    },
+    async runDue({ limit = 100 }: { limit?: number } = {}): Promise<number> {
+      const box = requireInbox('runDue()');
+      const takenAt = performance.now();
+      const jobs = await withDeadline('take', timings.storeTimeoutMs, () =>
+        box.take({ limit, leaseMs: timings.leaseMs, receiver: space }),
+      );
+      await Promise.all(jobs.map((job) => (runInfo ? runJobTraced(job, takenAt) : runJob(job, takenAt))));
+      return jobs.length;
+    },
+    health(healthOptions: HealthCheckOptions = {}): Promise<HealthReport> {
+      return checkHealth(store, {
+        timeoutMs:
+          healthOptions.timeout === undefined
+            ? timings.storeTimeoutMs
+            : parsePositiveDuration(healthOptions.timeout, 'health timeout'),
+        maxClockSkewMs: parsePositiveDuration(healthOptions.maxClockSkew ?? '2s', 'health maxClockSkew'),
+        inbox: inbox !== undefined,
+      });
+    },
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
-      if (request.method !== 'POST') {
-        const result = rejectionResult(
-          new VerificationError('method_not_allowed', 'onceonly: webhooks are delivered with POST'),
-          started,
-        );
-        return toResponse(result, { allow: 'POST' });
-      }
+      const method = methodOf(request.method);
+      if (method !== 'POST' && !handshake) return toResponse(rejectionResult(methodNotAllowed(), started));
       let bytes: Uint8Array;
       try {
-        bytes = await readBody(request, maxBodyBytes, bodyTimeoutMs);
+        bytes = bodiless(method) ? EMPTY : await readBody(request, maxBodyBytes, bodyTimeoutMs);
       } catch (error) {
         return toResponse(rejectionResult(error, started));
       }
-      const result = await pipeline(bytes, request.headers, request.url, new Date(), started);
+      const result = await pipeline(bytes, request.headers, request.url, new Date(), started, method);
       return toResponse(result);
     },
   };
@@ -573,7 +1471,9 @@ function rejection(
   // retries once the app is fixed, with the message naming the line to change.
   if (error instanceof BodyAlreadyParsedError) return done('rejected', 500, { code: error.code, error });
   if (error instanceof VerificationError) return done('rejected', error.status, { code: error.code, error });
-  if (error instanceof ConfigError) throw error;
+  // A setup mistake found on delivery (twilio without its url): 500 so the provider retries once
+  // it is fixed, logged as an error; never a rejected promise.
+  if (error instanceof ConfigError) return done('rejected', 500, { code: error.code, error });
   // A provider that threw something unexpected on hostile input: still a clean 400, never a crash.
   return done('rejected', 400, { code: 'invalid_body', error });
 }
@@ -597,8 +1497,12 @@ function batchResult(results: readonly DeliveryResult[], durationMs: number): De
   const worst = results.reduce((a, b) => (rank(b) < rank(a) ? b : a));
   const refused = rank(worst) < 4;
   let outcome: Outcome = worst.outcome;
+  // Inbox mode: a batch with an event kept for later is accepted, answered as the inbox answers.
+  const accepted = results.find((r) => r.outcome === 'accepted');
   if (!refused) {
-    if (results.some((r) => r.outcome === 'processed' || r.outcome === 'lease-lost')) outcome = 'processed';
+    if (accepted) outcome = 'accepted';
+    else if (results.some((r) => r.outcome === 'processed' || r.outcome === 'lease-lost'))
+      outcome = 'processed';
     else if (results.every((r) => r.outcome === 'ignored')) outcome = 'ignored';
     else if (results.some((r) => r.outcome === 'duplicate')) outcome = 'duplicate';
   }
@@ -606,10 +1510,11 @@ function batchResult(results: readonly DeliveryResult[], durationMs: number): De
   const waits = results.map((r) => r.retryAfter).filter((w): w is number => w !== undefined);
   return {
     outcome,
-    status: refused ? worst.status : 200,
+    status: refused ? worst.status : (accepted?.status ?? 200),
     degraded: results.find((r) => r.degraded)?.degraded,
     code: refused ? worst.code : undefined,
     provider: worst.provider,
+    receiver: worst.receiver,
     key: undefined,
     id: undefined,
     type: undefined,
@@ -620,6 +1525,46 @@ function batchResult(results: readonly DeliveryResult[], durationMs: number): De
     durationMs,
     batch: results,
   };
+}
+
+const EMPTY = new Uint8Array(0);
+
+function methodOf(method: string | undefined): string {
+  return method === undefined ? 'POST' : method.toUpperCase();
+}
+
+/** GET and HEAD carry no body: it is never read. */
+function bodiless(method: string): boolean {
+  return method === 'GET' || method === 'HEAD';
+}
+
+function methodNotAllowed(): VerificationError {
+  return new VerificationError('method_not_allowed', 'onceonly: webhooks are delivered with POST');
+}
+
+/** The response a provider's handshake answer stands for: text as text/plain, anything else as JSON. */
+function handshakeResponse(answer: HandshakeAnswer): Response {
+  const headers = new Headers(answer.headers);
+  headers.set('cache-control', 'no-store');
+  let body: string | null = null;
+  if (typeof answer.body === 'string') {
+    body = answer.body;
+    if (!headers.has('content-type')) headers.set('content-type', 'text/plain; charset=utf-8');
+  } else if (answer.body !== undefined) {
+    body = JSON.stringify(answer.body);
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+  }
+  return new Response(body, { status: answer.status ?? 200, headers });
+}
+
+/** The stored headers plus the accepting run's trace context, so the worker's run links back to it. */
+function withCarrier(
+  pairs: readonly (readonly [string, string])[],
+  run: TelemetryRun,
+): readonly (readonly [string, string])[] {
+  const carried = run.carrier?.();
+  if (!carried) return pairs;
+  return [...pairs.filter(([name]) => name !== TRACE_HEADER), carried];
 }
 
 function failureCode(error: unknown): string {

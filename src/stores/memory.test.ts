@@ -13,23 +13,91 @@ await runConformance({
 });
 
 describe('memoryStore bounds', () => {
-  it('evicts the oldest completed key first when full', async () => {
-    // Prepare
-    const store = memoryStore({ maxEntries: 3 });
+  it('never forgets a completed key inside its retention to make room: a new key is refused instead', async () => {
+    // Prepare: a full store of two completed keys and a live lease.
+    let now = 1_000;
+    const store = memoryStore({ maxEntries: 3, now: () => now });
     for (const key of ['a', 'b']) {
       const claim = await store.claim(key, { leaseMs: 60_000 });
       assert.equal(claim.status, 'acquired');
       if (claim.status === 'acquired') await store.confirm(claim.lease, { retentionMs: 60_000 });
     }
     await store.claim('live', { leaseMs: 60_000 });
-    // Act
-    const next = await store.claim('c', { leaseMs: 60_000 });
-    // Assess
-    assert.equal(next.status, 'acquired');
-    assert.equal(await store.inspect('a'), undefined, 'oldest completed evicted');
+    // Act: a flood of new keys.
+    for (const key of ['c', 'd']) {
+      await assert.rejects(store.claim(key, { leaseMs: 60_000 }), StoreFullError);
+      await assert.rejects(store.record(key, { retentionMs: 60_000 }), StoreFullError);
+    }
+    // Assess: the completed events are still duplicates.
+    assert.deepEqual(await store.claim('a', { leaseMs: 60_000 }), {
+      status: 'completed',
+      sameFingerprint: true,
+    });
     assert.equal((await store.inspect('b'))?.state, 'completed');
     assert.equal((await store.inspect('live'))?.state, 'processing', 'live lease kept');
     assert.equal(store.size, 3);
+    // Once a retention is over, its key makes room.
+    now += 60_000;
+    assert.equal((await store.claim('c', { leaseMs: 60_000 })).status, 'acquired');
+    assert.equal(store.size, 3);
+  });
+
+  it('never forgets a released or run-out record inside its retention to make room, then drops the soonest over', async () => {
+    let now = 1_000;
+    const store = memoryStore({ maxEntries: 3, now: () => now });
+    const released = await store.claim('released', { leaseMs: 60_000, retentionMs: 10_000 });
+    if (released.status === 'acquired') await store.release(released.lease);
+    await store.claim('ran-out', { leaseMs: 100, retentionMs: 5_000 });
+    await store.claim('default', { leaseMs: 100 });
+    now += 1_000;
+    await assert.rejects(store.claim('new', { leaseMs: 60_000 }), StoreFullError);
+    assert.equal((await store.inspect('released'))?.state, 'released');
+    assert.equal((await store.inspect('ran-out'))?.attempt, 1);
+    // ran-out's grace ends first (lease end + 5 s), released's at release + 10 s, default's after 1 h.
+    now = 1_000 + 100 + 5_000;
+    assert.equal((await store.claim('new', { leaseMs: 60_000 })).status, 'acquired');
+    assert.equal(await store.inspect('ran-out'), undefined, 'the one whose time was over');
+    assert.equal((await store.inspect('released'))?.state, 'released');
+    now = 1_000 + 10_000;
+    assert.equal((await store.record('new-2', { retentionMs: 60_000 })).duplicate, false);
+    assert.equal(await store.inspect('released'), undefined);
+    assert.equal((await store.inspect('default'))?.state, 'processing', 'kept for the default hour');
+    await assert.rejects(store.claim('new-3', { leaseMs: 60_000 }), StoreFullError);
+    now = 1_000 + 100 + 3_600_000;
+    assert.equal((await store.claim('new-3', { leaseMs: 60_000 })).status, 'acquired');
+    assert.equal(await store.inspect('default'), undefined);
+  });
+
+  it('refuses a confirm that must re-create a vanished record when full, and accepts it once there is room', async () => {
+    let now = 1_000;
+    const store = memoryStore({ maxEntries: 2, now: () => now });
+    const claim = await store.claim('k', { leaseMs: 100, retentionMs: 100 });
+    assert.equal(claim.status, 'acquired');
+    if (claim.status !== 'acquired') return;
+    now += 1_000;
+    assert.equal(await store.inspect('k'), undefined, 'vanished');
+    await store.claim('a', { leaseMs: 60_000, retentionMs: 1 });
+    await store.claim('b', { leaseMs: 60_000, retentionMs: 1 });
+    await assert.rejects(store.confirm(claim.lease, { retentionMs: 60_000 }), StoreFullError);
+    now += 61_000;
+    assert.equal(await store.confirm(claim.lease, { retentionMs: 60_000 }), true);
+    assert.equal((await store.inspect('k'))?.state, 'completed');
+  });
+
+  it('makes room under a long flood without losing a completed key inside its retention', async () => {
+    // Keys arrive one per ms, each completed for 50 ms, in a store of 100: every claim finds room in
+    // keys whose retention is over, and no completed key is forgotten early.
+    let now = 0;
+    const store = memoryStore({ maxEntries: 100, now: () => now });
+    for (let i = 0; i < 5_000; i++) {
+      now = i;
+      const claim = await store.claim(`k${i}`, { leaseMs: 10 });
+      assert.equal(claim.status, 'acquired');
+      if (claim.status === 'acquired') await store.confirm(claim.lease, { retentionMs: 50 });
+      if (i >= 50)
+        assert.equal((await store.claim(`k${i - 49}`, { leaseMs: 10 })).status, 'completed', `k${i - 49}`);
+    }
+    assert.ok(store.size <= 100);
   });
 
   it('never drops a live lease: claim throws StoreFullError when every entry is live', async () => {
@@ -47,12 +115,14 @@ describe('memoryStore bounds', () => {
     assert.equal((await store.inspect('b'))?.state, 'processing');
   });
 
-  it('makes room by dropping a lease that already ran out', async () => {
+  it('makes room by dropping a lease that ran out once its retention is over too', async () => {
     let now = 1_000;
     const store = memoryStore({ maxEntries: 2, now: () => now });
-    await store.claim('a', { leaseMs: 100 });
+    await store.claim('a', { leaseMs: 100, retentionMs: 100 });
     await store.claim('b', { leaseMs: 10_000 });
-    now += 200;
+    now += 150;
+    await assert.rejects(store.claim('c', { leaseMs: 100 }), StoreFullError);
+    now += 100;
     assert.equal((await store.claim('c', { leaseMs: 100 })).status, 'acquired');
     assert.equal(await store.inspect('a'), undefined);
     assert.equal((await store.inspect('b'))?.state, 'processing');
@@ -79,18 +149,44 @@ describe('memoryStore bounds', () => {
       status: 'completed',
       sameFingerprint: true,
     });
-    const claim = await store.claim('b', { leaseMs: 60_000, fingerprint: 'ABCDEF' });
+    // A lease with a token that is not lowercase hex, whose record vanished (lease and retention over).
+    let now = Date.now();
+    const clocked = memoryStore({ now: () => now });
+    const claim = await clocked.claim('b', { leaseMs: 10, fingerprint: 'ABCDEF', retentionMs: 10 });
     assert.equal(claim.status, 'acquired');
     if (claim.status !== 'acquired') return;
     const lease = { ...claim.lease, token: 'Upper-Case-Token' };
-    await store.release(claim.lease);
-    assert.equal(await store.confirm(lease, { retentionMs: 60_000 }), true, 'vanished: written as completed');
-    assert.equal(await store.confirm(lease, { retentionMs: 60_000 }), true, 'same owner again');
-    assert.equal(await store.confirm({ ...lease, token: 'other' }, { retentionMs: 60_000 }), false);
-    const view = await store.inspect('b');
+    now += 100;
+    const store2 = clocked;
+    assert.equal(
+      await store2.confirm(lease, { retentionMs: 60_000 }),
+      true,
+      'vanished: written as completed',
+    );
+    assert.equal(await store2.confirm(lease, { retentionMs: 60_000 }), true, 'same owner again');
+    assert.equal(await store2.confirm({ ...lease, token: 'other' }, { retentionMs: 60_000 }), false);
+    const view = await store2.inspect('b');
     assert.equal(view?.fingerprint, 'ABCDEF');
     assert.equal(view?.attempt, 1);
-    assert.ok(view && view.expiresAt.getTime() > Date.now() + 50_000);
+    assert.ok(view && view.expiresAt.getTime() > now + 50_000);
+  });
+
+  it('keeps a fingerprint over 65,535 bytes of UTF-8 intact when it completes', async () => {
+    const store = memoryStore();
+    const long = `${'é'.repeat(40_000)}tail`;
+    const claim = await store.claim('long', { leaseMs: 60_000, fingerprint: long });
+    assert.equal(claim.status, 'acquired');
+    if (claim.status !== 'acquired') return;
+    assert.equal(await store.confirm(claim.lease, { retentionMs: 60_000 }), true);
+    assert.equal((await store.inspect('long'))?.fingerprint, long);
+    assert.deepEqual(await store.claim('long', { leaseMs: 1, fingerprint: long }), {
+      status: 'completed',
+      sameFingerprint: true,
+    });
+    assert.deepEqual(await store.record('long-record', { retentionMs: 60_000, fingerprint: long }), {
+      duplicate: false,
+    });
+    assert.equal((await store.inspect('long-record'))?.fingerprint, long);
   });
 
   it('counts records by state and lists the oldest leases first', async () => {
@@ -101,14 +197,26 @@ describe('memoryStore bounds', () => {
     await store.claim('live', { leaseMs: 10_000 });
     const done = await store.claim('done', { leaseMs: 10_000 });
     if (done.status === 'acquired') await store.confirm(done.lease, { retentionMs: 10_000 });
+    now = 300;
+    const failed = await store.claim('failed', { leaseMs: 10_000 });
+    if (failed.status === 'acquired') await store.release(failed.lease);
     now = 500;
-    assert.deepEqual(await store.stats(), { processing: 1, takeable: 1, completed: 1 });
+    assert.deepEqual(await store.stats(), { processing: 1, takeable: 2, completed: 1 });
     const oldest = await store.oldestLeases(10);
     assert.deepEqual(
-      oldest.map((v) => v.key),
-      ['stuck', 'live'],
+      oldest.map((v) => [v.key, v.state]),
+      [
+        ['stuck', 'processing'],
+        ['failed', 'released'],
+        ['live', 'processing'],
+      ],
     );
     assert.equal((await store.oldestLeases(1)).length, 1);
+    // An hour after its lease's end (the default retention of a takeable record) stuck is forgotten;
+    // live ran out at 10,010 and failed was released at 300, so both are still takeable.
+    now = 100 + 3_600_000;
+    assert.deepEqual(await store.stats(), { processing: 0, takeable: 2, completed: 0 });
+    assert.equal(await store.inspect('stuck'), undefined);
   });
 
   it('rejects a bad maxEntries and a non-finite version', async () => {

@@ -1,5 +1,7 @@
 import { ConfigError, StoreFullError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
+import type { InboxStore } from '../lease/inbox.js';
+import { markKind } from '../lease/telemetry.js';
 import {
   assertVersion,
   type Claim,
@@ -13,16 +15,20 @@ import {
   type StoreStats,
   sameFingerprint,
 } from '../lease/types.js';
+import { memoryInbox } from './memory/inbox.js';
 
 export interface MemoryStoreOptions {
   /**
-   * Upper bound on remembered keys (leases plus completed keys). When full, the oldest completed
-   * key is forgotten first, even inside its retention (a later retry of that event then runs
-   * again: size this at least to events per retention window), then a lease that already ran out.
-   * A live lease is never dropped: when every entry is a live lease, `claim` and `record` throw
-   * {@link StoreFullError}, which the receiver treats as a store outage (fail-closed: 503 and the
-   * provider retries later), and so does a `confirm` that must re-create a vanished record (the
-   * engine reports it degraded `confirm-failed` and keeps trying while the lease lasts).
+   * Upper bound on remembered keys: leases, released and run-out records, and completed keys.
+   * To make room the store only ever forgets entries whose time is over: completed keys past their
+   * retention, and released or run-out records past their lease's end plus the claim's `retentionMs`
+   * (1 hour when the claim gives none). It never forgets a completed key inside its retention (a
+   * retry would run the event again) nor a takeable record inside its retention (its attempt, the
+   * fencing number, would go back), and never a live lease. When nothing can be forgotten, `claim`
+   * and `record` of a new key throw {@link StoreFullError}, which the receiver treats as a store
+   * outage (fail-closed: 503 and the provider retries later), and so does a `confirm` that must
+   * re-create a vanished record (the engine reports it degraded `confirm-failed` and keeps trying
+   * while the lease lasts). Size it at least to the keys one retention window brings.
    * The ordering guard's versions are bounded separately by the same number, oldest forgotten
    * first: a forgotten entity accepts any version again.
    * @default 100_000
@@ -36,13 +42,18 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
+/** How long a released or run-out record is kept after its lease's end when the claim gives no `retentionMs`. */
+const DEFAULT_GRACE_MS = 3_600_000;
+
 interface Entry {
-  /** Owner token; kept after confirm so a repeated confirm by the same owner is recognised. */
+  /** Owner token; '' once released (no owner). Kept after confirm so a repeated confirm by the same owner is recognised. */
   token: string;
   attempt: number;
   fingerprint: string | undefined;
   expiresAt: number;
   updatedAt: number;
+  /** How long the record stays takeable after `expiresAt` (processing entries only). */
+  graceMs: number;
 }
 
 /**
@@ -50,6 +61,13 @@ interface Entry {
  * Nothing is shared between processes and nothing survives a restart, so with several workers or
  * restarts use a shared store (Redis, PostgreSQL, MySQL, SQLite). It sets no timers: expired entries
  * are dropped when they are next touched or when room is needed.
+ *
+ * A released record (the handler failed) and a lease that ran out (the process died) are kept,
+ * takeable, with their attempt and fingerprint, for the claim's `retentionMs` after the lease's end
+ * (1 hour when the claim gives none), so the retry gets attempt + 1; past that they are forgotten.
+ * Each costs one entry, like the lease it was: about 330 bytes of heap with a Stripe event id and a
+ * SHA-256 fingerprint in hex, against about 195 for a completed key, which is packed into one string
+ * and kept for its retention (measured on Node 20).
  *
  * @example
  * const store = memoryStore({ maxEntries: 50_000 });
@@ -65,13 +83,28 @@ export function memoryStore(
     );
   }
   const now = options.now ?? Date.now;
-  // Two insertion-ordered maps: the first entry of `completed` is always the oldest completion,
-  // which makes "evict the oldest completed key first" O(1). A key lives in at most one of them.
+  // Leases, released and run-out records. A key lives in at most one of the two maps.
   const processing = new Map<string, Entry>();
   // Completed keys are the bulk of a busy store, so each is packed into one one-byte string
   // (about 60 bytes instead of an object with three strings): see pack() below.
   const completed = new Map<string, string>();
   const versions = new Map<string, number>();
+  // When each entry may be forgotten, soonest first, so that making room never scans the maps.
+  const expiries = new ExpiryQueue();
+
+  /** When an entry's time is over: a completed key's retention, a takeable record's grace. */
+  const dropAtOf = (entry: Entry) => entry.expiresAt + entry.graceMs;
+
+  function schedule(key: string, at: number): void {
+    expiries.push(at, key);
+    // Every write adds an item and rewrites leave stale ones behind: rebuild from the maps now and
+    // then, which keeps the queue within twice the entries (amortised O(1) per write).
+    if (expiries.size > 2 * (processing.size + completed.size) + 1024) {
+      expiries.clear();
+      for (const [k, entry] of processing) expiries.push(dropAtOf(entry), k);
+      for (const [k, packed] of completed) expiries.push(expiresAtOf(packed), k);
+    }
+  }
 
   function liveCompleted(key: string, at: number): Entry | undefined {
     const packed = completed.get(key);
@@ -83,22 +116,36 @@ export function memoryStore(
     return unpack(packed);
   }
 
+  /** A lease, or a released or run-out record still within its grace; past it the key is forgotten. */
+  function heldEntry(key: string, at: number): Entry | undefined {
+    const entry = processing.get(key);
+    if (entry === undefined) return undefined;
+    if (dropAtOf(entry) <= at) {
+      processing.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  const isLive = (entry: Entry, at: number) => entry.token !== '' && entry.expiresAt > at;
+
+  /**
+   * Forgets entries whose time is over, soonest first, until there is room for one more. Never an
+   * entry inside its retention or grace: when none is over, the store is full.
+   */
   function makeRoom(at: number): void {
     while (processing.size + completed.size >= maxEntries) {
-      const oldest = completed.keys().next();
-      if (!oldest.done) {
-        completed.delete(oldest.value);
+      const next = expiries.peekTime();
+      if (next === undefined || next > at) throw new StoreFullError(maxEntries);
+      const key = expiries.pop();
+      // The queue may hold stale times of a key rewritten since: only its current time counts.
+      const held = processing.get(key);
+      if (held !== undefined) {
+        if (dropAtOf(held) === next) processing.delete(key);
         continue;
       }
-      let freed = false;
-      for (const [key, entry] of processing) {
-        if (entry.expiresAt <= at) {
-          processing.delete(key);
-          freed = true;
-          break;
-        }
-      }
-      if (!freed) throw new StoreFullError(maxEntries);
+      const packed = completed.get(key);
+      if (packed !== undefined && expiresAtOf(packed) === next) completed.delete(key);
     }
   }
 
@@ -108,20 +155,41 @@ export function memoryStore(
     entry.expiresAt = at + retentionMs;
     entry.updatedAt = at;
     completed.set(key, pack(entry));
+    schedule(key, entry.expiresAt);
   }
 
-  return {
+  function view(key: string, entry: Entry, state: RecordView['state']): RecordView {
+    return {
+      key,
+      state,
+      attempt: entry.attempt,
+      fingerprint: entry.fingerprint,
+      expiresAt: new Date(entry.expiresAt),
+      updatedAt: new Date(entry.updatedAt),
+    };
+  }
+
+  const inbox: InboxStore = memoryInbox(now);
+
+  return markKind('memory', {
+    inbox,
+
     get size() {
       return processing.size + completed.size;
     },
 
-    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const at = now();
-      const done = liveCompleted(key, at);
-      if (done)
-        return { status: 'completed', sameFingerprint: sameFingerprint(done.fingerprint, fingerprint) };
-      const held = processing.get(key);
-      if (held && held.expiresAt > at) {
+      const packed = completed.get(key);
+      if (packed !== undefined) {
+        if (expiresAtOf(packed) > at)
+          return { status: 'completed', sameFingerprint: packedFingerprintIs(packed, fingerprint) };
+        completed.delete(key);
+      }
+      const held = heldEntry(key, at);
+      if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint))) {
+        // A live owner; or a released or run-out record of another body, which keeps its
+        // fingerprint: the same key with another fingerprint is a conflict, never a takeover.
         return {
           status: 'in-flight',
           attempt: held.attempt,
@@ -129,26 +197,41 @@ export function memoryStore(
           sameFingerprint: sameFingerprint(held.fingerprint, fingerprint),
         };
       }
-      // Absent, or a lease that ran out: take it, raising the attempt over the last owner's.
-      if (held) processing.delete(key);
-      else makeRoom(at);
-      const entry: Entry = {
-        token: newToken(),
-        attempt: (held?.attempt ?? 0) + 1,
+      // Absent, released, or a lease that ran out: take it, raising the attempt over the last owner's.
+      if (!held) makeRoom(at);
+      const entry: Entry = held ?? {
+        token: '',
+        attempt: 0,
         fingerprint,
-        expiresAt: at + leaseMs,
-        updatedAt: at,
+        expiresAt: 0,
+        updatedAt: 0,
+        graceMs: 0,
       };
+      entry.token = newToken();
+      entry.attempt += 1;
+      entry.fingerprint = fingerprint;
+      entry.expiresAt = at + leaseMs;
+      entry.updatedAt = at;
+      entry.graceMs = retentionMs ?? DEFAULT_GRACE_MS;
       processing.set(key, entry);
+      schedule(key, dropAtOf(entry));
       return {
         status: 'acquired',
-        lease: createLease({ key, ...entry, expiresAt: new Date(entry.expiresAt) }),
+        lease: createLease({
+          key,
+          token: entry.token,
+          attempt: entry.attempt,
+          fingerprint,
+          expiresAt: new Date(entry.expiresAt),
+        }),
       };
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      // No real token is empty: '' marks a released record, which nobody owns.
+      if (lease.token === '') return false;
       const at = now();
-      const held = processing.get(lease.key);
+      const held = heldEntry(lease.key, at);
       if (held) {
         if (held.token !== lease.token) return false;
         complete(lease.key, held, retentionMs, at);
@@ -160,8 +243,8 @@ export function memoryStore(
         complete(lease.key, done, retentionMs, at);
         return true;
       }
-      // The record vanished (evicted or expired, nobody took over): the work is done, so write it
-      // as completed; a later retry must see a duplicate.
+      // The record vanished (its lease ran out and its grace passed, nobody took over): the work is
+      // done, so write it as completed; a later retry must see a duplicate.
       makeRoom(at);
       const entry: Entry = {
         token: lease.token,
@@ -169,32 +252,45 @@ export function memoryStore(
         fingerprint: lease.fingerprint,
         expiresAt: 0,
         updatedAt: at,
+        graceMs: 0,
       };
       complete(lease.key, entry, retentionMs, at);
       return true;
     },
 
     async release(lease: Lease): Promise<boolean> {
-      const held = processing.get(lease.key);
-      if (!held || held.token !== lease.token) return false;
-      processing.delete(lease.key);
+      const at = now();
+      const held = heldEntry(lease.key, at);
+      if (!held || lease.token === '' || held.token !== lease.token) return false;
+      // Released: nobody owns it, takeable at once, attempt and fingerprint kept for its grace.
+      held.token = '';
+      held.expiresAt = at;
+      held.updatedAt = at;
+      schedule(lease.key, dropAtOf(held));
       return true;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      const held = processing.get(lease.key);
-      if (!held || held.token !== lease.token) return false;
       const at = now();
+      const held = heldEntry(lease.key, at);
+      if (!held || lease.token === '' || held.token !== lease.token) return false;
       held.expiresAt = at + leaseMs;
       held.updatedAt = at;
+      schedule(lease.key, dropAtOf(held));
       return true;
     },
 
     async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {
       const at = now();
-      if (liveCompleted(key, at)) return { duplicate: true };
-      const held = processing.get(key);
-      if (held && held.expiresAt > at) return { duplicate: true };
+      const packed = completed.get(key);
+      if (packed !== undefined) {
+        if (expiresAtOf(packed) > at) return { duplicate: true };
+        completed.delete(key);
+      }
+      const held = heldEntry(key, at);
+      // A live lease, or a takeable record of another body (it keeps its fingerprint), is a duplicate.
+      if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint)))
+        return { duplicate: true };
       if (!held) makeRoom(at);
       const entry: Entry = {
         token: newToken(),
@@ -202,6 +298,7 @@ export function memoryStore(
         fingerprint,
         expiresAt: 0,
         updatedAt: at,
+        graceMs: 0,
       };
       complete(key, entry, retentionMs, at);
       return { duplicate: false };
@@ -223,75 +320,186 @@ export function memoryStore(
     async inspect(key: string): Promise<RecordView | undefined> {
       const at = now();
       const done = liveCompleted(key, at);
-      const entry = done ?? processing.get(key);
-      if (!entry) return undefined;
-      return {
-        key,
-        state: done ? 'completed' : 'processing',
-        attempt: entry.attempt,
-        fingerprint: entry.fingerprint,
-        expiresAt: new Date(entry.expiresAt),
-        updatedAt: new Date(entry.updatedAt),
-      };
+      if (done) return view(key, done, 'completed');
+      const held = heldEntry(key, at);
+      if (!held) return undefined;
+      return view(key, held, held.token === '' ? 'released' : 'processing');
     },
 
     async stats(): Promise<StoreStats> {
       const at = now();
       let live = 0;
-      for (const entry of processing.values()) if (entry.expiresAt > at) live++;
+      let takeable = 0;
+      for (const entry of processing.values()) {
+        if (isLive(entry, at)) live++;
+        else if (dropAtOf(entry) > at) takeable++;
+      }
       let done = 0;
       for (const packed of completed.values()) if (expiresAtOf(packed) > at) done++;
-      return { processing: live, takeable: processing.size - live, completed: done };
+      return { processing: live, takeable, completed: done };
     },
 
     async oldestLeases(limit: number): Promise<RecordView[]> {
+      const at = now();
       return [...processing]
+        .filter(([, entry]) => dropAtOf(entry) > at)
         .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
         .slice(0, limit)
-        .map(([key, entry]) => ({
-          key,
-          state: 'processing' as const,
-          attempt: entry.attempt,
-          fingerprint: entry.fingerprint,
-          expiresAt: new Date(entry.expiresAt),
-          updatedAt: new Date(entry.updatedAt),
-        }));
+        .map(([key, entry]) => view(key, entry, entry.token === '' ? 'released' : 'processing'));
     },
 
     async close(): Promise<void> {
       processing.clear();
       completed.clear();
       versions.clear();
+      expiries.clear();
     },
-  };
+  });
+}
+
+/**
+ * A binary min-heap of (time, key): when each entry may be forgotten. Items are never updated in
+ * place; a rewrite pushes a new one and the stale one is skipped when it comes up.
+ */
+class ExpiryQueue {
+  private times: number[] = [];
+  private keys: string[] = [];
+
+  get size(): number {
+    return this.times.length;
+  }
+
+  clear(): void {
+    this.times = [];
+    this.keys = [];
+  }
+
+  peekTime(): number | undefined {
+    return this.times[0];
+  }
+
+  push(time: number, key: string): void {
+    const { times, keys } = this;
+    let i = times.length;
+    times.push(time);
+    keys.push(key);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (times[parent]! <= time) break;
+      times[i] = times[parent]!;
+      keys[i] = keys[parent]!;
+      i = parent;
+    }
+    times[i] = time;
+    keys[i] = key;
+  }
+
+  /** Removes the soonest item and returns its key (the caller read its time with peekTime). */
+  pop(): string {
+    const { times, keys } = this;
+    const top = keys[0]!;
+    const time = times.pop()!;
+    const key = keys.pop()!;
+    const n = times.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        let child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && times[child + 1]! < times[child]!) child++;
+        if (times[child]! >= time) break;
+        times[i] = times[child]!;
+        keys[i] = keys[child]!;
+        i = child;
+      }
+      times[i] = time;
+      keys[i] = key;
+    }
+    return top;
+  }
 }
 
 // Packing of completed entries: one flat one-byte string of
 //   expiresAt (6 bytes, 48-bit ms) · updatedAt (6) · attempt (4) · token field · fingerprint field
-// where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 2-byte
-// length + UTF-8 text otherwise, or 0x00 when absent. Built through a Buffer so the string is flat
+// where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 4-byte
+// length + UTF-8 text otherwise (any length a string can have), or 0x00 when absent. Built through a Buffer so the string is flat
 // (concatenation would leave a rope of many small strings).
 const HEX_FIELD = /^(?:[0-9a-f]{2}){1,255}$/;
 
-function fieldBytes(value: string | undefined): Buffer {
-  if (value === undefined) return Buffer.from([0]);
-  if (HEX_FIELD.test(value)) {
-    const raw = Buffer.from(value, 'hex');
-    return Buffer.concat([Buffer.from([1, raw.length]), raw]);
+/** Whether a field is written as hex bytes (lowercase hex, 1 to 255 bytes). */
+function isHexField(value: string | undefined): boolean {
+  return value !== undefined && value.length <= 510 && HEX_FIELD.test(value);
+}
+
+/** The size of a field as written by {@link writeField}. */
+function fieldSize(value: string | undefined, hex: boolean): number {
+  if (value === undefined) return 1;
+  if (hex) return 2 + value.length / 2;
+  return 5 + Buffer.byteLength(value, 'utf8');
+}
+
+/** Writes a field at `at` (`hex`: as {@link isHexField} found it); returns the offset after it. */
+function writeField(buf: Buffer, at: number, value: string | undefined, hex: boolean): number {
+  if (value === undefined) {
+    buf[at] = 0;
+    return at + 1;
   }
-  const text = Buffer.from(value, 'utf8');
-  const head = Buffer.alloc(3);
-  head[0] = 2;
-  head.writeUInt16BE(text.length, 1);
-  return Buffer.concat([head, text]);
+  if (hex) {
+    buf[at] = 1;
+    buf[at + 1] = value.length / 2;
+    return at + 2 + buf.write(value, at + 2, 'hex');
+  }
+  buf[at] = 2;
+  const n = buf.write(value, at + 5, 'utf8');
+  buf.writeUInt32BE(n, at + 1);
+  return at + 5 + n;
 }
 
 function pack(entry: Entry): string {
-  const head = Buffer.alloc(16);
-  head.writeUIntBE(entry.expiresAt, 0, 6);
-  head.writeUIntBE(entry.updatedAt, 6, 6);
-  head.writeUInt32BE(entry.attempt, 12);
-  return Buffer.concat([head, fieldBytes(entry.token), fieldBytes(entry.fingerprint)]).toString('latin1');
+  // One buffer sized up front, written in place: no intermediate buffers per completion.
+  const tokenHex = isHexField(entry.token);
+  const fingerprintHex = isHexField(entry.fingerprint);
+  const buf = Buffer.allocUnsafe(
+    16 + fieldSize(entry.token, tokenHex) + fieldSize(entry.fingerprint, fingerprintHex),
+  );
+  buf.writeUIntBE(entry.expiresAt, 0, 6);
+  buf.writeUIntBE(entry.updatedAt, 6, 6);
+  buf.writeUInt32BE(entry.attempt, 12);
+  writeField(buf, writeField(buf, 16, entry.token, tokenHex), entry.fingerprint, fingerprintHex);
+  return buf.toString('latin1');
+}
+
+/**
+ * Whether a packed entry's fingerprint is the same as `offered` (true when either has none), read in
+ * place: a duplicate delivery, the commonest claim of a completed key, unpacks nothing.
+ */
+function packedFingerprintIs(packed: string, offered: string | undefined): boolean {
+  if (offered === undefined) return true;
+  // Skip the token field.
+  let at = 16;
+  const kind = packed.charCodeAt(at);
+  if (kind === 1) at += 2 + packed.charCodeAt(at + 1);
+  else if (kind === 2) return sameFingerprint(unpack(packed).fingerprint, offered);
+  else at += 1;
+  const fp = packed.charCodeAt(at);
+  if (fp === 0) return true;
+  if (fp !== 1) return sameFingerprint(unpack(packed).fingerprint, offered);
+  // Stored as lowercase hex, one byte per two digits: compare digit pairs against the bytes.
+  const n = packed.charCodeAt(at + 1);
+  if (offered.length !== 2 * n) return false;
+  for (let i = 0; i < n; i++) {
+    const hi = hexDigit(offered.charCodeAt(2 * i));
+    const lo = hexDigit(offered.charCodeAt(2 * i + 1));
+    if (hi < 0 || lo < 0 || ((hi << 4) | lo) !== packed.charCodeAt(at + 2 + i)) return false;
+  }
+  return true;
+}
+
+/** The value of a lowercase hex digit's char code, or -1 (uppercase is another string, so unequal). */
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  return -1;
 }
 
 function expiresAtOf(packed: string): number {
@@ -307,8 +515,8 @@ function readField(buf: Buffer, at: number): [string | undefined, number] {
     const n = buf[at + 1]!;
     return [buf.toString('hex', at + 2, at + 2 + n), at + 2 + n];
   }
-  const n = buf.readUInt16BE(at + 1);
-  return [buf.toString('utf8', at + 3, at + 3 + n), at + 3 + n];
+  const n = buf.readUInt32BE(at + 1);
+  return [buf.toString('utf8', at + 5, at + 5 + n), at + 5 + n];
 }
 
 function unpack(packed: string): Entry {
@@ -321,5 +529,6 @@ function unpack(packed: string): Entry {
     attempt: buf.readUInt32BE(12),
     token: token ?? '',
     fingerprint,
+    graceMs: 0,
   };
 }

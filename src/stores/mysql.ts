@@ -11,12 +11,16 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
+import type { HealthScope, StoreHealth } from '../lease/health.js';
+import type { InboxStore } from '../lease/inbox.js';
+import { storeKey } from '../lease/keys.js';
 import {
   assertVersion,
   type Claim,
   type ClaimOptions,
   createLease,
   type Lease,
+  markBuiltin,
   type RecordOptions,
   type RecordView,
   type Store,
@@ -27,12 +31,18 @@ import {
 import {
   type DrizzleSqlTag,
   drizzleStatement,
+  outdatedTableFix,
   type PurgeOptions,
   purgeSettings,
   requireDrizzleTx,
+  type SqlErrorDialect,
+  sqlHealth,
+  sqlStoreError,
   type TableNames,
+  tableList,
   tableNames,
 } from './sql.js';
+import { inboxDdl, inboxNames, type SqlInboxDialect, type SqlInboxQuery, sqlInbox } from './sql-inbox.js';
 
 /**
  * What the store needs of a `mysql2/promise` client: `Pool`, `PoolConnection` and `Connection` all fit,
@@ -93,15 +103,22 @@ export type MysqlPurgeOptions = PurgeOptions;
 /** A MySQL store: the {@link Store} contract plus housekeeping. */
 export interface MysqlStore extends Store, StoreAdmin {
   /**
-   * Deletes completed keys past their retention and takeable leases that ran out more than
-   * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it (cron, the event scheduler, a
-   * timer): see docs/mysql.md.
+   * Deletes completed keys past their retention, and takeable records (released, or their lease ran
+   * out) whose lease ended more than their claim's `retentionMs`, or `leaseGraceMs` if longer, ago.
+   * Returns how many rows it deleted. Schedule it (cron, the event scheduler, a timer): see
+   * docs/mysql.md.
    */
   purgeExpired(options?: MysqlPurgeOptions): Promise<number>;
   /** Creates the tables now instead of on first use (a no-op after the first success). */
   ready(): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
+  /**
+   * The inbox for receivers in inbox mode, in `<table>_inbox` (created on first use unless
+   * `autoCreate: false`; see {@link mysqlInboxMigration} and "Inbox" in docs/mysql.md). Needs MySQL
+   * 8.0.1+ or MariaDB 10.6+ (`SKIP LOCKED`).
+   */
+  readonly inbox: InboxStore;
 }
 
 const DEFAULT_TABLE = 'onceonly';
@@ -124,6 +141,7 @@ function ddl(t: TableNames): string[] {
   fingerprint VARBINARY(${MAX_FINGERPRINT_BYTES}) NULL,
   expires_at BIGINT NOT NULL COMMENT 'ms since the epoch, server clock',
   updated_at BIGINT NOT NULL COMMENT 'ms since the epoch, server clock',
+  grace_ms BIGINT NOT NULL DEFAULT 0 COMMENT 'ms a released or run-out row is kept past expires_at',
   PRIMARY KEY (id),
   KEY ${t.index} (expires_at)
 ) ENGINE=InnoDB`,
@@ -165,27 +183,44 @@ const NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)
  * readings: every condition reads only columns assigned after it, or stays true once it was true.
  */
 function statements(t: TableNames) {
-  const cols = '(id, record_key, state, token, attempt, fingerprint, expires_at, updated_at)';
+  const cols = '(id, record_key, state, token, attempt, fingerprint, expires_at, updated_at, grace_ms)';
+  // A release sets expires_at to its own NOW, so a released row (empty token) is takeable too.
   const takeable = `expires_at <= ${NOW}`;
+  /**
+   * Inserts a row in `state` (0 a lease, 1 completed), or takes over one that is takeable: released,
+   * or its lease or retention ran out. A processing row keeps its fingerprint: with `withFingerprint`
+   * (the caller has one, passed once more before each clause's own values) a row of another
+   * fingerprint is left alone. The fingerprint clause stays true once true (the row's fingerprint
+   * becomes ours, and a completed row's state is assigned after the clauses that read it).
+   */
+  const upsert = (state: 0 | 1, withFingerprint: boolean) => {
+    const c = withFingerprint
+      ? `(${takeable} AND (state = 1 OR fingerprint IS NULL OR fingerprint = ?))`
+      : takeable;
+    return `INSERT INTO ${t.keys} ${cols}
+VALUES (?, ?, ${state}, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW}, ?)
+ON DUPLICATE KEY UPDATE
+  token = IF(${c}, ?, token),
+  attempt = IF(${c}, IF(state = 0, attempt + 1, 1), attempt),
+  fingerprint = IF(${c}, ?, fingerprint),
+  updated_at = IF(${c}, ${NOW}, updated_at),
+  state = IF(${c}, ${state}, state),
+  grace_ms = IF(${c}, ?, grace_ms),
+  expires_at = IF(${c}, LAST_INSERT_ID(${NOW} + ?), expires_at + LAST_INSERT_ID(0))`;
+  };
   return {
     // The common case, a key nobody holds: a plain insert (cheaper for the server than the upsert
     // below). affectedRows counts inserted rows here whatever CLIENT_FOUND_ROWS says; insertId carries
     // the new expiry. IGNORE turns only the duplicate key into "0 rows": every value is checked first.
     insert: `INSERT IGNORE INTO ${t.keys} ${cols}
-VALUES (?, ?, 0, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW})`,
+VALUES (?, ?, 0, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW}, ?)`,
 
-    // Inserts a lease, or takes over one (or a completed key) that ran out. The row lock of the
-    // duplicate-key path serialises concurrent claims: exactly one sees the old expiry and wins.
-    // insertId: the new expiry when we won, 0 when we lost; affectedRows 1 = inserted, 2 = takeover.
-    claim: `INSERT INTO ${t.keys} ${cols}
-VALUES (?, ?, 0, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW})
-ON DUPLICATE KEY UPDATE
-  token = IF(${takeable}, ?, token),
-  attempt = IF(${takeable}, IF(state = 0, attempt + 1, 1), attempt),
-  fingerprint = IF(${takeable}, ?, fingerprint),
-  updated_at = IF(${takeable}, ${NOW}, updated_at),
-  state = IF(${takeable}, 0, state),
-  expires_at = IF(${takeable}, LAST_INSERT_ID(${NOW} + ?), expires_at + LAST_INSERT_ID(0))`,
+    // Inserts a lease, or takes over one (or a completed key) that ran out or was released. The row
+    // lock of the duplicate-key path serialises concurrent claims: exactly one sees the old expiry
+    // and wins. insertId: the new expiry when we won, 0 when we lost; affectedRows 1 = inserted,
+    // 2 = takeover. Values: see upsertValues().
+    claim: upsert(0, false),
+    claimFingerprint: upsert(0, true),
 
     attempt: `SELECT attempt FROM ${t.keys} WHERE id = ? AND token = ?`,
 
@@ -196,13 +231,14 @@ ON DUPLICATE KEY UPDATE
     confirmOwn: `UPDATE ${t.keys} SET state = 1, updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
 WHERE id = ? AND token = ?`,
 
-    // Owner-checked. The INSERT covers a record that vanished (released, or purged): the work is done,
-    // so it is written completed; so is a completed record whose retention ran out. The same owner
-    // confirming again renews. insertId: non-zero when written.
+    // Owner-checked. The INSERT covers a record that vanished (its lease ran out and it was purged):
+    // the work is done, so it is written completed; so is a completed record whose retention ran
+    // out. The same owner confirming again renews. A released row has no token: nobody's to confirm.
+    // insertId: non-zero when written.
     confirm: (() => {
       const ours = `(token = ? OR (state = 1 AND ${takeable}))`;
       return `INSERT INTO ${t.keys} ${cols}
-VALUES (?, ?, 1, ?, ?, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW})
+VALUES (?, ?, 1, ?, ?, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW}, 0)
 ON DUPLICATE KEY UPDATE
   token = IF(${ours}, ?, token),
   attempt = IF(${ours}, ?, attempt),
@@ -212,7 +248,10 @@ ON DUPLICATE KEY UPDATE
   expires_at = IF(${ours}, LAST_INSERT_ID(${NOW} + ?), expires_at + LAST_INSERT_ID(0))`;
     })(),
 
-    release: `DELETE FROM ${t.keys} WHERE id = ? AND token = ? AND state = 0`,
+    // Released: no owner (empty token), the lease ends now; attempt, fingerprint and grace stay.
+    // insertId: non-zero when released.
+    release: `UPDATE ${t.keys} SET token = '', updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW})
+WHERE id = ? AND token = ? AND state = 0`,
 
     extend: `UPDATE ${t.keys} SET updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
 WHERE id = ? AND token = ? AND state = 0`,
@@ -220,15 +259,8 @@ WHERE id = ? AND token = ? AND state = 0`,
     // Claim and confirm in one statement. Inside a caller's transaction the inserted row stays locked
     // until it commits: a second transaction on the same key waits on that lock, then sees the
     // committed row (a duplicate) or, after a rollback, inserts its own.
-    record: `INSERT INTO ${t.keys} ${cols}
-VALUES (?, ?, 1, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW})
-ON DUPLICATE KEY UPDATE
-  token = IF(${takeable}, ?, token),
-  attempt = IF(${takeable}, IF(state = 0, attempt + 1, 1), attempt),
-  fingerprint = IF(${takeable}, ?, fingerprint),
-  updated_at = IF(${takeable}, ${NOW}, updated_at),
-  state = IF(${takeable}, 1, state),
-  expires_at = IF(${takeable}, LAST_INSERT_ID(${NOW} + ?), expires_at + LAST_INSERT_ID(0))`,
+    record: upsert(1, false),
+    recordFingerprint: upsert(1, true),
 
     // insertId 1 when the version was stored, 0 when it was not newer.
     advance: `INSERT INTO ${t.versions} (id, entity, version, updated_at)
@@ -243,13 +275,15 @@ ON DUPLICATE KEY UPDATE
   COALESCE(SUM(state = 1 AND expires_at > n.ms), 0) AS completed
 FROM ${t.keys} CROSS JOIN (SELECT ${NOW} AS ms) AS n`,
     // LIMIT is inlined by oldestLeases() after an integer check (no DOUBLE parameter on MySQL 8).
-    oldest: `SELECT record_key, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+    oldest: `SELECT record_key, token = '' AS released, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE state = 0 ORDER BY expires_at LIMIT `,
-    inspect: `SELECT state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+    inspect: `SELECT state, token = '' AS released, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE id = ? AND (state = 0 OR expires_at > ${NOW})`,
 
+    // A takeable row (released, or its lease ran out) stays for its claim's retention (grace_ms) or
+    // the purge's leaseGraceMs past its lease's end, whichever is longer.
     purge: `DELETE FROM ${t.keys}
-WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at <= ${NOW} - ?)
+WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at + GREATEST(grace_ms, ?) <= ${NOW})
 LIMIT `,
 
     purgeVersions: `DELETE FROM ${t.versions} WHERE updated_at <= ${NOW} - ? LIMIT `,
@@ -298,21 +332,101 @@ function errno(err: unknown): number | undefined {
   return typeof n === 'number' ? n : undefined;
 }
 
-function unavailable(action: string, err: unknown): StoreUnavailableError {
-  if (err instanceof StoreUnavailableError) return err;
-  const code = (err as { code?: unknown } | null)?.code;
-  const detail = err instanceof Error ? err.message : String(err);
-  return new StoreUnavailableError(
-    `onceonly: MySQL store could not ${action}${typeof code === 'string' ? ` (${code})` : ''}: ${detail}; check that the server is reachable and the table exists (or leave autoCreate on)`,
-    { cause: err },
-  );
-}
+/**
+ * What the store makes of the server's errno: the ones that mean a misconfiguration or the
+ * connection; any other is an error that may pass. An error without a server errno is the driver's
+ * own (ECONNREFUSED, PROTOCOL_CONNECTION_LOST, a connect timeout): the connection.
+ */
+const mysqlErrors: SqlErrorDialect = {
+  store: 'MySQL',
+  migration: 'mysqlMigration',
+  key(err) {
+    const n = errno(err);
+    return n !== undefined && n > 0 ? String(n) : undefined;
+  },
+  shown(err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? code : undefined;
+  },
+  codeless: 'unreachable',
+  rules: [
+    { code: '1045', fault: 'store_auth_failed' }, // ER_ACCESS_DENIED_ERROR: wrong password, unknown user
+    { code: '1698', fault: 'store_auth_failed' }, // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+    { code: '1130', fault: 'store_auth_failed' }, // ER_HOST_NOT_PRIVILEGED: no account for this host
+    { code: '1044', fault: 'store_permission_denied' }, // ER_DBACCESS_DENIED_ERROR
+    { code: '1142', fault: 'store_permission_denied' }, // ER_TABLEACCESS_DENIED_ERROR
+    { code: '1143', fault: 'store_permission_denied' }, // ER_COLUMNACCESS_DENIED_ERROR
+    { code: '1227', fault: 'store_permission_denied' }, // ER_SPECIFIC_ACCESS_DENIED_ERROR
+    { code: '1146', fault: 'store_missing_table' }, // ER_NO_SUCH_TABLE
+    { code: '1054', fault: 'store_missing_table', fix: outdatedTableFix }, // ER_BAD_FIELD_ERROR
+    { code: '1049', fault: 'store_unknown_database' }, // ER_BAD_DB_ERROR
+    { code: '1040', fault: 'unreachable' }, // ER_CON_COUNT_ERROR: too many connections
+    { code: '1053', fault: 'unreachable' }, // ER_SERVER_SHUTDOWN
+    { code: '1077', fault: 'unreachable' }, // ER_NORMAL_SHUTDOWN
+    { code: '1152', fault: 'unreachable' }, // ER_ABORTING_CONNECTION
+    { code: /^11(5[89]|6[01])$/, fault: 'unreachable' }, // ER_NET_READ_ERROR ... ER_NET_WRITE_INTERRUPTED
+    { code: '1927', fault: 'unreachable' }, // ER_CONNECTION_KILLED
+  ],
+  fixes: {
+    auth: "the server refused the login: check the user name and password the client connects with, and that the user exists for the host it connects from ('user'@'host')",
+    unknownDatabase:
+      'check the database name in the connection settings (and in the table option, when it is database.table), or create that database',
+    permission: (t, setup, migration) =>
+      setup
+        ? `the user the client logs in as may not look up or create the tables: create them once with ${migration} as a user who may (the store then only uses them), or grant this user CREATE on the database; either way it needs SELECT, INSERT, UPDATE, DELETE on ${tableList(t)}`
+        : `the user the client logs in as lacks a privilege on the store's tables: GRANT SELECT, INSERT, UPDATE, DELETE ON ${t.keys} TO that user${t.keys === t.versions ? '' : `, and the same ON ${t.versions}`}`,
+    transient:
+      "the server answered an error that may pass; if it persists, check the server's health and log",
+  },
+};
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The inbox in MySQL's words: no `UPDATE ... RETURNING`, so a take is a `SELECT ... FOR UPDATE SKIP
+ * LOCKED` and an `UPDATE` in one short READ COMMITTED transaction; `INSERT IGNORE` for a new entry;
+ * `DELETE ... LIMIT`; keys as ASCII (a stored key is printable ASCII), bodies as LONGBLOB.
+ */
+const mysqlInbox: SqlInboxDialect = {
+  errors: { ...mysqlErrors, migration: 'mysqlInboxMigration' },
+  placeholder: 'question',
+  now: NOW,
+  types: {
+    key: 'VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY',
+    seq: 'BIGINT NOT NULL AUTO_INCREMENT UNIQUE',
+    receiver: 'VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+    token: 'VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin',
+    text: 'TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+    meta: 'MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+    bytes: 'LONGBLOB',
+    int: 'INT',
+    bigint: 'BIGINT',
+  },
+  tableSuffix: ' ENGINE=InnoDB',
+  inlineIndexes: true,
+  tokenOf: (marker, prefix) => `CONCAT(${marker}, ${prefix}, LOWER(HEX(seq)))`,
+  insertIgnore: { head: 'INSERT IGNORE INTO', tail: '' },
+  skipLocked: ' FOR UPDATE SKIP LOCKED',
+  returning: false,
+  deleteLimit: true,
+};
+
+/**
+ * The SQL that creates the inbox's table `<table>_inbox` (for receivers in inbox mode), for teams
+ * whose migrations manage the schema. Idempotent.
+ *
+ * @example
+ * writeFileSync('migrations/20260102_onceonly_inbox.sql', mysqlInboxMigration());
+ */
+export function mysqlInboxMigration(table: string = DEFAULT_TABLE): string {
+  mysqlTables(table);
+  return `${inboxDdl(mysqlInbox, inboxNames(table, '`', false)).join(';\n\n')};\n`;
+}
+
 /** Keys are indexed by their SHA-256 (32 bytes), so any length and any Unicode fits the primary key. */
+/** The row id of a key (or entity): SHA-256 of the key as stores hold it (lease/keys.ts). */
 function idOf(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
+  return createHash('sha256').update(storeKey(text), 'utf8').digest();
 }
 
 /** The id of each lease this process handed out, so confirm, release and extend skip the hash. */
@@ -320,7 +434,8 @@ const leaseIds = new WeakMap<Lease, Buffer>();
 const leaseId = (lease: Lease): Buffer => leaseIds.get(lease) ?? idOf(lease.key);
 
 function keyBytes(key: string, what: string): Buffer {
-  const bytes = Buffer.from(key, 'utf8');
+  // Any string is a key: long or unprintable ones are hashed losslessly first, so they always fit.
+  const bytes = Buffer.from(storeKey(key), 'utf8');
   if (bytes.length > MAX_KEY_BYTES) {
     throw new TypeError(
       `onceonly: mysqlStore ${what} is ${bytes.length} bytes of UTF-8; at most ${MAX_KEY_BYTES} fit. Hash long keys before passing them`,
@@ -347,6 +462,29 @@ function toText(v: unknown): string | undefined {
   return String(v);
 }
 
+/**
+ * The values of an `upsert` statement: the row, then each clause's own values, each preceded by the
+ * fingerprint again when the statement checks it (`claimFingerprint`, `recordFingerprint`).
+ */
+function upsertValues(
+  id: Buffer,
+  raw: Buffer,
+  token: string,
+  fp: Buffer | null,
+  ms: number,
+  graceMs: number,
+): unknown[] {
+  const c = fp === null ? [] : [fp];
+  return [id, raw, token, fp, ms, graceMs, ...c, token, ...c, ...c, fp, ...c, ...c, ...c, graceMs, ...c, ms];
+}
+
+/**
+ * A Connection (not a pool) runs one transaction at a time, and a statement sent while one is open
+ * runs inside it (undone by its rollback): on a lone Connection every statement of the stores over
+ * it, and every inbox transaction as a whole, take their turn here.
+ */
+const connectionQueues = new WeakMap<object, Promise<unknown>>();
+
 /** Tables created per client and table, so many store objects over one pool run the DDL once. */
 const created = new WeakMap<object, Map<string, Promise<void>>>();
 
@@ -372,6 +510,12 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
   const autoCreate = options.autoCreate ?? true;
   const retries = options.deadlockRetries ?? 5;
   const prepare = options.prepare ?? true;
+  const unavailable = (action: string, err: unknown, setup = false) =>
+    sqlStoreError(
+      mysqlErrors,
+      { action, setup, autoCreate, table, names: t, defaultTable: table === DEFAULT_TABLE },
+      err,
+    );
   if (!Number.isInteger(retries) || retries < 0) {
     throw new ConfigError(
       'invalid_option',
@@ -395,7 +539,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       if (await tablesExist()) return;
       for (const statement of ddl(t)) await withRetry(() => runOn(client, statement, []));
     } catch (err) {
-      throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err);
+      throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err, true);
     }
   }
 
@@ -436,21 +580,116 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
   ): Promise<Result> {
     await ready();
     try {
-      return await withRetry(() => runOn(client, statement, values, prepared));
+      return await inTurn(() => withRetry(() => runOn(client, statement, values, prepared)));
     } catch (err) {
       throw unavailable(action, err);
     }
   }
 
-  return {
+  const lone = typeof (client as { getConnection?: unknown }).getConnection !== 'function';
+  /** On a lone Connection, `run` after everything sent before it (see connectionQueues). */
+  function inTurn<T>(run: () => Promise<T>): Promise<T> {
+    if (!lone) return run();
+    const queued = (connectionQueues.get(client) ?? Promise.resolve()).then(run, run);
+    connectionQueues.set(
+      client,
+      queued.catch(() => undefined),
+    );
+    return queued;
+  }
+
+  const inboxTables = inboxNames(table, '`', false);
+  const asResult = async (pending: Promise<Result>, rows: boolean) => {
+    const r = await pending;
+    return { rows: r.rows, changes: rows ? r.rows.length : r.affectedRows };
+  };
+  const inbox = sqlInbox({
+    dialect: mysqlInbox,
+    names: inboxTables,
+    table,
+    defaultTable: table === DEFAULT_TABLE,
+    autoCreate,
+    store: 'mysqlStore',
+    driver: {
+      query: (statement, values) =>
+        asResult(
+          inTurn(() => withRetry(() => runOn(client, statement.text, values, prepare))),
+          statement.rows,
+        ),
+      transaction<T>(fn: (query: SqlInboxQuery) => Promise<T>): Promise<T> {
+        const pool = client as { getConnection?: () => Promise<MysqlQueryable & { release(): void }> };
+        const once = async (): Promise<T> => {
+          const conn = typeof pool.getConnection === 'function' ? await pool.getConnection() : client;
+          try {
+            // READ COMMITTED: no gap locks, so the take's locking read never blocks an accept.
+            await runOn(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', []);
+            await runOn(conn, 'START TRANSACTION', []);
+            try {
+              const result = await fn((s, v) => asResult(runOn(conn, s.text, v, prepare), s.rows));
+              await runOn(conn, 'COMMIT', []);
+              return result;
+            } catch (err) {
+              await runOn(conn, 'ROLLBACK', []).catch(() => undefined);
+              throw err;
+            }
+          } finally {
+            if (conn !== client) (conn as unknown as { release(): void }).release();
+          }
+        };
+        return inTurn(() => withRetry(once));
+      },
+      async exists() {
+        try {
+          await runOn(client, `SELECT 1 FROM ${inboxTables.table} LIMIT 0`, []);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      async create(statements) {
+        for (const statement of statements) await withRetry(() => runOn(client, statement, []));
+      },
+    },
+  });
+
+  const ER_NO_SUCH_TABLE = 1146;
+  /** Whether a table is there: looked up, never created (ER_NO_SUCH_TABLE is "no", any other error is thrown). */
+  async function tablePresent(name: string): Promise<boolean> {
+    try {
+      await inTurn(() => runOn(client, `SELECT 1 FROM ${name} LIMIT 0`, []));
+      return true;
+    } catch (err) {
+      if (errno(err) === ER_NO_SUCH_TABLE) return false;
+      throw err;
+    }
+  }
+
+  return markBuiltin('mysql', client as object, t.keys, {
     tables: { keys: t.keys, versions: t.versions },
     ready,
+    inbox,
 
-    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+    /**
+     * Reachable, the server's clock (`UNIX_TIMESTAMP(NOW(3))`, whatever the session's time zone),
+     * and the store's tables present, the inbox's too when the caller uses it (looked up, never
+     * created).
+     */
+    async health(scope?: HealthScope): Promise<StoreHealth> {
+      const { rows } = await inTurn(() =>
+        runOn(client, 'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now_ms', []),
+      );
+      const names = scope?.inbox === true ? [t.keys, t.versions, inboxTables.table] : [t.keys, t.versions];
+      const tables: Record<string, boolean> = {};
+      for (const name of names) tables[name] = await tablePresent(name);
+      return sqlHealth(Number(rows[0]?.now_ms), tables, autoCreate);
+    },
+
+    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const raw = keyBytes(key, 'key');
       const id = idOf(key);
       const fp = fingerprintBytes(fingerprint);
       const token = newToken();
+      const graceMs = retentionMs ?? 0;
       const acquired = (attempt: number, expiresMs: number): Claim => {
         const lease = createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresMs) });
         leaseIds.set(lease, id);
@@ -458,15 +697,21 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       };
       // A key nobody holds costs one statement; a held key two (insert, read); a takeover three. The
       // takeover is the upsert, whose row lock makes exactly one of concurrent takeovers win. A loser
-      // whose re-read finds the row gone or run out (released, purged) goes round again.
+      // whose re-read finds the row gone or takeable (released, run out, purged) goes round again.
       for (let round = 1; round <= 10; round++) {
-        const fresh = await exec('claim a key', sql.insert, [id, raw, token, fp, leaseMs]);
+        const fresh = await exec('claim a key', sql.insert, [id, raw, token, fp, leaseMs, graceMs]);
         if (fresh.affectedRows === 1) return acquired(1, fresh.insertId);
         const { rows } = await exec('claim a key', sql.found, [id]);
         const row = rows[0];
         if (!row) continue;
-        if (Number(row.expires_at) <= Number(row.now_ms)) {
-          const won = await exec('claim a key', sql.claim, [id, raw, token, fp, leaseMs, token, fp, leaseMs]);
+        const same = sameFingerprint(toText(row.fingerprint), fingerprint);
+        // Takeable: released or ran out; a processing row of another fingerprint keeps it (in-flight below).
+        if (Number(row.expires_at) <= Number(row.now_ms) && (Number(row.state) === 1 || same)) {
+          const won = await exec(
+            'claim a key',
+            fp === null ? sql.claim : sql.claimFingerprint,
+            upsertValues(id, raw, token, fp, leaseMs, graceMs),
+          );
           if (won.insertId === 0) continue;
           if (won.affectedRows === 1) return acquired(1, won.insertId);
           // A takeover: the attempt is the old one + 1, read back under our token.
@@ -474,7 +719,6 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
           if (!mine.rows[0]) continue;
           return acquired(Number(mine.rows[0].attempt), won.insertId);
         }
-        const same = sameFingerprint(toText(row.fingerprint), fingerprint);
         if (Number(row.state) === 1) return { status: 'completed', sameFingerprint: same };
         return {
           status: 'in-flight',
@@ -489,6 +733,8 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      // No real token is empty: '' marks a released row, which nobody owns.
+      if (lease.token === '') return false;
       const id = leaseId(lease);
       const own = await exec('confirm a lease', sql.confirmOwn, [retentionMs, id, lease.token]);
       if (own.insertId > 0) return true;
@@ -517,12 +763,13 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     },
 
     async release(lease: Lease): Promise<boolean> {
-      // DELETE counts deleted rows whatever CLIENT_FOUND_ROWS says.
-      const { affectedRows } = await exec('release a lease', sql.release, [leaseId(lease), lease.token]);
-      return affectedRows > 0;
+      if (lease.token === '') return false;
+      const { insertId } = await exec('release a lease', sql.release, [leaseId(lease), lease.token]);
+      return insertId > 0;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+      if (lease.token === '') return false;
       const { insertId } = await exec('extend a lease', sql.extend, [leaseMs, leaseId(lease), lease.token]);
       return insertId > 0;
     },
@@ -533,9 +780,10 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     ): Promise<{ duplicate: boolean }> {
       const token = newToken();
       const fp = fingerprintBytes(fingerprint);
-      const values = [idOf(key), keyBytes(key, 'key'), token, fp, retentionMs, token, fp, retentionMs];
+      const values = upsertValues(idOf(key), keyBytes(key, 'key'), token, fp, retentionMs, 0);
+      const statement = fp === null ? sql.record : sql.recordFingerprint;
       if (tx === undefined) {
-        const { insertId } = await exec('record a key', sql.record, values);
+        const { insertId } = await exec('record a key', statement, values);
         return { duplicate: insertId === 0 };
       }
       if (!isQueryable(tx)) {
@@ -547,7 +795,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       await ready();
       // No retry and no wrapping: a deadlock rolled back the caller's whole transaction, and their
       // retry logic should see the driver's own error (errno 1213) as for any of their statements.
-      const { insertId } = await runOn(tx, sql.record, values, prepare);
+      const { insertId } = await runOn(tx, statement, values, prepare);
       return { duplicate: insertId === 0 };
     },
 
@@ -570,7 +818,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       if (!row) return undefined;
       return {
         key,
-        state: Number(row.state) === 1 ? 'completed' : 'processing',
+        state: Number(row.state) === 1 ? 'completed' : Number(row.released) === 1 ? 'released' : 'processing',
         attempt: Number(row.attempt),
         fingerprint: toText(row.fingerprint),
         expiresAt: new Date(Number(row.expires_at)),
@@ -594,7 +842,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
       const { rows } = await exec('list leases', sql.oldest + String(limit), []);
       return rows.map((row) => ({
         key: toText(row.record_key) ?? '',
-        state: 'processing' as const,
+        state: Number(row.released) === 1 ? ('released' as const) : ('processing' as const),
         attempt: Number(row.attempt),
         fingerprint: toText(row.fingerprint),
         expiresAt: new Date(Number(row.expires_at)),
@@ -629,7 +877,7 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
     async close(): Promise<void> {
       // The client is the caller's: nothing of ours to close.
     },
-  };
+  });
 }
 
 /** What {@link kyselyTx} needs of a Kysely `Transaction` (or `Kysely` instance) over `MysqlDialect`. */

@@ -8,12 +8,16 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
+import type { HealthScope, StoreHealth } from '../lease/health.js';
+import type { InboxStore } from '../lease/inbox.js';
+import { storeKey } from '../lease/keys.js';
 import {
   assertVersion,
   type Claim,
   type ClaimOptions,
   createLease,
   type Lease,
+  markBuiltin,
   type RecordOptions,
   type RecordView,
   type Store,
@@ -24,12 +28,18 @@ import {
 import {
   type DrizzleSqlTag,
   drizzleStatement,
+  outdatedTableFix,
   type PurgeOptions,
   purgeSettings,
   requireDrizzleTx,
+  type SqlErrorDialect,
+  sqlHealth,
+  sqlStoreError,
   type TableNames,
+  tableList,
   tableNames,
 } from './sql.js';
+import { inboxDdl, inboxNames, type SqlInboxDialect, sqlInbox } from './sql-inbox.js';
 
 /** A row as both drivers return it. */
 type Row = Record<string, unknown>;
@@ -94,15 +104,20 @@ export type { PurgeOptions } from './sql.js';
 /** A PostgreSQL store: the {@link Store} contract plus housekeeping. */
 export interface PostgresStore extends Store, StoreAdmin {
   /**
-   * Deletes completed keys past their retention and takeable leases that ran out more than
-   * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it (cron, pg_cron, a timer): see
-   * docs/postgres.md.
+   * Deletes completed keys past their retention, and takeable records (released, or their lease ran
+   * out) whose lease ended more than their claim's `retentionMs`, or `leaseGraceMs` if longer, ago.
+   * Returns how many rows it deleted. Schedule it (cron, pg_cron, a timer): see docs/postgres.md.
    */
   purgeExpired(options?: PurgeOptions): Promise<number>;
   /** Creates the tables now instead of on first use (a no-op after the first success). */
   ready(): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
+  /**
+   * The inbox for receivers in inbox mode, in `<table>_inbox` (created on first use unless
+   * `autoCreate: false`; see {@link postgresInboxMigration} and "Inbox" in docs/postgres.md).
+   */
+  readonly inbox: InboxStore;
 }
 
 const DEFAULT_TABLE = 'onceonly';
@@ -122,7 +137,8 @@ function ddl(t: TableNames): string {
   attempt integer NOT NULL,
   fingerprint text,
   expires_at timestamptz NOT NULL,
-  updated_at timestamptz NOT NULL
+  updated_at timestamptz NOT NULL,
+  grace_ms bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.keys} (expires_at);
 CREATE TABLE IF NOT EXISTS ${t.versions} (
@@ -146,10 +162,31 @@ export function postgresMigration(table: string = DEFAULT_TABLE): string {
   return ddl(postgresTables(table));
 }
 
+/**
+ * The SQL that creates the inbox's table `<table>_inbox` and its indexes (for receivers in inbox
+ * mode), for teams whose migrations manage the schema. Idempotent.
+ *
+ * @example
+ * writeFileSync('migrations/20260102_onceonly_inbox.sql', postgresInboxMigration());
+ */
+export function postgresInboxMigration(table: string = DEFAULT_TABLE): string {
+  postgresTables(table);
+  return `${inboxDdl(postgresInbox, inboxNames(table, '"', false)).join(';\n')};\n`;
+}
+
+/** The server's clock (`clock_timestamp()`) in ms since the epoch. */
+const PG_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)';
+
 /** All statements, built once per table. `$n` placeholders; the ms amounts are cast explicitly. */
 function statements(t: TableNames & { lockName: string }) {
   const ms = (n: number) => `($${n}::float8 * interval '1 millisecond')`;
   const epochMs = (col: string) => `floor(extract(epoch FROM ${col}) * 1000)::int8`;
+  const purgeable = `expires_at <= clock_timestamp() AND (state = 'completed'
+    OR expires_at <= clock_timestamp() - (greatest(grace_ms::float8, $1::float8) * interval '1 millisecond'))`;
+  // Whether an upsert may take over row `r`: released (empty token) or its lease or retention ran
+  // out; a processing row keeps its fingerprint against another (either side NULL is no mismatch).
+  const takeable = (r: string) => `(${r}.expires_at <= clock_timestamp() OR ${r}.token = '')
+    AND (${r}.state = 'completed' OR ${r}.fingerprint IS NULL OR excluded.fingerprint IS NULL OR ${r}.fingerprint = excluded.fingerprint)`;
   return {
     // One statement: `found` reads the row from the statement's snapshot, `taken` inserts a new
     // lease or takes over one that ran out. Under READ COMMITTED, ON CONFLICT DO UPDATE locks the
@@ -157,30 +194,33 @@ function statements(t: TableNames & { lockName: string }) {
     // (first claims or takeovers) exactly one gets a row back. A loser whose snapshot cannot explain
     // its loss (the row appeared or changed after the snapshot) retries; see claim().
     // A row that is live in the snapshot is reported as it stands there, without attempting the
-    // INSERT: a duplicate delivery then only reads (no row lock, no write).
+    // INSERT: a duplicate delivery then only reads (no row lock, no write). So is a takeable row
+    // (released: empty token; or its lease ran out) of another fingerprint, which it keeps.
     claim: `WITH found AS (
-  SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AS live, ${epochMs('expires_at')} AS expires
+  SELECT state, attempt, fingerprint, expires_at > clock_timestamp() AND token <> '' AS live, ${epochMs('expires_at')} AS expires
   FROM ${t.keys} WHERE key = $1
 ), taken AS (
-  INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
-  SELECT $1::text, 'processing', $2::text, 1, $3::text, clock_timestamp() + ${ms(4)}, clock_timestamp()
-  WHERE NOT EXISTS (SELECT 1 FROM found WHERE live)
+  INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at, grace_ms)
+  SELECT $1::text, 'processing', $2::text, 1, $3::text, clock_timestamp() + ${ms(4)}, clock_timestamp(), $5::float8::int8
+  WHERE NOT EXISTS (SELECT 1 FROM found WHERE live OR (state = 'processing' AND fingerprint <> $3::text))
   ON CONFLICT (key) DO UPDATE SET
     state = 'processing',
     token = excluded.token,
     attempt = CASE WHEN r.state = 'processing' THEN r.attempt + 1 ELSE 1 END,
     fingerprint = excluded.fingerprint,
     expires_at = clock_timestamp() + ${ms(4)},
-    updated_at = clock_timestamp()
-  WHERE r.expires_at <= clock_timestamp()
+    updated_at = clock_timestamp(),
+    grace_ms = excluded.grace_ms
+  WHERE ${takeable('r')}
   RETURNING attempt, ${epochMs('expires_at')} AS expires
 )
 SELECT 'acquired' AS state, attempt, NULL::text AS fingerprint, true AS live, expires FROM taken
 UNION ALL
 SELECT state, attempt, fingerprint, live, expires FROM found WHERE NOT EXISTS (SELECT 1 FROM taken)`,
 
-    // Owner-checked. The INSERT covers a record that vanished (released, or expired and purged):
-    // the work is done, so it is written completed. The same owner confirming again just renews.
+    // Owner-checked. The INSERT covers a record that vanished (its lease ran out and it was purged):
+    // the work is done, so it is written completed. The same owner confirming again just renews. A
+    // released row has no token, so it is nobody's to confirm.
     confirm: `INSERT INTO ${t.keys} AS r (key, state, token, attempt, fingerprint, expires_at, updated_at)
 VALUES ($1, 'completed', $2, $3, $4, clock_timestamp() + ${ms(5)}, clock_timestamp())
 ON CONFLICT (key) DO UPDATE SET
@@ -190,7 +230,10 @@ ON CONFLICT (key) DO UPDATE SET
 WHERE r.token = excluded.token
 RETURNING 1 AS ok`,
 
-    release: `DELETE FROM ${t.keys} WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
+    // Released: no owner (empty token), the lease ends now; attempt, fingerprint and grace stay.
+    release: `UPDATE ${t.keys} AS r SET token = '', expires_at = c.now, updated_at = c.now
+FROM (SELECT clock_timestamp() AS now) AS c
+WHERE r.key = $1 AND r.token = $2 AND r.state = 'processing' RETURNING 1 AS ok`,
 
     extend: `UPDATE ${t.keys} SET expires_at = clock_timestamp() + ${ms(3)}, updated_at = clock_timestamp()
 WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
@@ -207,7 +250,7 @@ ON CONFLICT (key) DO UPDATE SET
   fingerprint = excluded.fingerprint,
   expires_at = clock_timestamp() + ${ms(4)},
   updated_at = clock_timestamp()
-WHERE r.expires_at <= clock_timestamp()
+WHERE ${takeable('r')}
 RETURNING 1 AS ok`,
 
     advance: `INSERT INTO ${t.versions} AS r (entity, version, updated_at)
@@ -217,22 +260,24 @@ WHERE r.version < excluded.version
 RETURNING 1 AS ok`,
 
     stats: `SELECT
-  count(*) FILTER (WHERE state = 'processing' AND expires_at > n.now) AS processing,
-  count(*) FILTER (WHERE state = 'processing' AND expires_at <= n.now) AS takeable,
+  count(*) FILTER (WHERE state = 'processing' AND expires_at > n.now AND token <> '') AS processing,
+  count(*) FILTER (WHERE state = 'processing' AND (expires_at <= n.now OR token = '')) AS takeable,
   count(*) FILTER (WHERE state = 'completed' AND expires_at > n.now) AS completed
 FROM ${t.keys}, (SELECT clock_timestamp() AS now) AS n`,
-    oldest: `SELECT key, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
+    oldest: `SELECT key, token = '' AS released, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
 FROM ${t.keys} WHERE state = 'processing' ORDER BY expires_at LIMIT $1`,
-    inspect: `SELECT state, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
+    inspect: `SELECT state, token = '' AS released, attempt, fingerprint, ${epochMs('expires_at')} AS expires, ${epochMs('updated_at')} AS updated
 FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_timestamp())`,
 
     // The outer WHERE repeats the conditions: under READ COMMITTED a row changed after the inner
-    // SELECT (a takeover renewed it) is re-checked on its newest version and then kept.
+    // SELECT (a takeover renewed it) is re-checked on its newest version and then kept. A takeable
+    // row (released, or its lease ran out) stays for its claim's retention (grace_ms) or the purge's
+    // leaseGraceMs past its lease's end, whichever is longer.
     purge: `DELETE FROM ${t.keys} WHERE key IN (
   SELECT key FROM ${t.keys}
-  WHERE expires_at <= clock_timestamp() AND (state = 'completed' OR expires_at <= clock_timestamp() - ${ms(1)})
+  WHERE ${purgeable}
   LIMIT $2 FOR UPDATE SKIP LOCKED
-) AND expires_at <= clock_timestamp() AND (state = 'completed' OR expires_at <= clock_timestamp() - ${ms(1)})`,
+) AND ${purgeable}`,
 
     purgeVersions: `DELETE FROM ${t.versions} WHERE entity IN (
   SELECT entity FROM ${t.versions} WHERE updated_at <= clock_timestamp() - ${ms(1)}
@@ -242,6 +287,11 @@ FROM ${t.keys} WHERE key = $1 AND (state = 'processing' OR expires_at > clock_ti
     // Checked first so that a role without CREATE on the schema (PostgreSQL 15 and later no longer
     // grant it on public) works once a migration made the tables.
     exists: `SELECT to_regclass($1::text) IS NOT NULL AND to_regclass($2::text) IS NOT NULL AS ok`,
+
+    // health(): the server's clock and the tables, in one round trip (never creates anything).
+    health: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms,
+  to_regclass($1::text) IS NOT NULL AS has_keys, to_regclass($2::text) IS NOT NULL AS has_versions,
+  to_regclass($3::text) IS NOT NULL AS has_inbox`,
 
     // Simple-query protocol: the statements run in one implicit transaction, so the advisory lock
     // serialises concurrent first uses (CREATE TABLE IF NOT EXISTS alone can still collide on
@@ -256,7 +306,7 @@ type StatementName = keyof ReturnType<typeof statements>;
 
 /** Runs one statement on a client: rows back, and the number of affected rows when the driver says. */
 type Runner = (
-  statement: StatementName,
+  statement: string,
   text: string,
   values: unknown[],
 ) => Promise<{ rows: Row[]; count: number | undefined }>;
@@ -319,7 +369,11 @@ const creationRaces = new Set(['23505', '42P07', '42710']);
 /** A SQLSTATE is five digits or capitals; a driver's own `code` (ECONNREFUSED) is something else. */
 function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  // Five digits or capitals, but not Node's own five-letter errno codes (EPIPE, EPERM, EBUSY): a
+  // broken pipe is the connection, not the server answering.
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^E[A-Z]{4}$/.test(code)
+    ? code
+    : undefined;
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -327,16 +381,80 @@ function errorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-function unavailable(action: string, err: unknown): StoreUnavailableError {
-  if (err instanceof StoreUnavailableError) return err;
-  const state = sqlState(err);
-  const code = state ? `SQLSTATE ${state}` : errorCode(err);
-  const detail = err instanceof Error ? err.message : String(err);
-  return new StoreUnavailableError(
-    `onceonly: PostgreSQL store could not ${action}${code ? ` (${code})` : ''}: ${detail}; check that the server is reachable and the table exists (or leave autoCreate on)`,
-    { cause: err },
-  );
-}
+/**
+ * What the store makes of PostgreSQL's errors: the SQLSTATEs that mean a misconfiguration or the
+ * connection; any other is an error that may pass. An error without a SQLSTATE is the driver's own
+ * (ECONNREFUSED, a lost connection, a connect timeout): the connection.
+ */
+const pgErrors: SqlErrorDialect = {
+  store: 'PostgreSQL',
+  migration: 'postgresMigration',
+  key: sqlState,
+  shown(err) {
+    const state = sqlState(err);
+    return state ? `SQLSTATE ${state}` : errorCode(err);
+  },
+  codeless: 'unreachable',
+  rules: [
+    { code: '28P01', fault: 'store_auth_failed' }, // invalid_password
+    // invalid_authorization_specification: no such role, a role without LOGIN, no pg_hba.conf entry
+    { code: '28000', fault: 'store_auth_failed' },
+    { code: '42501', fault: 'store_permission_denied' }, // insufficient_privilege
+    { code: '42P01', fault: 'store_missing_table' }, // undefined_table
+    { code: '42703', fault: 'store_missing_table', fix: outdatedTableFix }, // undefined_column
+    {
+      code: '3F000', // invalid_schema_name: the schema the tables belong in does not exist
+      fault: 'store_missing_table',
+      fix: ({ table }, migration) =>
+        `${table.includes('.') ? `create the schema first (CREATE SCHEMA ${table.split('.')[0]})` : 'no schema on the search_path exists to create them in: create one, or fix search_path'}: autoCreate and ${migration} create tables, never schemas`,
+    },
+    { code: '3D000', fault: 'store_unknown_database' }, // invalid_catalog_name
+    { code: /^08/, fault: 'unreachable' }, // connection_exception
+    { code: '53300', fault: 'unreachable' }, // too_many_connections
+    { code: /^57P0[1-3]$/, fault: 'unreachable' }, // admin_shutdown, crash_shutdown, cannot_connect_now
+  ],
+  fixes: {
+    auth: 'the server refused the login: check the user name and password the client connects with, that the role exists and has LOGIN, and that pg_hba.conf admits it from this host',
+    unknownDatabase: 'check the database name in the connection settings, or create that database',
+    permission: (t, setup, migration) =>
+      setup
+        ? `the role the client logs in as may not look up or create the tables: create them once with ${migration} as a role that may (the store then only looks them up), or grant this role CREATE on the schema; either way it needs USAGE on the schema and SELECT, INSERT, UPDATE, DELETE on ${tableList(t)}`
+        : `the role the client logs in as lacks a privilege on the store's tables: GRANT SELECT, INSERT, UPDATE, DELETE ON ${tableList(t, ', ')} TO that role (and USAGE on their schema)`,
+    transient:
+      "the server answered an error that may pass; if it persists, check the server's health and log",
+  },
+};
+
+/**
+ * The inbox in PostgreSQL's words: `FOR UPDATE SKIP LOCKED` in the take's subquery (concurrent
+ * takers skip each other's rows instead of waiting), `UPDATE ... RETURNING`, bytea bodies.
+ */
+const postgresInbox: SqlInboxDialect = {
+  errors: { ...pgErrors, migration: 'postgresInboxMigration' },
+  placeholder: 'dollar',
+  // A scalar subquery: read once per statement (an InitPlan), so `due_at <= now` bounds an index
+  // scan. clock_timestamp() itself is volatile: compared per row, every take, purge and stats read
+  // each entry not yet due (123 ms against 0.04 ms for an idle take over 100,000 of them).
+  now: `(SELECT ${PG_NOW_MS})`,
+  types: {
+    key: 'text PRIMARY KEY',
+    seq: 'bigserial',
+    receiver: 'text',
+    token: 'text',
+    text: 'text',
+    meta: 'text',
+    bytes: 'bytea',
+    int: 'integer',
+    bigint: 'bigint',
+  },
+  tableSuffix: '',
+  inlineIndexes: false,
+  tokenOf: (marker, prefix) => `(${marker} || ${prefix}::text || to_hex(seq))`,
+  insertIgnore: { head: 'INSERT INTO', tail: '\nON CONFLICT (entry_key) DO NOTHING' },
+  skipLocked: ' FOR UPDATE SKIP LOCKED',
+  returning: true,
+  deleteLimit: false,
+};
 
 const toNumber = (v: unknown): number => Number(v);
 const toOptionalString = (v: unknown): string | undefined => (v == null ? undefined : String(v));
@@ -357,6 +475,12 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   const run = runnerFor(client, prepare, 'postgresStore client');
   const t = postgresTables(table);
   const sql = statements(t);
+  const unavailable = (action: string, err: unknown, setup = false) =>
+    sqlStoreError(
+      pgErrors,
+      { action, setup, autoCreate, table, names: t, defaultTable: table === DEFAULT_TABLE },
+      err,
+    );
 
   async function createTables(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -368,7 +492,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       } catch (err) {
         // Someone else's CREATE (a migration without our lock) won the race: ours now finds the table.
         if (attempt < 3 && creationRaces.has(sqlState(err) ?? '')) continue;
-        throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err);
+        throw unavailable(`create its tables ${t.keys} and ${t.versions}`, err, true);
       }
     }
   }
@@ -408,16 +532,84 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     }
   }
 
-  return {
+  const inboxTables = inboxNames(table, '"', false);
+  const inbox = sqlInbox({
+    dialect: postgresInbox,
+    names: inboxTables,
+    table,
+    defaultTable: table === DEFAULT_TABLE,
+    autoCreate,
+    store: 'postgresStore',
+    driver: {
+      async query(statement, values) {
+        const { rows, count } = await run(statement.name, statement.text, values);
+        return { rows, changes: statement.rows ? rows.length : (count ?? 0) };
+      },
+      async exists() {
+        const { rows } = await run('inbox_exists', 'SELECT to_regclass($1::text) IS NOT NULL AS ok', [
+          inboxTables.table,
+        ]);
+        return rows[0]?.ok === true;
+      },
+      async create(ddl) {
+        // One simple query, one implicit transaction: the advisory lock serialises first uses.
+        const text = `SET LOCAL client_min_messages = warning;
+SELECT pg_advisory_xact_lock(hashtext('${t.lockName}'));
+${ddl.join(';\n')};`;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await run('inbox_create', text, []);
+            return;
+          } catch (err) {
+            if (attempt < 3 && creationRaces.has(sqlState(err) ?? '')) continue;
+            throw err;
+          }
+        }
+      },
+    },
+  });
+
+  return markBuiltin('postgres', client as object, t.keys, {
     tables: { keys: t.keys, versions: t.versions },
     ready,
+    inbox,
 
-    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+    /**
+     * Reachable, the server's clock, and the store's tables present (looked up, never created):
+     * the inbox's too when the caller uses it.
+     */
+    async health(scope?: HealthScope): Promise<StoreHealth> {
+      const withInbox = scope?.inbox === true;
+      const { rows } = await run('health', sql.health, [
+        t.keys,
+        t.versions,
+        withInbox ? inboxTables.table : t.keys,
+      ]);
+      const row = rows[0] ?? {};
+      return sqlHealth(
+        Number(row.now_ms),
+        {
+          [t.keys]: row.has_keys,
+          [t.versions]: row.has_versions,
+          ...(withInbox ? { [inboxTables.table]: row.has_inbox } : {}),
+        },
+        autoCreate,
+      );
+    },
+
+    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const token = newToken();
+      const stored = storeKey(key);
       // A loser whose snapshot showed no row, or an expired one, lost to a write that committed after
       // its snapshot; the next statement sees that write. Repeats only while the key keeps changing.
       for (let round = 1; round <= 10; round++) {
-        const { rows } = await exec('claim a key', 'claim', [key, token, fingerprint ?? null, leaseMs]);
+        const { rows } = await exec('claim a key', 'claim', [
+          stored,
+          token,
+          fingerprint ?? null,
+          leaseMs,
+          retentionMs ?? 0,
+        ]);
         const row = rows[0];
         if (row?.state === 'acquired') {
           return {
@@ -431,14 +623,16 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
             }),
           };
         }
-        if (row?.live === true) {
-          const same = sameFingerprint(toOptionalString(row.fingerprint), fingerprint);
-          if (row.state === 'completed') return { status: 'completed', sameFingerprint: same };
+        const same = row && sameFingerprint(toOptionalString(row.fingerprint), fingerprint);
+        // Live; or (in the snapshot, which explains why nothing was written) a takeable row of
+        // another fingerprint, which keeps it.
+        if (row?.live === true || (row?.state === 'processing' && !same)) {
+          if (row.state === 'completed') return { status: 'completed', sameFingerprint: same === true };
           return {
             status: 'in-flight',
             attempt: toNumber(row.attempt),
             expiresAt: new Date(toNumber(row.expires)),
-            sameFingerprint: same,
+            sameFingerprint: same === true,
           };
         }
       }
@@ -448,8 +642,10 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      // No real token is empty: '' marks a released row, which nobody owns.
+      if (lease.token === '') return false;
       const { rows } = await exec('confirm a lease', 'confirm', [
-        lease.key,
+        storeKey(lease.key),
         lease.token,
         lease.attempt,
         lease.fingerprint ?? null,
@@ -459,12 +655,14 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
 
     async release(lease: Lease): Promise<boolean> {
-      const { rows } = await exec('release a lease', 'release', [lease.key, lease.token]);
+      if (lease.token === '') return false;
+      const { rows } = await exec('release a lease', 'release', [storeKey(lease.key), lease.token]);
       return rows.length > 0;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      const { rows } = await exec('extend a lease', 'extend', [lease.key, lease.token, leaseMs]);
+      if (lease.token === '') return false;
+      const { rows } = await exec('extend a lease', 'extend', [storeKey(lease.key), lease.token, leaseMs]);
       return rows.length > 0;
     },
 
@@ -476,7 +674,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       const { rows } = await exec(
         'record a key',
         'record',
-        [key, newToken(), fingerprint ?? null, retentionMs],
+        [storeKey(key), newToken(), fingerprint ?? null, retentionMs],
         runner,
       );
       return { duplicate: rows.length === 0 };
@@ -484,17 +682,17 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
 
     async advance(entity: string, version: number): Promise<boolean> {
       assertVersion(version);
-      const { rows } = await exec('advance a version', 'advance', [entity, version]);
+      const { rows } = await exec('advance a version', 'advance', [storeKey(entity), version]);
       return rows.length > 0;
     },
 
     async inspect(key: string): Promise<RecordView | undefined> {
-      const { rows } = await exec('read a key', 'inspect', [key]);
+      const { rows } = await exec('read a key', 'inspect', [storeKey(key)]);
       const row = rows[0];
       if (!row) return undefined;
       return {
         key,
-        state: row.state === 'completed' ? 'completed' : 'processing',
+        state: row.state === 'completed' ? 'completed' : row.released === true ? 'released' : 'processing',
         attempt: toNumber(row.attempt),
         fingerprint: toOptionalString(row.fingerprint),
         expiresAt: new Date(toNumber(row.expires)),
@@ -516,7 +714,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
       const { rows } = await exec('list leases', 'oldest', [limit]);
       return rows.map((row) => ({
         key: String(row.key),
-        state: 'processing' as const,
+        state: row.released === true ? ('released' as const) : ('processing' as const),
         attempt: toNumber(row.attempt),
         fingerprint: toOptionalString(row.fingerprint),
         expiresAt: new Date(toNumber(row.expires)),
@@ -543,7 +741,7 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
     },
 
     async close(): Promise<void> {},
-  };
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { after, before, describe, it, mock } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -9,6 +10,12 @@ import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { Lease } from '../lease/types.js';
 import { runConformance } from '../testing/index.js';
 import { type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';
+
+/** node-redis 4, installed under the alias `redis4`: the peer range (`redis: >=4`) is what is tested. */
+const createClient4 = (createRequire(import.meta.url)('redis4') as { createClient: typeof createClient })
+  .createClient;
+/** ioredis 5, installed under the alias `ioredis5`: the peer range (`ioredis: >=5`) is what is tested. */
+const Redis5 = (createRequire(import.meta.url)('ioredis5') as { Redis: typeof Redis }).Redis;
 
 const LONG = 60_000;
 const prefix = `oo-test-${randomBytes(4).toString('hex')}:`;
@@ -33,21 +40,37 @@ if (
   })
 ) {
   const nodeRedis = await createClient({ url: servers.redis }).connect();
+  const nodeRedis4 = await createClient4({ url: servers.redis }).connect();
   const ioredis = new Redis(servers.redis);
+  const ioredis5 = new Redis5(servers.redis);
   after(async () => {
     await deleteKeys(nodeRedis, `${prefix}*`);
     await nodeRedis.quit();
+    await nodeRedis4.quit();
     ioredis.disconnect();
+    ioredis5.disconnect();
   });
 
+  // A leaseGrace far below the cases' waits: only a claim's retentionMs can keep a record that ran
+  // out or was released for its takeover (the ioredis run keeps the default grace).
   await runConformance({
     name: 'redisStore conformance (node-redis)',
-    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:` }),
+    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, leaseGrace: 1 }),
+    runner: { describe, it },
+  });
+  await runConformance({
+    name: 'redisStore conformance (node-redis 4)',
+    factory: () => redisStore({ client: nodeRedis4, prefix: `${prefix}nr4:`, leaseGrace: 1 }),
     runner: { describe, it },
   });
   await runConformance({
     name: 'redisStore conformance (ioredis)',
     factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
+    runner: { describe, it },
+  });
+  await runConformance({
+    name: 'redisStore conformance (ioredis 5)',
+    factory: () => redisStore({ client: ioredis5, prefix: `${prefix}io5:` }),
     runner: { describe, it },
   });
 
@@ -63,7 +86,8 @@ if (
   };
   await runConformance({
     name: 'redisStore conformance (claims by script, as on Redis 6.2)',
-    factory: () => redisStore({ client: olderServer, prefix: `${prefix}old:`, checkEvictionPolicy: false }),
+    factory: () =>
+      redisStore({ client: olderServer, prefix: `${prefix}old:`, checkEvictionPolicy: false, leaseGrace: 1 }),
     runner: { describe, it },
   });
 
@@ -161,18 +185,72 @@ if (
       assert.equal(second.attempt, first.attempt + 1);
     });
 
-    it('record() takes over a lease that ran out and completes it with the next attempt', async () => {
+    it('record() takes over a lease that ran out and completes it with the next attempt, unless its fingerprint differs', async () => {
       const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false, leaseGrace: '5s' });
       acquired(await store.claim('record-takeover', { leaseMs: 100, fingerprint: 'x' }));
       assert.deepEqual(await store.record('record-takeover', { retentionMs: LONG }), { duplicate: true });
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.deepEqual(await store.record('record-takeover', { retentionMs: LONG, fingerprint: 'y' }), {
+        duplicate: true,
+      });
+      assert.equal(
+        (await store.inspect('record-takeover'))?.state,
+        'processing',
+        'another body changed nothing',
+      );
+      assert.deepEqual(await store.record('record-takeover', { retentionMs: LONG, fingerprint: 'x' }), {
         duplicate: false,
       });
       const view = await store.inspect('record-takeover');
       assert.equal(view?.state, 'completed');
       assert.equal(view?.attempt, 2);
-      assert.equal(view?.fingerprint, 'y');
+      assert.equal(view?.fingerprint, 'x');
+    });
+
+    it("keeps a key for the claim's retentionMs beyond its lease instead of leaseGrace; extend and release keep that grace", async () => {
+      // Prepare
+      const store = redisStore({ client: ioredis, prefix, checkEvictionPolicy: false, leaseGrace: '1h' });
+      const key = `${prefix}k:retention`;
+      // Act, Assess: the claim writes the retention as the grace.
+      const lease = acquired(
+        await store.claim('retention', { leaseMs: 2_000, retentionMs: 20_000, fingerprint: 'f' }),
+      );
+      assert.equal(await ioredis.get(key), `p|${lease.token}|1|20000|22000|=f`);
+      let pttl = await ioredis.pttl(key);
+      assert.ok(pttl > 20_000 && pttl <= 22_000, `lease + retention, got ${pttl}`);
+      // Extend renews the lease and keeps the stored grace.
+      assert.equal(await store.extend(lease, { leaseMs: 5_000 }), true);
+      assert.equal(await ioredis.get(key), `p|${lease.token}|1|20000|25000|=f`);
+      // Release: no owner, the lease ends now, the key lives on for the grace alone.
+      const before = Date.now();
+      assert.equal(await store.release(lease), true);
+      assert.equal(await ioredis.get(key), 'p||1|20000|20000|=f');
+      pttl = await ioredis.pttl(key);
+      assert.ok(pttl > 19_000 && pttl <= 20_000, `retention after the release, got ${pttl}`);
+      const view = await store.inspect('retention');
+      assert.equal(view?.state, 'released');
+      assert.ok(
+        view && Math.abs(view.expiresAt.getTime() - before) < 2_000,
+        'the lease ended at the release',
+      );
+      assert.equal(view?.updatedAt?.getTime(), view?.expiresAt.getTime(), 'written at the release');
+      // The next claim takes it over at once with attempt 2, on the fast path's fallback script.
+      const next = acquired(
+        await store.claim('retention', { leaseMs: 2_000, retentionMs: 30_000, fingerprint: 'f' }),
+      );
+      assert.equal(next.attempt, 2);
+      assert.equal(await ioredis.get(key), `p|${next.token}|2|30000|32000|=f`);
+    });
+
+    it('never treats an empty token as an owner, not even of a released record', async () => {
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
+      const lease = acquired(await store.claim('empty-token', { leaseMs: LONG }));
+      assert.equal(await store.release(lease), true);
+      const forged = { ...lease, token: '' };
+      assert.equal(await store.confirm(forged, { retentionMs: LONG }), false);
+      assert.equal(await store.extend(forged, { leaseMs: LONG }), false);
+      assert.equal(await store.release(forged), false);
+      assert.equal((await store.inspect('empty-token'))?.state, 'released');
     });
 
     it("reports the lease's end on the server's clock: never after the key's own, at most a round trip before", async () => {
@@ -376,6 +454,7 @@ if (binaries) {
         const first = new Promise<void>((resolve) => (warned = resolve));
         const store = redisStore({
           client,
+          checkOfflineQueue: false,
           onWarning: (m) => {
             warnings.push(m);
             warned();
@@ -402,7 +481,7 @@ if (binaries) {
       await plain.cli('config', 'set', 'maxmemory', '0');
       const client = ioClient(plain.url);
       const warning = new Promise<string>((resolve) => {
-        const store = redisStore({ client, onWarning: resolve });
+        const store = redisStore({ client, checkOfflineQueue: false, onWarning: resolve });
         void store.inspect('x');
       });
       assert.match(await warning, /"allkeys-lfu".*maxmemory is 0/);
@@ -412,7 +491,7 @@ if (binaries) {
       await plain.cli('config', 'set', 'maxmemory-policy', 'noeviction');
       const client = ioClient(plain.url);
       const warnings: string[] = [];
-      const store = redisStore({ client, onWarning: (m) => warnings.push(m) });
+      const store = redisStore({ client, checkOfflineQueue: false, onWarning: (m) => warnings.push(m) });
       await store.inspect('x');
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.deepEqual(warnings, []);
@@ -421,7 +500,7 @@ if (binaries) {
     it('works and stays quiet where CONFIG is disabled', async () => {
       const client = await nodeClient(noConfig.url);
       const warnings: string[] = [];
-      const store = redisStore({ client, onWarning: (m) => warnings.push(m) });
+      const store = redisStore({ client, checkOfflineQueue: false, onWarning: (m) => warnings.push(m) });
       const lease = acquired(await store.claim('k', { leaseMs: LONG }));
       assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
       await new Promise((resolve) => setTimeout(resolve, 300));

@@ -3,19 +3,24 @@
  * already have, standalone or cluster. Only the clients' shapes are used: neither package is
  * imported at run time.
  */
-import { createHash, randomFillSync } from 'node:crypto';
-import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { createHash } from 'node:crypto';
+import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
+import { newToken } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
+import type { HealthCheck, StoreHealth } from '../lease/health.js';
+import { storeKey } from '../lease/keys.js';
 import {
   assertVersion,
   type Claim,
   type ClaimOptions,
   createLease,
   type Lease,
+  markBuiltin,
   type RecordOptions,
   type RecordView,
   type Store,
 } from '../lease/types.js';
+import { type InboxWire, redisInbox } from './redis/inbox.js';
 import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
 
 /**
@@ -34,6 +39,10 @@ export interface IoRedisLike {
   evalsha(sha1: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
   eval(script: string, numkeys: number, ...args: string[]): PromiseLike<unknown>;
   call(command: string, ...args: string[]): PromiseLike<unknown>;
+  /** The inbox's: replies with bulk strings as Buffers (an inbox body is bytes). */
+  evalshaBuffer?(sha1: string, numkeys: number, ...args: (string | Buffer)[]): PromiseLike<unknown>;
+  evalBuffer?(script: string, numkeys: number, ...args: (string | Buffer)[]): PromiseLike<unknown>;
+  callBuffer?(command: string, ...args: string[]): PromiseLike<unknown>;
 }
 
 /** A node-redis or ioredis client, standalone or cluster; Valkey servers work with either. */
@@ -43,31 +52,42 @@ export interface RedisStoreOptions {
   /**
    * Your connected client: node-redis `createClient()` / `createCluster()` (v5+, after `connect()`)
    * or ioredis `new Redis()` / `new Cluster()`. The store never connects, quits or reconfigures it.
+   * Set it up to fail fast through an outage (no offline queue, an `'error'` listener): see
+   * `checkOfflineQueue` and "Outages" in docs/redis.md.
    * @example
-   * redisStore({ client: await createClient({ url: process.env.REDIS_URL }).connect() })
+   * const client = createClient({
+   *   url: process.env.REDIS_URL,
+   *   disableOfflineQueue: true,
+   *   socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) },
+   * });
+   * client.on('error', (err) => console.error('redis:', err.message));
+   * redisStore({ client: await client.connect() })
    */
   client: RedisClientLike;
   /**
    * Prepended to every key: claims live at `${prefix}k:${key}`, ordering-guard versions at
-   * `${prefix}v:${entity}`. Keep braces out of it on Redis Cluster unless you want every key in one
-   * slot.
+   * `${prefix}v:${entity}`, the inbox under `${prefix}i:{space}:` (one hash tag per key space, so
+   * one receiver's inbox is one slot; see "Inbox" in docs/redis.md). Keep braces out of it on Redis
+   * Cluster unless you want every key in one slot.
    * @default 'onceonly:'
    * @example
    * redisStore({ client, prefix: 'billing:webhooks:' })
    */
   prefix?: string;
   /**
-   * How long a claim key outlives its lease, at least (the store uses the longer of this and the
-   * lease). A delivery that takes over within this window after a crash gets `attempt` + 1; after it
-   * the key is gone and the next claim starts again at attempt 1. Costs memory only for leases that
-   * ran out, which is to say crashed processes.
+   * How long a claim key outlives its lease when the claim gives no `retentionMs` (the store uses the
+   * longer of this and the lease); a claim's `retentionMs`, which the receiver passes, replaces it.
+   * A delivery that takes over within this window after a crash or a release gets `attempt` + 1;
+   * after it the key is gone and the next claim starts again at attempt 1. Costs memory only for
+   * leases that ran out (crashed processes) and released ones (failed handlers).
    * @default '1h'
    * @example
    * redisStore({ client, leaseGrace: '6h' })
    */
   leaseGrace?: Duration;
   /**
-   * Where warnings go: today only the start-up check that `maxmemory-policy` cannot evict keys.
+   * Where warnings go: the start-up checks that the client fails fast through an outage
+   * (`checkOfflineQueue`) and that `maxmemory-policy` cannot evict keys (`checkEvictionPolicy`).
    * @default console.warn
    * @example
    * redisStore({ client, onWarning: (message) => logger.warn(message) })
@@ -81,6 +101,20 @@ export interface RedisStoreOptions {
    * redisStore({ client, checkEvictionPolicy: false })
    */
   checkEvictionPolicy?: boolean;
+  /**
+   * Reads the client's own options once, at construction (no command is sent), and warns when the
+   * client would hold commands through an outage: a node-redis client or cluster without
+   * `disableOfflineQueue: true`, an ioredis client with `enableOfflineQueue` on or
+   * `maxRetriesPerRequest` above 1 (or null), an ioredis Cluster with `enableOfflineQueue` on. Such
+   * commands wait for the reconnect instead of failing, and can reach Redis long after their delivery
+   * gave up. Also warns when a node-redis client or cluster has no `'error'` listener: node-redis emits
+   * `'error'` whenever the connection drops, and an unhandled one ends the process. A client shape it
+   * does not know (a wrapper) is not checked. See "Outages" in docs/redis.md.
+   * @default true
+   * @example
+   * redisStore({ client, checkOfflineQueue: false })
+   */
+  checkOfflineQueue?: boolean;
 }
 
 const DEFAULT_PREFIX = 'onceonly:';
@@ -110,8 +144,8 @@ const scripts = {
   inspect: script(INSPECT),
 };
 
-/** How the store talks to a client: three kinds of command, each on one key's node. */
-interface Wire {
+/** How the store talks to a client: three kinds of command, each on one key's node (and the inbox's). */
+interface Wire extends InboxWire {
   /** A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches it. */
   run(s: Script, key: string, args: string[]): Promise<unknown>;
   /** `SET key value NX PX px GET`: the value the key already held, or null when the SET won. */
@@ -127,7 +161,23 @@ function isNoScript(err: unknown): boolean {
 interface NodeRedisClusterLike {
   masters?: unknown;
   nodeClient?: unknown;
-  sendCommand(firstKey: string, isReadonly: boolean, args: string[]): PromiseLike<unknown>;
+  sendCommand(
+    firstKey: string,
+    isReadonly: boolean,
+    args: (string | Buffer)[],
+    options?: object,
+  ): PromiseLike<unknown>;
+}
+
+// node-redis v5 command options that hand bulk strings back as Buffers: RESP_TYPES.BLOB_STRING is 36
+// ('$'). The inbox's replies carry bodies, which are bytes.
+const BUFFERS = { typeMapping: { 36: Buffer } };
+
+function ioBuffers(): never {
+  throw new ConfigError(
+    'invalid_option',
+    "onceonly: redisStore's inbox needs the ioredis client's evalshaBuffer, evalBuffer and callBuffer (ioredis 5 or later)",
+  );
 }
 
 function adapt(client: RedisClientLike): Wire {
@@ -141,6 +191,15 @@ function adapt(client: RedisClientLike): Wire {
             Promise.resolve(
               (client as unknown as { sendCommand(a: string[]): PromiseLike<unknown> }).sendCommand(args),
             );
+    const sendBuffers: (key: string, args: (string | Buffer)[]) => Promise<unknown> =
+      Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function'
+        ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args, BUFFERS))
+        : (_key, args) =>
+            Promise.resolve(
+              (
+                client as unknown as { sendCommand(a: (string | Buffer)[], o: object): PromiseLike<unknown> }
+              ).sendCommand(args, BUFFERS),
+            );
     return {
       run: (s, key, args) =>
         send(key, ['EVALSHA', s.sha, '1', key, ...args]).catch((err: unknown) => {
@@ -149,6 +208,14 @@ function adapt(client: RedisClientLike): Wire {
         }),
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
+      script: (s, keys, args) =>
+        sendBuffers(keys[0]!, ['EVALSHA', s.sha, String(keys.length), ...keys, ...args]).catch(
+          (err: unknown) => {
+            if (!isNoScript(err)) throw err;
+            return sendBuffers(keys[0]!, ['EVAL', s.body, String(keys.length), ...keys, ...args]);
+          },
+        ),
+      command: (key, args) => sendBuffers(key, args),
     };
   }
   if (typeof (client as IoRedisLike).evalsha === 'function') {
@@ -161,6 +228,19 @@ function adapt(client: RedisClientLike): Wire {
         }),
       setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => Promise.resolve(c.call('TIME')),
+      script: async (s, keys, args) => {
+        if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
+        try {
+          return await c.evalshaBuffer(s.sha, keys.length, ...keys, ...args);
+        } catch (err) {
+          if (!isNoScript(err)) throw err;
+          return c.evalBuffer(s.body, keys.length, ...keys, ...args);
+        }
+      },
+      command: async (_key, [name, ...args]) => {
+        if (!c.callBuffer) return ioBuffers();
+        return c.callBuffer(name!, ...args);
+      },
     };
   }
   throw new ConfigError(
@@ -179,19 +259,6 @@ function duration(value: number, name: string): number {
   return Math.ceil(value);
 }
 
-// Owner tokens (128 random bits, hex) cut from a pooled buffer: one getrandom call per 256 tokens
-// instead of one per claim, on the hottest path of the store.
-const pool = Buffer.alloc(16 * 256);
-let pooled = pool.length;
-function newToken(): string {
-  if (pooled === pool.length) {
-    randomFillSync(pool);
-    pooled = 0;
-  }
-  pooled += 16;
-  return pool.toString('hex', pooled - 16, pooled);
-}
-
 const fingerprintField = (fingerprint: string | undefined) =>
   fingerprint === undefined ? '' : `=${fingerprint}`;
 
@@ -205,19 +272,40 @@ const sameField = (stored: string, offered: string) => stored === '' || offered 
  * seconds in a claim's round trip. Only when the key is being processed does a script decide
  * between in-flight and takeover. Confirm, release, extend,
  * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
- * command acts on one key, so it runs on Redis Cluster, and all time is the server's.
+ * command acts on one key, so it runs on Redis Cluster, and all time is the server's. `store.inbox`
+ * is the inbox for receivers in inbox mode: each of its operations is one script over the keys of
+ * one hash tag (see redis/inbox.ts and "Inbox" in docs/redis.md).
  *
  * Run the server with `maxmemory-policy noeviction`: an evicted key lets a duplicate through. The
  * store warns at start-up otherwise. See docs/redis.md.
  *
+ * Give it a client that fails fast while Redis is away (no offline queue) and has an `'error'`
+ * listener; the store warns at start-up otherwise. See "Outages" in docs/redis.md.
+ *
  * @example
  * import { createClient } from 'redis';
  * import { redisStore } from 'onceonly/redis';
- * const store = redisStore({ client: await createClient({ url: process.env.REDIS_URL }).connect() });
+ * const client = createClient({
+ *   url: process.env.REDIS_URL,
+ *   disableOfflineQueue: true, // while disconnected, fail at once: never queue
+ *   pingInterval: 500,
+ *   socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000), socketTimeout: 1_000 },
+ * });
+ * client.on('error', (err) => console.error('redis:', err.message)); // unhandled, it ends the process
+ * const store = redisStore({ client: await client.connect() });
  *
  * @example
  * import { Redis } from 'ioredis';
- * const store = redisStore({ client: new Redis(process.env.REDIS_URL), prefix: 'shop:' });
+ * const client = new Redis(process.env.REDIS_URL ?? 'redis://localhost:6379', {
+ *   enableOfflineQueue: false,
+ *   maxRetriesPerRequest: 0,
+ *   retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000),
+ *   socketTimeout: 1_000,
+ *   lazyConnect: true,
+ * });
+ * client.on('error', (err) => console.error('redis:', err.message));
+ * await client.connect();
+ * const store = redisStore({ client, prefix: 'shop:' });
  */
 export function redisStore(options: RedisStoreOptions): Store {
   if (!options || typeof options !== 'object' || !options.client) {
@@ -236,10 +324,13 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
   const minGraceMs = parsePositiveDuration(options.leaseGrace ?? DEFAULT_GRACE, 'leaseGrace');
   const warn = options.onWarning ?? ((message: string) => console.warn(message));
+  if (options.checkOfflineQueue !== false) checkOfflineQueue(client, warn);
   let policyChecked = options.checkEvictionPolicy === false;
 
-  const claimKey = (key: string) => `${prefix}k:${key}`;
-  const versionKey = (entity: string) => `${prefix}v:${entity}`;
+  // Any string is a key: long or unprintable ones are hashed losslessly (lease/keys.ts), so two
+  // ids UTF-8 would merge (lone surrogates) stay two keys, as on every store.
+  const claimKey = (key: string) => `${prefix}k:${storeKey(key)}`;
+  const versionKey = (entity: string) => `${prefix}v:${storeKey(entity)}`;
 
   function afterFirstAnswer(): void {
     if (!policyChecked) {
@@ -253,13 +344,49 @@ export function redisStore(options: RedisStoreOptions): Store {
   function failure(what: string, err: unknown): StoreUnavailableError {
     const message = err instanceof Error ? err.message : String(err);
     if (message.includes('ONCEONLY_FOREIGN')) {
-      return new StoreUnavailableError(
+      return new StoreMisconfiguredError(
+        'store_foreign_value',
         `onceonly: the Redis key for ${what} holds a value onceonly did not write; give redisStore a prefix that nothing else writes under`,
-        { cause: err, code: 'store_foreign_value' },
+        { cause: err },
+      );
+    }
+    if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
+      return new StoreMisconfiguredError(
+        'store_auth_failed',
+        `onceonly: Redis ${what} failed: the server refused the client's login (${message}); give the client the right username and password (redis://user:password@host, or ioredis's username and password options)`,
+        { cause: err },
+      );
+    }
+    // An ACL refusal: NOPERM for a command or a key, or (Redis 7.0) a command refused inside a script.
+    if (/^NOPERM\b/.test(message) || /can't run this command or subcommand/.test(message)) {
+      return new StoreMisconfiguredError(
+        'store_permission_denied',
+        `onceonly: Redis ${what} failed: the client's ACL user may not run a command or touch a key the store needs (${message}); allow them: ACL SETUSER <user> ~${prefix}* +get +set +del +pttl +time +eval +evalsha (the key pattern after any client keyPrefix; +config|get too for the eviction-policy check; the inbox also needs +hset +hmget +exists +incr +zadd +zrem +zrange +zrangebyscore +zcard +zcount +pexpire +sadd +smembers)`,
+        { cause: err },
+      );
+    }
+    // A server or proxy without scripting (some managed offerings and proxies disable EVAL): no
+    // retry will help.
+    if (
+      /^ERR unknown command '?(EVALSHA|EVAL)\b/i.test(message) ||
+      /^ERR .*scripting.*disabled/i.test(message)
+    ) {
+      return new StoreMisconfiguredError(
+        'store_permission_denied',
+        `onceonly: Redis ${what} failed: the server does not run Lua scripts (${message}); the store needs EVAL and EVALSHA: use a Redis (or Valkey) that allows them, or a proxy that passes them through`,
+        { cause: err },
+      );
+    }
+    // Redis error replies start with an upper-case code (ERR, OOM, LOADING, BUSY, READONLY...); the
+    // clients' own errors (refused, closed, offline, retries exhausted) do not.
+    if (/^[A-Z][A-Z_-]+\b/.test(message)) {
+      return new StoreUnavailableError(
+        `onceonly: Redis ${what} failed: the server answered an error (${message}); it may pass: if it persists, check the server's health and log`,
+        { cause: err },
       );
     }
     return new StoreUnavailableError(
-      `onceonly: Redis ${what} failed (${message}); check that the server is reachable and the client connected`,
+      `onceonly: Redis ${what} failed: the server could not be reached (${message}); check that the server is running and reachable from this process, and that the client is connected`,
       { cause: err },
     );
   }
@@ -341,7 +468,11 @@ export function redisStore(options: RedisStoreOptions): Store {
       else {
         // TIME failed: the key is ours, ask a script for its expiry.
         const reply = (await call('claim', scripts.inspect, key, [])) as [string, number] | null;
-        if (!reply) throw failure('claim', new Error('the claimed key vanished at once'));
+        if (!reply) {
+          throw new StoreUnavailableError(
+            `onceonly: Redis claim failed: the key it had just claimed was gone at once; check the server's maxmemory-policy (noeviction) and what else deletes keys under the prefix`,
+          );
+        }
         expiresAt = Number(reply[1]) - g;
       }
       return {
@@ -357,14 +488,29 @@ export function redisStore(options: RedisStoreOptions): Store {
     return undefined;
   }
 
-  function grace(leaseMs: number): number {
+  /** How long the key outlives its lease: the claim's retentionMs, else leaseGrace (at least the lease). */
+  function grace(leaseMs: number, retentionMs: number | undefined): number {
+    if (retentionMs !== undefined) return duration(retentionMs, 'retentionMs');
     return Math.min(Math.max(leaseMs, minGraceMs), MAX_MS);
   }
 
-  return {
-    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+  const inbox = redisInbox({
+    wire,
+    prefix,
+    failure,
+    answered: afterFirstAnswer,
+    newToken,
+  });
+
+  return markBuiltin('redis', client, prefix, {
+    inbox,
+
+    /** Reachable, the server's clock, and a `maxmemory-policy` that cannot evict keys. */
+    health: () => redisHealth(wire, client, claimKey('~health')),
+
+    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const lease = duration(leaseMs, 'leaseMs');
-      const g = grace(lease);
+      const g = grace(lease, retentionMs);
       const token = newToken();
       const fp = fingerprintField(fingerprint);
       if (fastClaims) {
@@ -392,6 +538,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      // No real token is empty: '' marks a released record, which nobody owns.
+      if (lease.token === '') return false;
       const reply = await call('confirm', scripts.confirm, claimKey(lease.key), [
         lease.token,
         String(duration(retentionMs, 'retentionMs')),
@@ -402,17 +550,13 @@ export function redisStore(options: RedisStoreOptions): Store {
     },
 
     async release(lease: Lease): Promise<boolean> {
+      if (lease.token === '') return false;
       return Number(await call('release', scripts.release, claimKey(lease.key), [lease.token])) === 1;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       const ms = duration(leaseMs, 'leaseMs');
-      const g = grace(ms);
-      const reply = await call('extend', scripts.extend, claimKey(lease.key), [
-        lease.token,
-        String(g),
-        String(ms + g),
-      ]);
+      const reply = await call('extend', scripts.extend, claimKey(lease.key), [lease.token, String(ms)]);
       return Number(reply) === 1;
     },
 
@@ -439,13 +583,14 @@ export function redisStore(options: RedisStoreOptions): Store {
     async close(): Promise<void> {
       // The client is the caller's: it stays open for the rest of their application.
     },
-  };
+  });
 }
 
 function parseView(key: string, value: string, keyExpiresAt: number): RecordView | undefined {
-  const match = /^([pc])\|[^|]*\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
+  const match = /^([pc])\|([^|]*)\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
   if (!match) return undefined;
-  const [, state, attempt, graceMs, ttlMs, fp] = match as unknown as [
+  const [, state, token, attempt, graceMs, ttlMs, fp] = match as unknown as [
+    string,
     string,
     string,
     string,
@@ -455,12 +600,13 @@ function parseView(key: string, value: string, keyExpiresAt: number): RecordView
   ];
   return {
     key,
-    state: state === 'p' ? 'processing' : 'completed',
+    // A processing record without a token was released: nobody owns it.
+    state: state === 'c' ? 'completed' : token === '' ? 'released' : 'processing',
     attempt: Number(attempt),
     fingerprint: fp === '' ? undefined : fp.slice(1),
     expiresAt: new Date(keyExpiresAt - Number(graceMs)),
     // The key's expiry minus the TTL it was written with: the server time of the claim, the last
-    // renewal, or the completion.
+    // renewal, the release, or the completion.
     updatedAt: new Date(keyExpiresAt - Number(ttlMs)),
   };
 }
@@ -517,8 +663,25 @@ async function configClients(client: ConfigCapable): Promise<ConfigCapable[]> {
  * Silently does nothing when CONFIG is refused.
  */
 async function checkEvictionPolicy(client: RedisClientLike, warn: (message: string) => void): Promise<void> {
+  for (const { policy, unlimited } of (await evictionPolicies(client)).unsafe) {
+    warn(
+      `onceonly: Redis maxmemory-policy is "${policy}", which can evict onceonly's keys (they all carry a TTL, so volatile-* policies evict them too); an evicted key lets a duplicate delivery run again. Set maxmemory-policy to noeviction, or give onceonly a Redis of its own.${
+        unlimited ? ' (maxmemory is 0 right now, so nothing is evicted until a memory limit is set.)' : ''
+      }`,
+    );
+  }
+}
+
+/**
+ * The `maxmemory-policy` of every node (every master of a cluster): the unsafe ones (anything but
+ * `noeviction`), each once, and how many nodes answered CONFIG at all.
+ */
+async function evictionPolicies(
+  client: RedisClientLike,
+): Promise<{ unsafe: { policy: string; unlimited: boolean }[]; nodes: number; read: number }> {
   const nodes = await configClients(client as ConfigCapable);
-  const seen = new Set<string>();
+  const unsafe: { policy: string; unlimited: boolean }[] = [];
+  let read = 0;
   for (const node of nodes) {
     let config: Record<string, string>;
     try {
@@ -526,14 +689,105 @@ async function checkEvictionPolicy(client: RedisClientLike, warn: (message: stri
     } catch {
       continue;
     }
+    read++;
     const policy = config['maxmemory-policy'];
-    if (policy === undefined || policy === 'noeviction' || seen.has(policy)) continue;
-    seen.add(policy);
-    const unlimited = config.maxmemory === '0';
+    if (policy === undefined || policy === 'noeviction' || unsafe.some((u) => u.policy === policy)) continue;
+    unsafe.push({ policy, unlimited: config.maxmemory === '0' });
+  }
+  return { unsafe, nodes: nodes.length, read };
+}
+
+/** The Redis store's health: the server's clock (TIME) and whether its eviction policy is safe. */
+async function redisHealth(wire: Wire, client: RedisClientLike, key: string): Promise<StoreHealth> {
+  const reply = (await wire.time(key)) as unknown[];
+  const now = new Date(Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000));
+  const { unsafe, nodes, read } = await evictionPolicies(client);
+  const check: HealthCheck =
+    unsafe.length > 0
+      ? {
+          name: 'maxmemory-policy',
+          ok: false,
+          detail: `${unsafe.map((u) => u.policy).join(', ')}: can evict onceonly's keys (set noeviction)`,
+        }
+      : read === 0
+        ? { name: 'maxmemory-policy', ok: true, detail: 'not checked: the server refuses CONFIG' }
+        : { name: 'maxmemory-policy', ok: true, detail: `noeviction on ${read} of ${nodes} node(s)` };
+  return { now, checks: [check] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The offline-queue check: what the client does with a command while Redis is away.
+
+interface ClientSetup {
+  /** node-redis client (after its defaults), ioredis client or Cluster (after theirs) */
+  options?: {
+    disableOfflineQueue?: unknown;
+    enableOfflineQueue?: unknown;
+    maxRetriesPerRequest?: unknown;
+  };
+  /** node-redis cluster: its options as given; `defaults` apply to the client of every node */
+  _options?: { defaults?: { disableOfflineQueue?: unknown } };
+  /** ioredis: true on a Cluster */
+  isCluster?: unknown;
+  listenerCount?(event: string): number;
+}
+
+const LATE =
+  'so through a Redis outage every claim and confirm waits for the reconnect instead of failing, and can reach Redis long after its delivery gave up';
+
+/**
+ * Warns, from the client's options alone, when commands issued while Redis is away would wait
+ * instead of failing, and when a node-redis client has no 'error' listener. Sends nothing.
+ */
+function checkOfflineQueue(client: RedisClientLike, warn: (message: string) => void): void {
+  const c = client as ClientSetup & ConfigCapable;
+  if (typeof (client as NodeRedisLike).evalSha === 'function') {
+    const cluster = Array.isArray(c.masters) && typeof c.nodeClient === 'function';
+    const options = cluster ? c._options : c.options;
+    if (options && typeof options === 'object') {
+      const queued = cluster
+        ? c._options?.defaults?.disableOfflineQueue !== true
+        : c.options?.disableOfflineQueue !== true;
+      if (queued) {
+        warn(
+          cluster
+            ? `onceonly: this node-redis cluster's node clients queue commands while disconnected (defaults.disableOfflineQueue is not set), ${LATE}. Create it with createCluster({ rootNodes, defaults: { disableOfflineQueue: true, socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) } } }); see "Outages" in docs/redis.md.`
+            : `onceonly: this node-redis client queues commands while disconnected (disableOfflineQueue is not set), ${LATE}. Create it with createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) } }); see "Outages" in docs/redis.md.`,
+        );
+      }
+    }
+    if (typeof c.listenerCount === 'function' && c.listenerCount('error') === 0) {
+      const name = cluster ? 'cluster' : 'client';
+      warn(
+        `onceonly: this node-redis ${name} has no 'error' listener; node-redis emits 'error' when the connection drops, and an unhandled 'error' ends the process. Add one before connecting: ${name}.on('error', (err) => console.error('redis:', err.message)).`,
+      );
+    }
+    return;
+  }
+  const options = c.options;
+  if (typeof (client as IoRedisLike).evalsha !== 'function' || !options || typeof options !== 'object')
+    return;
+  if (c.isCluster === true) {
+    if (options.enableOfflineQueue !== false) {
+      warn(
+        `onceonly: this ioredis Cluster queues commands while it cannot reach a node (enableOfflineQueue is on), ${LATE}. Create it with new Cluster(nodes, { enableOfflineQueue: false }); see "Outages" in docs/redis.md.`,
+      );
+    }
+    return;
+  }
+  // Commands in flight when the connection drops are resent after a reconnect, until
+  // maxRetriesPerRequest reconnect attempts have failed (null or negative: never given up).
+  const retries = options.maxRetriesPerRequest;
+  const resends = !(typeof retries === 'number' && retries >= 0 && retries <= 1);
+  if (options.enableOfflineQueue !== false || resends) {
+    const why = [
+      options.enableOfflineQueue !== false ? 'enableOfflineQueue is on' : '',
+      resends ? `maxRetriesPerRequest is ${String(retries)}` : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
     warn(
-      `onceonly: Redis maxmemory-policy is "${policy}", which can evict onceonly's keys (they all carry a TTL, so volatile-* policies evict them too); an evicted key lets a duplicate delivery run again. Set maxmemory-policy to noeviction, or give onceonly a Redis of its own.${
-        unlimited ? ' (maxmemory is 0 right now, so nothing is evicted until a memory limit is set.)' : ''
-      }`,
+      `onceonly: this ioredis client holds commands through a disconnection (${why}), ${LATE}. Create it with new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000) }); see "Outages" in docs/redis.md.`,
     );
   }
 }

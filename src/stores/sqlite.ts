@@ -14,14 +14,18 @@
  * the event loop for up to the busy timeout.
  */
 
-import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
+import type { HealthScope, StoreHealth } from '../lease/health.js';
+import type { InboxStore } from '../lease/inbox.js';
+import { storeKey } from '../lease/keys.js';
 import {
   assertVersion,
   type Claim,
   type ClaimOptions,
   createLease,
   type Lease,
+  markBuiltin,
   type RecordOptions,
   type RecordView,
   type Store,
@@ -32,12 +36,17 @@ import {
 import {
   type DrizzleSqlTag,
   drizzleStatement,
+  outdatedTableFix,
   type PurgeOptions,
   purgeSettings,
   requireDrizzleTx,
+  type SqlErrorDialect,
+  sqlHealth,
+  sqlStoreError,
   type TableNames,
   tableNames,
 } from './sql.js';
+import { inboxDdl, inboxNames, type SqlInboxDialect, sqlInbox } from './sql-inbox.js';
 
 /** What the store needs of a prepared statement of better-sqlite3. */
 export interface SqliteStatement {
@@ -128,14 +137,20 @@ export interface SqliteStore extends Store, StoreAdmin {
     options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase | SqliteSyncTransaction },
   ): { duplicate: boolean };
   /**
-   * Deletes completed keys past their retention and takeable leases that ran out more than
-   * `leaseGraceMs` ago. Returns how many rows it deleted. Schedule it: see docs/sqlite.md.
+   * Deletes completed keys past their retention, and takeable records (released, or their lease ran
+   * out) whose lease ended more than their claim's `retentionMs`, or `leaseGraceMs` if longer, ago.
+   * Returns how many rows it deleted. Schedule it: see docs/sqlite.md.
    */
   purgeExpired(options?: SqlitePurgeOptions): Promise<number>;
   /** Creates the tables (and switches to WAL) now instead of on first use. */
   ready(): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
+  /**
+   * The inbox for receivers in inbox mode, in `<table>_inbox` of the same database (created on first
+   * use unless `autoCreate: false`; see {@link sqliteInboxMigration} and "Inbox" in docs/sqlite.md).
+   */
+  readonly inbox: InboxStore;
 }
 
 const DEFAULT_TABLE = 'onceonly';
@@ -160,7 +175,8 @@ function ddl(t: TableNames): string[] {
   attempt INTEGER NOT NULL,
   fingerprint TEXT,
   expires_at INTEGER NOT NULL, -- ms since the epoch, SQLite's clock
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  grace_ms INTEGER NOT NULL DEFAULT 0 -- ms a released or run-out row is kept past expires_at
 ) WITHOUT ROWID`,
     `CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.bareKeys} (expires_at)`,
     `CREATE TABLE IF NOT EXISTS ${t.versions} (
@@ -184,6 +200,18 @@ export function sqliteMigration(table: string = DEFAULT_TABLE): string {
 }
 
 /**
+ * The SQL that creates the inbox's table `<table>_inbox` and its indexes (for receivers in inbox
+ * mode), for teams whose migrations manage the schema. Idempotent.
+ *
+ * @example
+ * db.exec(sqliteInboxMigration());
+ */
+export function sqliteInboxMigration(table: string = DEFAULT_TABLE): string {
+  sqliteTables(table);
+  return `${inboxDdl(sqliteInbox, inboxNames(table, '"', true)).join(';\n\n')};\n`;
+}
+
+/**
  * SQLite's clock in ms since the epoch. `julianday('now')` works on every SQLite version (unlike
  * `unixepoch('subsec')`, 3.42+) and is fixed for the duration of one statement; its double has about
  * 0.05 ms of resolution, so rounding gives the exact millisecond SQLite holds internally.
@@ -191,23 +219,26 @@ export function sqliteMigration(table: string = DEFAULT_TABLE): string {
 const NOW = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
 
 function statements(t: TableNames) {
-  const cols = '(key, state, token, attempt, fingerprint, expires_at, updated_at)';
+  const cols = '(key, state, token, attempt, fingerprint, expires_at, updated_at, grace_ms)';
   return {
     // A key nobody holds: one statement, atomic on its own (an autocommit write takes the write lock
     // before it reads). No row back when the key exists; then claim() decides under BEGIN IMMEDIATE.
-    insert: `INSERT INTO ${t.keys} ${cols} VALUES (?, 0, ?, 1, ?, ${NOW} + ?, ${NOW})
+    insert: `INSERT INTO ${t.keys} ${cols} VALUES (?, 0, ?, 1, ?, ${NOW} + ?, ${NOW}, ?)
 ON CONFLICT (key) DO NOTHING
 RETURNING expires_at`,
     // The owner's confirm, the usual case: one statement. No change when the row is not ours.
     confirmOwn: `UPDATE ${t.keys} SET state = 1, expires_at = ${NOW} + ?, updated_at = ${NOW}
 WHERE key = ? AND token = ?`,
     found: `SELECT state, token, attempt, fingerprint, expires_at, ${NOW} AS now_ms FROM ${t.keys} WHERE key = ?`,
-    put: `INSERT OR REPLACE INTO ${t.keys} ${cols} VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    release: `DELETE FROM ${t.keys} WHERE key = ? AND token = ? AND state = 0`,
+    put: `INSERT OR REPLACE INTO ${t.keys} ${cols} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    // Released: no owner (empty token), the lease ends now; attempt, fingerprint and grace stay.
+    release: `UPDATE ${t.keys} SET token = '', expires_at = ${NOW}, updated_at = ${NOW}
+WHERE key = ? AND token = ? AND state = 0`,
     extend: `UPDATE ${t.keys} SET expires_at = ${NOW} + ?, updated_at = ${NOW} WHERE key = ? AND token = ? AND state = 0`,
     // One statement, so it also runs through an asynchronous transaction (Kysely). A row comes back
-    // only when it was inserted or when it took over a key that ran out; UPDATE SET reads the old row.
-    record: `INSERT INTO ${t.keys} AS r ${cols} VALUES (?, 1, ?, 1, ?, ${NOW} + ?, ${NOW})
+    // only when it was inserted or when it took over a key that was released or ran out (a processing
+    // row of another fingerprint keeps it); UPDATE SET reads the old row.
+    record: `INSERT INTO ${t.keys} AS r ${cols} VALUES (?, 1, ?, 1, ?, ${NOW} + ?, ${NOW}, 0)
 ON CONFLICT (key) DO UPDATE SET
   state = 1,
   token = excluded.token,
@@ -215,23 +246,27 @@ ON CONFLICT (key) DO UPDATE SET
   fingerprint = excluded.fingerprint,
   expires_at = excluded.expires_at,
   updated_at = excluded.updated_at
-WHERE r.expires_at <= excluded.updated_at
+WHERE (r.expires_at <= excluded.updated_at OR r.token = '')
+  AND (r.state = 1 OR r.fingerprint IS NULL OR excluded.fingerprint IS NULL OR r.fingerprint = excluded.fingerprint)
 RETURNING 1 AS ok`,
     advance: `INSERT INTO ${t.versions} AS v (entity, version, updated_at) VALUES (?, ?, ${NOW})
 ON CONFLICT (entity) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
 WHERE v.version < excluded.version
 RETURNING 1 AS ok`,
     stats: `SELECT
-  COALESCE(SUM(state = 0 AND expires_at > n.ms), 0) AS processing,
-  COALESCE(SUM(state = 0 AND expires_at <= n.ms), 0) AS takeable,
+  COALESCE(SUM(state = 0 AND expires_at > n.ms AND token <> ''), 0) AS processing,
+  COALESCE(SUM(state = 0 AND (expires_at <= n.ms OR token = '')), 0) AS takeable,
   COALESCE(SUM(state = 1 AND expires_at > n.ms), 0) AS completed
 FROM ${t.keys}, (SELECT ${NOW} AS ms) AS n`,
-    oldest: `SELECT key, state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+    oldest: `SELECT key, state, token = '' AS released, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE state = 0 ORDER BY expires_at LIMIT ?`,
-    inspect: `SELECT state, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
+    inspect: `SELECT state, token = '' AS released, attempt, fingerprint, expires_at, updated_at FROM ${t.keys}
 WHERE key = ? AND (state = 0 OR expires_at > ${NOW})`,
+    // A takeable row (released, or its lease ran out) stays for its claim's retention (grace_ms) or
+    // the purge's leaseGraceMs past its lease's end, whichever is longer.
     purge: `DELETE FROM ${t.keys} WHERE key IN (
-  SELECT key FROM ${t.keys} WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at <= ${NOW} - ?) LIMIT ?
+  SELECT key FROM ${t.keys}
+  WHERE expires_at <= ${NOW} AND (state = 1 OR expires_at + MAX(grace_ms, ?) <= ${NOW}) LIMIT ?
 )`,
     purgeVersions: `DELETE FROM ${t.versions} WHERE entity IN (
   SELECT entity FROM ${t.versions} WHERE updated_at <= ${NOW} - ? LIMIT ?
@@ -252,6 +287,8 @@ interface FoundRow {
 
 interface ViewRow {
   state: number;
+  /** 1 when a processing row has no owner (released). */
+  released: number;
   attempt: number;
   fingerprint: string | null;
   expires_at: number;
@@ -283,19 +320,102 @@ function isAsyncTx(value: unknown): value is SqliteAsyncTransaction {
   );
 }
 
-function unavailable(action: string, err: unknown): StoreUnavailableError | ConfigError {
-  if (err instanceof StoreUnavailableError || err instanceof ConfigError) return err;
-  const code = (err as { code?: unknown } | null)?.code;
-  const detail = err instanceof Error ? err.message : String(err);
-  const hint =
-    code === 'SQLITE_BUSY'
-      ? 'another connection held the write lock past the busy timeout; raise busyTimeout or shorten your own write transactions'
-      : 'check that the database is open and writable and the table exists (or leave autoCreate on)';
-  return new StoreUnavailableError(
-    `onceonly: SQLite store could not ${action}${typeof code === 'string' ? ` (${code})` : ''}: ${detail}; ${hint}`,
-    { cause: err },
-  );
-}
+/**
+ * What the store makes of SQLite's result codes: the ones that mean a misconfiguration (a read-only
+ * file, a missing table, a file that cannot be opened), and the write lock held too long. Any other
+ * is an error that may pass. `no such table` and `unknown database` are plain SQLITE_ERROR, told
+ * apart by their message.
+ */
+const sqliteErrors: SqlErrorDialect = {
+  store: 'SQLite',
+  migration: 'sqliteMigration',
+  key(err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+  },
+  shown(err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? code : undefined;
+  },
+  codeless: 'transient',
+  rules: [
+    {
+      code: 'SQLITE_READONLY_DBMOVED',
+      fault: 'store_unknown_database',
+      fix: 'the database file was moved or deleted after it was opened: open it again where it is now',
+    },
+    // Another connection is recovering the WAL, or the shared-memory lock is briefly unavailable:
+    // a passing state, not a read-only database.
+    { code: /^SQLITE_READONLY_(RECOVERY|CANTLOCK)$/, fault: 'transient' },
+    { code: /^SQLITE_(READONLY|PERM|AUTH)/, fault: 'store_permission_denied' },
+    { code: /^SQLITE_CANTOPEN/, fault: 'store_unknown_database' },
+    {
+      code: 'SQLITE_NOTADB',
+      fault: 'store_unknown_database',
+      fix: 'the file is not a SQLite database (or is encrypted): check the path the Database was opened with',
+    },
+    { code: 'SQLITE_ERROR', message: /^no such table/, fault: 'store_missing_table' },
+    {
+      code: 'SQLITE_ERROR',
+      message: /^(no such column|table \S+ has no column named)/,
+      fault: 'store_missing_table',
+      fix: outdatedTableFix,
+    },
+    {
+      code: 'SQLITE_ERROR',
+      message: /^unknown database/,
+      fault: 'store_unknown_database',
+      fix: ({ table }) =>
+        `attach that database before the store uses it (ATTACH DATABASE 'file.db' AS ${table.split('.')[0]}), or give a table without a schema`,
+    },
+    {
+      code: /^SQLITE_BUSY/,
+      fault: 'transient',
+      fix: 'another connection held the write lock past the busy timeout; raise busyTimeout or shorten your own write transactions',
+    },
+  ],
+  fixes: {
+    auth: 'SQLite has no logins: check the file the Database was opened with',
+    unknownDatabase:
+      'SQLite could not open the database file or the journal beside it: check the path the Database was opened with, that its directory exists, and that this process may create files there (the -wal and -shm files)',
+    permission: () =>
+      'the database is read-only: open it without readonly: true, and make the file and its directory writable by this process (SQLite creates the -wal and -shm files beside it)',
+    transient: 'check that the database file and the disk it is on are healthy',
+  },
+};
+
+/**
+ * The inbox in SQLite's words: one write statement per change (it holds the single write lock from
+ * its first read, so a take needs no row locks), `UPDATE ... RETURNING` (3.35+, better-sqlite3 12
+ * bundles a newer one), the acceptance sequence as the rowid.
+ */
+const sqliteInbox: SqlInboxDialect = {
+  errors: { ...sqliteErrors, migration: 'sqliteInboxMigration' },
+  placeholder: 'question',
+  now: NOW,
+  types: {
+    key: 'TEXT NOT NULL UNIQUE',
+    seq: 'INTEGER PRIMARY KEY',
+    receiver: 'TEXT',
+    token: 'TEXT',
+    text: 'TEXT',
+    meta: 'TEXT',
+    bytes: 'BLOB',
+    int: 'INTEGER',
+    bigint: 'INTEGER',
+  },
+  tableSuffix: '',
+  inlineIndexes: false,
+  tokenOf: (marker, prefix) => `${marker} || ${prefix} || printf('%x', seq)`,
+  insertIgnore: { head: 'INSERT INTO', tail: '\nON CONFLICT (entry_key) DO NOTHING' },
+  skipLocked: '',
+  returning: true,
+  deleteLimit: false,
+};
+
+/** Statement values as better-sqlite3 binds them: no undefined, no booleans. */
+const bindable = (values: unknown[]) =>
+  values.map((v) => (v === undefined ? null : typeof v === 'boolean' ? Number(v) : v));
 
 /** Prepared statements per database and table, shared by every store object over them. */
 const prepared = new WeakMap<object, Map<string, SqliteStatement>>();
@@ -375,14 +495,19 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       ensureReady();
       return fn();
     } catch (err) {
-      throw unavailable(action, err);
+      if (err instanceof ConfigError) throw err;
+      throw sqlStoreError(
+        sqliteErrors,
+        { action, autoCreate, table, names: t, defaultTable: table === DEFAULT_TABLE },
+        err,
+      );
     }
   }
 
   const stmt = (name: StatementName, on: SqliteDatabase = db) => prepare(on, sql[name]);
 
   function recordOn(on: SqliteDatabase, key: string, retentionMs: number, fingerprint?: string): boolean {
-    const row = stmt('record', on).get(key, newToken(), fingerprint ?? null, retentionMs);
+    const row = stmt('record', on).get(storeKey(key), newToken(), fingerprint ?? null, retentionMs);
     return row === undefined;
   }
 
@@ -401,7 +526,12 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     }
     if (isSyncTx(tx)) {
       run('create its tables', () => undefined);
-      const rows = tx.onceonlySqliteTxSync(sql.record, [key, newToken(), fingerprint ?? null, retentionMs]);
+      const rows = tx.onceonlySqliteTxSync(sql.record, [
+        storeKey(key),
+        newToken(),
+        fingerprint ?? null,
+        retentionMs,
+      ]);
       return { duplicate: rows.length === 0 };
     }
     if (!isDatabase(tx) || !tx.inTransaction) {
@@ -415,17 +545,83 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     return { duplicate: recordOn(tx, key, retentionMs, fingerprint) };
   }
 
-  return {
+  const inbox = sqlInbox({
+    dialect: sqliteInbox,
+    names: inboxNames(table, '"', true),
+    table,
+    defaultTable: table === DEFAULT_TABLE,
+    autoCreate,
+    store: 'sqliteStore',
+    driver: {
+      async query(statement, values) {
+        ensureReady();
+        const prepared = prepare(db, statement.text);
+        if (statement.rows) {
+          const rows = prepared.all(...bindable(values)) as Record<string, unknown>[];
+          return { rows, changes: rows.length };
+        }
+        return { rows: [], changes: prepared.run(...bindable(values)).changes };
+      },
+      async exists() {
+        return false;
+      },
+      async create(statements) {
+        ensureReady();
+        write(db, () => {
+          for (const statement of statements) db.prepare(statement).run();
+        });
+      },
+    },
+  });
+
+  const inboxTable = inboxNames(table, '"', true).table;
+  /** Whether a table is there: looked up, never created ("no such table" is "no", any other error is thrown). */
+  function tablePresent(name: string): boolean {
+    try {
+      db.prepare(`SELECT 1 FROM ${name} LIMIT 0`);
+      return true;
+    } catch (err) {
+      if (/no such table/i.test(String((err as Error | null)?.message))) return false;
+      throw err;
+    }
+  }
+
+  return markBuiltin('sqlite', db as object, t.keys, {
     tables: { keys: t.keys, versions: t.versions },
+    inbox,
+
+    /**
+     * The database open and the store's tables present, the inbox's too when the caller uses it
+     * (looked up, never created). No clock to compare: SQLite runs in this process and its
+     * timestamps are the host's own clock.
+     */
+    async health(scope?: HealthScope): Promise<StoreHealth> {
+      const names = scope?.inbox === true ? [t.keys, t.versions, inboxTable] : [t.keys, t.versions];
+      const tables: Record<string, boolean> = {};
+      for (const name of names) tables[name] = tablePresent(name);
+      const facts = sqlHealth(Number.NaN, tables, autoCreate);
+      return {
+        checks: [
+          {
+            name: 'clock',
+            ok: true,
+            detail: "the host's own: SQLite runs in this process, nothing to compare",
+          },
+          ...facts.checks,
+        ],
+      };
+    },
 
     async ready() {
       run('create its tables', () => undefined);
     },
 
-    async claim(key: string, { leaseMs, fingerprint }: ClaimOptions): Promise<Claim> {
+    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
+      const stored = storeKey(key);
       return run('claim a key', (): Claim => {
         const token = newToken();
-        const fresh = stmt('insert').get(key, token, fingerprint ?? null, leaseMs) as
+        const graceMs = retentionMs ?? 0;
+        const fresh = stmt('insert').get(stored, token, fingerprint ?? null, leaseMs, graceMs) as
           | { expires_at: number }
           | undefined;
         if (fresh) {
@@ -441,9 +637,12 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
           };
         }
         return write(db, (): Claim => {
-          const row = stmt('found').get(key) as FoundRow | undefined;
-          if (row && row.expires_at > row.now_ms) {
-            const same = sameFingerprint(row.fingerprint, fingerprint);
+          const row = stmt('found').get(stored) as FoundRow | undefined;
+          const same = row !== undefined && sameFingerprint(row.fingerprint, fingerprint);
+          // Live; or a takeable row (released: no token; or its lease ran out) of another
+          // fingerprint, which keeps it.
+          const live = row !== undefined && row.expires_at > row.now_ms && row.token !== '';
+          if (row && (live || (row.state === 0 && !same))) {
             if (row.state === 1) return { status: 'completed', sameFingerprint: same };
             return {
               status: 'in-flight',
@@ -452,12 +651,12 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
               sameFingerprint: same,
             };
           }
-          // Absent, or ran out: a lease that ran out is taken over with attempt + 1, a completed key
+          // Absent, released or ran out: a lease is taken over with attempt + 1, a completed key
           // whose retention ran out starts over at 1.
           const at = row ? row.now_ms : clock(db);
           const attempt = row && row.state === 0 ? row.attempt + 1 : 1;
           const expiresAt = at + leaseMs;
-          stmt('put').run(key, 0, token, attempt, fingerprint ?? null, expiresAt, at);
+          stmt('put').run(stored, 0, token, attempt, fingerprint ?? null, expiresAt, at, graceMs);
           return {
             status: 'acquired',
             lease: createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresAt) }),
@@ -467,25 +666,29 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+      // No real token is empty: '' marks a released row, which nobody owns.
+      if (lease.token === '') return false;
+      const stored = storeKey(lease.key);
       return run('confirm a lease', () => {
-        if (stmt('confirmOwn').run(retentionMs, lease.key, lease.token).changes > 0) return true;
+        if (stmt('confirmOwn').run(retentionMs, stored, lease.token).changes > 0) return true;
         // Not a row with our token: vanished, or another owner's. Tokens are unique, so nothing can
         // make it ours between the two steps.
         return write(db, () => {
-          const row = stmt('found').get(lease.key) as FoundRow | undefined;
+          const row = stmt('found').get(stored) as FoundRow | undefined;
           const at = row ? row.now_ms : clock(db);
           // Ours, or nobody's: vanished, or a completed key whose retention ran out. The work is
           // done, so it is written completed and a retry sees a duplicate.
           const ours = !row || row.token === lease.token || (row.state === 1 && row.expires_at <= row.now_ms);
           if (!ours) return false;
           stmt('put').run(
-            lease.key,
+            stored,
             1,
             lease.token,
             lease.attempt,
             lease.fingerprint ?? null,
             at + retentionMs,
             at,
+            0,
           );
           return true;
         });
@@ -493,11 +696,16 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     },
 
     async release(lease: Lease): Promise<boolean> {
-      return run('release a lease', () => stmt('release').run(lease.key, lease.token).changes > 0);
+      if (lease.token === '') return false;
+      return run('release a lease', () => stmt('release').run(storeKey(lease.key), lease.token).changes > 0);
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      return run('extend a lease', () => stmt('extend').run(leaseMs, lease.key, lease.token).changes > 0);
+      if (lease.token === '') return false;
+      return run(
+        'extend a lease',
+        () => stmt('extend').run(leaseMs, storeKey(lease.key), lease.token).changes > 0,
+      );
     },
 
     recordSync,
@@ -515,23 +723,28 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
         );
       }
       run('create its tables', () => undefined);
-      const rows = await tx.onceonlySqliteTx(sql.record, [key, newToken(), fingerprint ?? null, retentionMs]);
+      const rows = await tx.onceonlySqliteTx(sql.record, [
+        storeKey(key),
+        newToken(),
+        fingerprint ?? null,
+        retentionMs,
+      ]);
       return { duplicate: rows.length === 0 };
     },
 
     async advance(entity: string, version: number): Promise<boolean> {
       assertVersion(version);
       return run('advance a version', () =>
-        write(db, () => stmt('advance').get(entity, version) !== undefined),
+        write(db, () => stmt('advance').get(storeKey(entity), version) !== undefined),
       );
     },
 
     async inspect(key: string): Promise<RecordView | undefined> {
-      const row = run('read a key', () => stmt('inspect').get(key) as ViewRow | undefined);
+      const row = run('read a key', () => stmt('inspect').get(storeKey(key)) as ViewRow | undefined);
       if (!row) return undefined;
       return {
         key,
-        state: row.state === 1 ? 'completed' : 'processing',
+        state: row.state === 1 ? 'completed' : row.released === 1 ? 'released' : 'processing',
         attempt: row.attempt,
         fingerprint: row.fingerprint ?? undefined,
         expiresAt: new Date(row.expires_at),
@@ -547,7 +760,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       const rows = run('list leases', () => stmt('oldest').all(limit) as (ViewRow & { key: string })[]);
       return rows.map((row) => ({
         key: row.key,
-        state: 'processing',
+        state: row.released === 1 ? 'released' : 'processing',
         attempt: row.attempt,
         fingerprint: row.fingerprint ?? undefined,
         expiresAt: new Date(row.expires_at),
@@ -573,7 +786,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
     async close(): Promise<void> {
       // The database is the caller's: nothing of ours to close.
     },
-  };
+  });
 }
 
 function clock(db: SqliteDatabase): number {

@@ -133,7 +133,9 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: "a stale owner's confirm, release and extend return false and change nothing",
     async run(store, ctx) {
       const key = ctx.key();
-      const stale = acquired(await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a') }));
+      const stale = acquired(
+        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
+      );
       await ctx.waitOut();
       const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
       assert.equal(current.attempt, 2);
@@ -184,12 +186,12 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'takeover after expiry gives attempt + 1, every time',
     async run(store, ctx) {
       const key = ctx.key();
-      const first = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      const first = acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
       assert.equal(first.attempt, 1);
-      const live = await store.claim(key, { leaseMs: ctx.shortMs });
+      const live = await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG });
       assert.equal(live.status, 'in-flight', 'before expiry the key is in-flight');
       await ctx.waitOut();
-      const second = acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      const second = acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
       assert.equal(second.attempt, 2);
       assert.notEqual(second.token, first.token);
       await ctx.waitOut();
@@ -202,7 +204,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'concurrent claims on an expired lease give exactly one takeover',
     async run(store, ctx) {
       const key = ctx.key();
-      acquired(await store.claim(key, { leaseMs: ctx.shortMs }));
+      acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
       await ctx.waitOut();
       const claims = await Promise.all(Array.from({ length: 50 }, () => store.claim(key, { leaseMs: LONG })));
       const winners = claims.filter((c) => c.status === 'acquired');
@@ -216,10 +218,217 @@ export const conformanceCases: readonly ConformanceCase[] = [
       const key = ctx.key();
       const lease = await claimLong(store, key);
       assert.equal(await store.release(lease), true);
-      assert.equal(await store.inspect(key), undefined);
+      assert.equal((await store.inspect(key))?.state, 'released', 'the record is kept, released');
       const next = acquired(await store.claim(key, { leaseMs: LONG }));
       assert.notEqual(next.token, lease.token);
+      assert.equal(next.attempt, 2, 'the next claim raises the attempt');
       assert.equal(await store.release(lease), false, 'the released lease is no longer the owner');
+      assert.equal((await store.inspect(key))?.state, 'processing');
+    },
+  },
+  {
+    name: 'a released record is takeable at once: the next claim acquires it, not in-flight',
+    async run(store, ctx) {
+      const key = ctx.key();
+      // A lease much longer than the test: only the release can let the next claim in.
+      const lease = acquired(await store.claim(key, { leaseMs: 10 * LONG, fingerprint: fp('a') }));
+      assert.equal(await store.release(lease), true);
+      const next = await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') });
+      assert.equal(next.status, 'acquired', `expected acquired, got ${JSON.stringify(next)}`);
+    },
+  },
+  {
+    name: 'attempts never go back across release and claim: 1, 2, 3',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const attempts: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const lease = acquired(
+          await store.claim(key, { leaseMs: LONG, fingerprint: fp('a'), retentionMs: LONG }),
+        );
+        attempts.push(lease.attempt);
+        assert.equal(await store.release(lease), true);
+        assert.equal((await store.inspect(key))?.attempt, lease.attempt, 'release keeps the attempt');
+      }
+      assert.deepEqual(attempts, [1, 2, 3]);
+      const last = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(last.attempt, 4);
+      assert.equal(await store.confirm(last, { retentionMs: LONG }), true);
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.attempt, 4);
+    },
+  },
+  {
+    name: 'after release the old token cannot confirm, extend or release, and the record stays released',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('a'));
+      assert.equal(await store.release(lease), true);
+      const before = await store.inspect(key);
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), false, 'confirm after release');
+      assert.equal(await store.extend(lease, { leaseMs: LONG }), false, 'extend after release');
+      assert.equal(await store.release(lease), false, 'release after release');
+      const after = await store.inspect(key);
+      assert.equal(after?.state, 'released', 'confirm must not complete a released record');
+      assert.equal(after?.attempt, 1);
+      assert.equal(after?.fingerprint, fp('a'));
+      assert.equal(after?.expiresAt.getTime(), before?.expiresAt.getTime(), 'nothing moved');
+      const next = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(next.attempt, 2, 'a retry still runs the work');
+    },
+  },
+  {
+    name: 'inspect shows a released record with its attempt and fingerprint',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const first = await claimLong(store, key, fp('b'));
+      assert.equal(await store.release(first), true);
+      const second = await claimLong(store, key, fp('b'));
+      const before = Date.now();
+      assert.equal(await store.release(second), true);
+      const view = await store.inspect(key);
+      assert.equal(view?.key, key);
+      assert.equal(view?.state, 'released');
+      assert.equal(view?.attempt, 2);
+      assert.equal(view?.fingerprint, fp('b'));
+      // The lease's end is the release, on the store's clock (which may differ from ours a little).
+      assert.ok(
+        view && Math.abs(view.expiresAt.getTime() - before) < 5_000,
+        `a released record's lease ended at the release, got ${view?.expiresAt.toISOString()}`,
+      );
+    },
+  },
+  {
+    name: 'a released record refuses another fingerprint (in-flight, not the same) and takes the same one',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('a'));
+      assert.equal(await store.release(lease), true);
+      const other = await store.claim(key, { leaseMs: LONG, fingerprint: fp('b') });
+      assert.equal(
+        other.status,
+        'in-flight',
+        `another body must not take it over, got ${JSON.stringify(other)}`,
+      );
+      if (other.status === 'in-flight') {
+        assert.equal(other.attempt, 1);
+        assert.equal(other.sameFingerprint, false);
+        assert.ok(other.expiresAt instanceof Date);
+      }
+      assert.deepEqual(await store.record(key, { retentionMs: LONG, fingerprint: fp('b') }), {
+        duplicate: true,
+      });
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'released', 'the refused claims changed nothing');
+      assert.equal(view?.fingerprint, fp('a'));
+      const same = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(same.attempt, 2);
+
+      // Either side without a fingerprint is no mismatch.
+      const none = ctx.key('none');
+      assert.equal(await store.release(await claimLong(store, none, fp('a'))), true);
+      const bare = acquired(await store.claim(none, { leaseMs: LONG }));
+      assert.equal(bare.attempt, 2);
+      assert.equal(bare.fingerprint, undefined);
+      assert.equal(await store.release(bare), true);
+      assert.equal(acquired(await store.claim(none, { leaseMs: LONG, fingerprint: fp('c') })).attempt, 3);
+    },
+  },
+  {
+    name: 'a lease that ran out refuses another fingerprint (in-flight, not the same) and takes the same one',
+    async run(store, ctx) {
+      const key = ctx.key();
+      acquired(await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }));
+      await ctx.waitOut();
+      const other = await store.claim(key, { leaseMs: LONG, fingerprint: fp('b') });
+      assert.equal(
+        other.status,
+        'in-flight',
+        `another body must not take it over, got ${JSON.stringify(other)}`,
+      );
+      if (other.status === 'in-flight') {
+        assert.equal(other.attempt, 1);
+        assert.equal(other.sameFingerprint, false);
+      }
+      assert.deepEqual(await store.record(key, { retentionMs: LONG, fingerprint: fp('b') }), {
+        duplicate: true,
+      });
+      assert.equal((await store.inspect(key))?.fingerprint, fp('a'));
+      const same = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(same.attempt, 2);
+    },
+  },
+  {
+    name: "a lease that ran out is taken over with attempt + 1 long after its end when the claim's retentionMs covers it",
+    async run(store, ctx) {
+      const key = ctx.key();
+      acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
+      await ctx.waitOut();
+      await ctx.waitOut();
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'processing', 'the run-out record is remembered');
+      assert.equal(view?.attempt, 1);
+      const next = acquired(await store.claim(key, { leaseMs: LONG, retentionMs: LONG }));
+      assert.equal(next.attempt, 2, 'the takeover raises the attempt');
+    },
+  },
+  {
+    name: "a released record is remembered for the claim's retentionMs: a later claim still gets attempt + 1",
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = acquired(
+        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
+      );
+      assert.equal(await store.release(lease), true);
+      await ctx.waitOut();
+      await ctx.waitOut();
+      assert.equal((await store.inspect(key))?.state, 'released');
+      const next = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(next.attempt, 2);
+    },
+  },
+  {
+    name: '100 concurrent claims of a released key give exactly one acquired, at attempt + 1',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const first = await claimLong(store, key, fp('c'));
+      assert.equal(await store.release(first), true);
+      const claims = await Promise.all(
+        Array.from({ length: 100 }, () => store.claim(key, { leaseMs: LONG, fingerprint: fp('c') })),
+      );
+      const winners = claims.filter((c) => c.status === 'acquired');
+      assert.equal(winners.length, 1, 'exactly one claim may acquire');
+      assert.equal(acquired(winners[0]!).attempt, 2);
+      for (const c of claims) {
+        if (c.status === 'acquired') continue;
+        assert.equal(c.status, 'in-flight');
+        if (c.status === 'in-flight') {
+          assert.equal(c.attempt, 2, 'the losers see the winner');
+          assert.equal(c.sameFingerprint, true);
+        }
+      }
+    },
+  },
+  {
+    name: 'record() takes over a released record and completes it with attempt + 1',
+    async run(store, ctx) {
+      const key = ctx.key();
+      const lease = await claimLong(store, key, fp('r'));
+      assert.equal(await store.release(lease), true);
+      assert.deepEqual(await store.record(key, { retentionMs: LONG, fingerprint: fp('r') }), {
+        duplicate: false,
+      });
+      const view = await store.inspect(key);
+      assert.equal(view?.state, 'completed');
+      assert.equal(view?.attempt, 2);
+      assert.equal(view?.fingerprint, fp('r'));
+      assert.deepEqual(await store.record(key, { retentionMs: LONG }), { duplicate: true });
+      assert.equal(
+        await store.confirm(lease, { retentionMs: LONG }),
+        false,
+        'the released lease owns nothing',
+      );
     },
   },
   {
@@ -240,9 +449,17 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'confirm after the record vanished writes it as completed',
     async run(store, ctx) {
       const key = ctx.key();
-      const lease = await claimLong(store, key, fp('d'));
-      assert.equal(await store.release(lease), true);
-      assert.equal(await store.inspect(key), undefined, 'vanished');
+      // A short lease kept only briefly: the store may forget it (SQL stores keep the row until a
+      // purge, as a lease that ran out and is still ours). Either way the confirm completes the key.
+      const lease = acquired(
+        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('d'), retentionMs: ctx.shortMs }),
+      );
+      await ctx.waitOut();
+      const gone = await store.inspect(key);
+      assert.ok(
+        gone === undefined || (gone.state === 'processing' && gone.attempt === 1),
+        `vanished, or run out and still ours, got ${JSON.stringify(gone)}`,
+      );
       assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
       const view = await store.inspect(key);
       assert.equal(view?.state, 'completed');

@@ -10,11 +10,15 @@
  * Vitest with `globals: true`), or any runner passed as `runner: { describe, it }` (Vitest without
  * globals: `import { describe, it } from 'vitest'`).
  */
+import type { InboxStore } from '../lease/inbox.js';
 import type { Store } from '../lease/types.js';
 import { type CaseContext, type ConformanceCase, conformanceCases, runPrefix } from './cases.js';
+import { type InboxCaseContext, type InboxConformanceCase, inboxConformanceCases } from './inbox-cases.js';
 
 export type { CaseContext, ConformanceCase } from './cases.js';
 export { conformanceCases } from './cases.js';
+export type { InboxCaseContext, InboxConformanceCase } from './inbox-cases.js';
+export { inboxConformanceCases } from './inbox-cases.js';
 
 /** The two functions of a BDD-style test runner the suite needs. */
 export interface TestRunner {
@@ -97,4 +101,63 @@ async function detectRunner(): Promise<TestRunner> {
     describe: (name, body) => nodeTest.describe(name, body),
     it: (name, body) => nodeTest.it(name, body),
   };
+}
+
+export interface InboxConformanceOptions {
+  /** Shown as the suite's name. @default 'inbox conformance' */
+  name?: string;
+  /**
+   * Makes an inbox (e.g. `() => postgresStore({ client }).inbox!`). Every call must return an inbox
+   * over the same backing data. Keys and receivers are unique per case and run, so a shared table is
+   * fine.
+   */
+  factory: () => InboxStore | Promise<InboxStore>;
+  /** The test runner; by default Vitest/Jest/Mocha globals when present, else node:test. */
+  runner?: TestRunner;
+  /** The short lease and delay of the time-based cases, in ms. Waits are 2.5 times this. @default 250 */
+  shortMs?: number;
+  /** Run only the cases whose names include this text. */
+  only?: string;
+}
+
+/** Runs one inbox case against inboxes from `factory`; throws what the case throws. */
+export async function runInboxCase(
+  testCase: InboxConformanceCase,
+  factory: () => InboxStore | Promise<InboxStore>,
+  options: { shortMs?: number; prefix?: string } = {},
+): Promise<void> {
+  const shortMs = options.shortMs ?? 250;
+  const prefix = options.prefix ?? runPrefix();
+  let n = 0;
+  const slug = testCase.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
+  const ctx: InboxCaseContext = {
+    key: (suffix) => `${prefix}:${slug}:${n++}${suffix ? `:${suffix}` : ''}`,
+    receiver: `${prefix}-${slug}`.slice(0, 64),
+    shortMs,
+    waitOut: () => new Promise((resolve) => setTimeout(resolve, Math.ceil(shortMs * 2.5))),
+    inbox: async () => factory(),
+  };
+  await testCase.run(await factory(), ctx);
+}
+
+/**
+ * Registers the inbox conformance suite with the test runner. Await it at the top level of a test
+ * file.
+ *
+ * ```ts
+ * import { runInboxConformance } from 'onceonly/testing';
+ * await runInboxConformance({ name: 'my inbox', factory: () => myStore({ client }).inbox! });
+ * ```
+ */
+export async function runInboxConformance(options: InboxConformanceOptions): Promise<void> {
+  const runner = options.runner ?? (await detectRunner());
+  const prefix = runPrefix();
+  const cases = inboxConformanceCases.filter((c) => !options.only || c.name.includes(options.only));
+  runner.describe(options.name ?? 'inbox conformance', () => {
+    for (const testCase of cases) {
+      runner.it(testCase.name, () =>
+        runInboxCase(testCase, options.factory, { shortMs: options.shortMs, prefix }),
+      );
+    }
+  });
 }

@@ -11,18 +11,45 @@ import {
   type Receiver,
   type ReceiverOptions,
   type Store,
+  VerificationError,
 } from '../../src/index.js';
 
 export const SECRET = 'adapter-test-secret-do-not-leak';
 /** Small enough that the oversized cases stay fast, large enough for every ordinary delivery. */
 export const MAX_BODY = 16 * 1024;
+/** A large delivery (a GitHub push of many commits): under the default `maxBodyBytes` of 1 MiB. */
+export const LARGE_BODY = 900 * 1024;
 /** The handler deadline: long enough for a loaded 2-core machine, short enough for the timeout case. */
 export const DEADLINE = '2s';
 
 export type GithubLikeEvent = { id: string; action: string; padding?: string };
 
-/** The generic HMAC provider set up the way GitHub signs: `X-Hub-Signature-256: sha256=<hex>`. */
-export function githubLike() {
+/** The token a handshake GET must carry (Meta's `hub.verify_token`). */
+export const VERIFY_TOKEN = 'adapter-verify-token';
+
+/**
+ * Two handshakes, the way senders do them: a GET `?hub.mode=subscribe&hub.verify_token=..&hub.challenge=..`
+ * answered with the challenge when the token is ours (Meta), and a POST carrying `X-Hook-Secret`
+ * answered by echoing it (Asana).
+ */
+const handshake: NonNullable<Parameters<typeof hmac>[0]['handshake']> = ({ method, url, headers }) => {
+  if (method === 'GET') {
+    const query = new URL(url ?? '/', 'http://localhost').searchParams;
+    if (query.get('hub.mode') !== 'subscribe') return undefined;
+    if (query.get('hub.verify_token') !== VERIFY_TOKEN) {
+      throw new VerificationError('invalid_token', 'onceonly: the hub.verify_token is not ours');
+    }
+    return { body: query.get('hub.challenge') ?? '' };
+  }
+  const hookSecret = headers.get('x-hook-secret');
+  return method === 'POST' && hookSecret ? { headers: { 'X-Hook-Secret': hookSecret } } : undefined;
+};
+
+/**
+ * The generic HMAC provider set up the way GitHub signs: `X-Hub-Signature-256: sha256=<hex>`; with
+ * `handshakes`, it also answers the two handshakes above.
+ */
+export function githubLike(handshakes = false) {
   return hmac<GithubLikeEvent>({
     name: 'github',
     secret: SECRET,
@@ -30,6 +57,7 @@ export function githubLike() {
     signaturePrefix: 'sha256=',
     typeHeader: 'x-github-event',
     idHeader: 'x-github-delivery',
+    ...(handshakes ? { handshake } : {}),
   });
 }
 
@@ -120,6 +148,11 @@ export function fixture(overrides: Partial<ReceiverOptions<ReturnType<typeof git
   return { receiver: createReceiver(options), store, behaviour, outcomes, options };
 }
 
+/** A receiver whose provider answers handshakes (a GET challenge, a POST X-Hook-Secret echo). */
+export function handshakeFixture(): Fixture {
+  return fixture({ provider: githubLike(true) });
+}
+
 let counter = 0;
 /** A fresh event id, unique across runs. */
 export function eventId(): string {
@@ -133,5 +166,5 @@ export function bodyOf(event: GithubLikeEvent): string {
 
 /** The dedup key the GitHub-like provider uses: a digest of the signed body (its id header is unsigned). */
 export function keyOf(body: string): string {
-  return `github:body:${createHash('sha256').update(body).digest('hex')}`;
+  return `github:~body:${createHash('sha256').update(body).digest('hex')}`;
 }

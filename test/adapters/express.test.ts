@@ -12,6 +12,8 @@ import {
   eventId,
   type Fixture,
   fixture,
+  handshakeSuite,
+  largeBodySuite,
   listen,
   localOutcomes,
   outcomeSuite,
@@ -38,9 +40,17 @@ for (const [label, express] of [
       a.use(express.json());
     });
   outcomeSuite(label, () => localOutcomes(startApp));
+  largeBodySuite(label, startApp);
   adapterSuite(label, (receiver: Receiver) =>
     app((a) => {
       a.post('/webhooks', webhook(receiver));
+      a.use(express.json());
+    }),
+  );
+  // GET and POST routed to the webhook, as its docs say for a provider with a GET handshake.
+  handshakeSuite(label, (receiver: Receiver) =>
+    app((a) => {
+      a.all('/webhooks', webhook(receiver));
       a.use(express.json());
     }),
   );

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
+import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify5, { type FastifyInstance } from 'fastify';
 import { webhook } from '../../src/adapters/fastify.js';
 import type { Receiver } from '../../src/index.js';
 import {
@@ -10,88 +11,101 @@ import {
   eventId,
   type Fixture,
   fixture,
+  handshakeSuite,
+  largeBodySuite,
   localOutcomes,
   outcomeSuite,
   type Server,
 } from './harness.js';
 
-async function start(build: (app: FastifyInstance) => Promise<void> | void): Promise<Server> {
-  const app = Fastify();
-  await build(app);
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { url: `${address}/webhooks`, close: () => app.close() };
-}
+// `fastify4` is fastify@4 installed under an alias: the plugin is declared and tested for both majors.
+const Fastify4 = createRequire(import.meta.url)('fastify4') as typeof Fastify5;
 
-const startApp = (receiver: Receiver) =>
-  start((app) => {
-    app.register(webhook(receiver), { prefix: '/webhooks' });
-  });
-adapterSuite('Fastify 5', startApp);
-outcomeSuite('Fastify 5', () => localOutcomes(startApp));
+for (const [label, Fastify] of [
+  ['Fastify 5', Fastify5],
+  ['Fastify 4', Fastify4],
+] as const) {
+  async function start(build: (app: FastifyInstance) => Promise<void> | void): Promise<Server> {
+    const app = Fastify();
+    await build(app);
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    return { url: `${address}/webhooks`, close: () => app.close() };
+  }
 
-describe('Fastify 5: the app keeps its own body parsers', () => {
-  let f: Fixture;
-  let server: Server;
-  before(async () => {
-    f = fixture();
-    server = await start(async (app) => {
-      // A global JSON parser of the app's own, registered before the plugin: the webhook scope must not use it.
-      app.removeContentTypeParser('application/json');
-      app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
-        done(null, { parsedByApp: JSON.parse(text as string) });
+  const startApp = (receiver: Receiver) =>
+    start((app) => {
+      app.register(webhook(receiver), { prefix: '/webhooks' });
+    });
+  adapterSuite(label, startApp);
+  outcomeSuite(label, () => localOutcomes(startApp));
+  largeBodySuite(label, startApp);
+  // The plugin's route takes GET as well as POST.
+  handshakeSuite(label, startApp);
+
+  describe(`${label}: the app keeps its own body parsers`, () => {
+    let f: Fixture;
+    let server: Server;
+    before(async () => {
+      f = fixture();
+      server = await start(async (app) => {
+        // A global JSON parser of the app's own, registered before the plugin: the webhook scope must not use it.
+        app.removeContentTypeParser('application/json');
+        app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+          done(null, { parsedByApp: JSON.parse(text as string) });
+        });
+        app.post('/api', async (request) => ({ echoed: request.body }));
+        await app.register(webhook(f.options, { path: '/webhooks' }));
       });
-      app.post('/api', async (request) => ({ echoed: request.body }));
-      await app.register(webhook(f.options, { path: '/webhooks' }));
     });
-  });
-  after(() => server.close());
+    after(() => server.close());
 
-  it('verifies the exact bytes while the app route still gets its parsed JSON', async () => {
-    const id = eventId();
-    const body = bodyOf({ id, action: 'ok' });
-    const first = await deliver(server.url, body);
-    assert.equal(first.status, 200);
-    assert.equal(first.outcome, 'processed');
-    assert.equal((await deliver(server.url, body)).outcome, 'duplicate');
-    const other = await fetch(server.url.replace('/webhooks', '/api'), {
-      method: 'POST',
-      body: JSON.stringify({ a: 1 }),
-      headers: { 'content-type': 'application/json' },
-    });
-    assert.deepEqual(await other.json(), { echoed: { parsedByApp: { a: 1 } } });
-  });
-
-  it('receives bodies of any content type, and none at all, from their bytes', async () => {
-    const id = eventId();
-    const res = await deliver(server.url, bodyOf({ id, action: 'ok' }), {
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    });
-    assert.equal(res.outcome, 'processed');
-    const empty = await fetch(server.url, { method: 'POST' });
-    assert.equal(empty.status, 400);
-    assert.equal(empty.headers.get('onceonly-outcome'), 'rejected');
-  });
-});
-
-describe('Fastify 5: a hook that read the payload before the route', () => {
-  it('refuses with 500 body_already_parsed naming the fix, never a signature mismatch', async () => {
-    const f = fixture();
-    const server = await start(async (app) => {
-      app.addHook('preParsing', async (_request, _reply, payload) => {
-        for await (const _ of payload);
-        return payload;
-      });
-      await app.register(webhook(f.receiver), { prefix: '/webhooks' });
-    });
-    try {
+    it('verifies the exact bytes while the app route still gets its parsed JSON', async () => {
       const id = eventId();
-      const res = await deliver(server.url, bodyOf({ id, action: 'ok' }));
-      assert.equal(res.status, 500);
-      assert.equal(res.json?.code, 'body_already_parsed');
-      assert.match(res.json?.message ?? '', /^onceonly: .*register the webhook plugin before/);
-      assert.equal(f.behaviour.attempts.get(id), undefined);
-    } finally {
-      await server.close();
-    }
+      const body = bodyOf({ id, action: 'ok' });
+      const first = await deliver(server.url, body);
+      assert.equal(first.status, 200);
+      assert.equal(first.outcome, 'processed');
+      assert.equal((await deliver(server.url, body)).outcome, 'duplicate');
+      const other = await fetch(server.url.replace('/webhooks', '/api'), {
+        method: 'POST',
+        body: JSON.stringify({ a: 1 }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.deepEqual(await other.json(), { echoed: { parsedByApp: { a: 1 } } });
+    });
+
+    it('receives bodies of any content type, and none at all, from their bytes', async () => {
+      const id = eventId();
+      const res = await deliver(server.url, bodyOf({ id, action: 'ok' }), {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      assert.equal(res.outcome, 'processed');
+      const empty = await fetch(server.url, { method: 'POST' });
+      assert.equal(empty.status, 400);
+      assert.equal(empty.headers.get('onceonly-outcome'), 'rejected');
+    });
   });
-});
+
+  describe(`${label}: a hook that read the payload before the route`, () => {
+    it('refuses with 500 body_already_parsed naming the fix, never a signature mismatch', async () => {
+      const f = fixture();
+      const server = await start(async (app) => {
+        app.addHook('preParsing', async (_request, _reply, payload) => {
+          for await (const _ of payload);
+          return payload;
+        });
+        await app.register(webhook(f.receiver), { prefix: '/webhooks' });
+      });
+      try {
+        const id = eventId();
+        const res = await deliver(server.url, bodyOf({ id, action: 'ok' }));
+        assert.equal(res.status, 500);
+        assert.equal(res.json?.code, 'body_already_parsed');
+        assert.match(res.json?.message ?? '', /^onceonly: .*register the webhook plugin before/);
+        assert.equal(f.behaviour.attempts.get(id), undefined);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+}

@@ -12,6 +12,8 @@ import {
   eventId,
   type Fixture,
   fixture,
+  handshakeSuite,
+  largeBodySuite,
   localOutcomes,
   outcomeSuite,
   type Server,
@@ -40,6 +42,12 @@ const startApp = (receiver: Receiver) =>
   });
 adapterSuite('Hono on @hono/node-server', startApp);
 outcomeSuite('Hono on @hono/node-server', () => localOutcomes(startApp));
+largeBodySuite('Hono on @hono/node-server', startApp);
+handshakeSuite('Hono on @hono/node-server', (receiver) =>
+  start((app) => {
+    app.on(['GET', 'POST'], '/webhooks', webhook(receiver));
+  }),
+);
 
 describe('Hono: a middleware that reads the body first', () => {
   let f: Fixture;

@@ -14,6 +14,8 @@ import {
   eventId,
   type Fixture,
   fixture,
+  handshakeSuite,
+  largeBodySuite,
   listen,
   localOutcomes,
   outcomeSuite,
@@ -40,12 +42,15 @@ for (const [label, Koa] of [
       app.use(bodyParser() as Koa3.Middleware);
     });
   outcomeSuite(label, () => localOutcomes(startApp));
+  largeBodySuite(label, startApp);
   adapterSuite(label, (receiver) =>
     serve((app) => {
       app.use(webhook(receiver, { path: '/webhooks' }) as Koa3.Middleware);
       app.use(bodyParser() as Koa3.Middleware);
     }),
   );
+  // The middleware takes every method on its path: a GET reaches the provider's handshake.
+  handshakeSuite(label, startApp);
 
   describe(`${label}: other body parsers`, () => {
     let f: Fixture;

@@ -9,6 +9,8 @@ import {
   eventId,
   type Fixture,
   fixture,
+  handshakeSuite,
+  largeBodySuite,
   listen,
   localOutcomes,
   outcomeSuite,
@@ -17,6 +19,8 @@ import {
 
 adapterSuite('node:http', (receiver) => listen(webhook(receiver)));
 outcomeSuite('node:http', () => localOutcomes((receiver) => listen(webhook(receiver))));
+handshakeSuite('node:http', (receiver) => listen(webhook(receiver)));
+largeBodySuite('node:http', (receiver) => listen(webhook(receiver)));
 
 describe('node:http: a body read before the listener', () => {
   let f: Fixture;

@@ -1,10 +1,9 @@
 /**
- * A second receiver for the adapter suites, keyed on a signed event id (Stripe, signed by the
- * `stripe` package's own `generateTestHeaderString`), whose store can be switched off, so every
+ * A second receiver for the adapter suites, keyed on a signed event id (Stripe, signed as Stripe
+ * signs: test/support/stripe-signature.ts), whose store can be switched off, so every
  * outcome of the core's table can be driven through each framework. Free of `node:test`, so the
  * Next.js fixture app can load it too.
  */
-import Stripe from 'stripe';
 import {
   createReceiver,
   type DeliveryResult,
@@ -14,6 +13,7 @@ import {
   StoreUnavailableError,
 } from '../../src/index.js';
 import { stripe } from '../../src/providers/index.js';
+import { stripeSignature } from '../support/stripe-signature.js';
 import { wrapStore } from '../support/wrap-store.js';
 import { MAX_BODY } from './behaviour.js';
 
@@ -21,9 +21,7 @@ export const STRIPE_SECRET = 'whsec_adapterOutcomeSuiteSecret0123456789';
 /** Short, so a trickled body is refused quickly. */
 export const BODY_TIMEOUT_MS = 400;
 
-const sdk = new Stripe('sk_test_adapter_outcomes');
-
-/** A Stripe delivery as the `stripe` package signs it. */
+/** A Stripe delivery, signed as Stripe signs it. */
 export function stripeDelivery(event: { id: string; type: string; note?: string }): {
   body: string;
   headers: Record<string, string>;
@@ -33,7 +31,7 @@ export function stripeDelivery(event: { id: string; type: string; note?: string 
     body,
     headers: {
       'content-type': 'application/json',
-      'stripe-signature': sdk.webhooks.generateTestHeaderString({ payload: body, secret: STRIPE_SECRET }),
+      'stripe-signature': stripeSignature(body, STRIPE_SECRET),
     },
   };
 }

@@ -1,57 +1,18 @@
 import { strict as assert } from 'node:assert';
-import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
-import { createClient } from 'redis';
-import { reachable, servers } from '../support/servers.js';
+import { cliPath } from '../support/cli.js';
+import { type DemoRunReport, root, run, runDemo } from '../support/demo.js';
+import { sharedStores } from '../support/probes.js';
+import { reachable } from '../support/servers.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const run = promisify(execFile);
 const EVENTS = Number(process.env.DEMO_EVENTS ?? 120);
-
-interface Report {
-  events: number;
-  eventsLost: number;
-  effectsAppliedTwice: number;
-  effectsApplied: number;
-  handlerRuns: number;
-  workersKilled: number;
-  deliveries: number;
-  ledger: string;
-}
-
-async function demo(args: string[]): Promise<{ report: Report; code: number }> {
-  const argv = [
-    '--import',
-    'tsx',
-    join(root, 'src/cli/index.ts'),
-    'demo',
-    '--events',
-    String(EVENTS),
-    '--timeout',
-    '1000',
-    '--keep',
-    '--json',
-    ...args,
-  ];
-  try {
-    const { stdout } = await run(process.execPath, argv, { cwd: root, timeout: 180_000 });
-    return { report: JSON.parse(stdout), code: 0 };
-  } catch (error) {
-    const e = error as { stdout?: string; code?: number; stderr?: string };
-    if (!e.stdout) throw new Error(`demo failed: ${e.stderr}`);
-    return { report: JSON.parse(e.stdout), code: e.code ?? 1 };
-  }
-}
+const demo = (args: string[]) => runDemo(args, EVENTS);
 
 /** Recounts from the ledger itself: every event exactly one effect. */
-function assertLedger(report: Report) {
+function assertLedger(report: DemoRunReport) {
   const ledger = new Database(report.ledger, { readonly: true });
   try {
     const rows = ledger
@@ -87,6 +48,11 @@ describe('onceonly demo', () => {
     assert.equal(code, 0);
     assertLedger(report);
     assert.ok(report.workersKilled > 0, 'workers were killed mid-handler');
+    const { handlerTimeouts, handlerFailures } = report as unknown as Record<string, number>;
+    assert.ok(
+      Number.isInteger(handlerTimeouts) && handlerTimeouts! <= handlerFailures!,
+      `handler timeouts ${handlerTimeouts} are counted among the ${handlerFailures} failures`,
+    );
     assert.ok(report.handlerRuns > report.events, 'some handlers ran again after a failure or a crash');
   });
 
@@ -102,9 +68,76 @@ describe('onceonly demo', () => {
     assertLedger(report);
   });
 
+  it('GitHub (a sender that never retries), inline: every failed delivery is an event lost', async () => {
+    const { report, code } = await demo([
+      ...['--provider', 'github', '--mode', 'inline', '--store', 'memory'],
+      ...['--throw-rate', '0.3', '--hang-rate', '0.05'],
+    ]);
+    rmSync(dirname(report.ledger), { recursive: true, force: true });
+    assert.equal(code, 1, 'the demo fails: events were lost');
+    assert.ok(report.eventsLost > 0, 'events lost');
+    assert.equal(
+      report.eventsLost,
+      report.deliveriesFailed,
+      'each lost event is a delivery the sender saw fail',
+    );
+    assert.equal(report.effectsAppliedTwice, 0);
+  });
+
+  it('GitHub, inbox and hybrid on the memory store: the same failures lose nothing', async () => {
+    for (const mode of ['inbox', 'hybrid']) {
+      const { report, code } = await demo([
+        ...['--provider', 'github', '--mode', mode, '--store', 'memory'],
+        ...['--throw-rate', '0.3', '--hang-rate', '0.05'],
+      ]);
+      assert.equal(report.mode, mode);
+      assert.ok(report.retriesAfterFailure > 0, 'failed runs were retried by the inbox');
+      assert.equal(code, 0);
+      // Every event one effect (even those whose answer came past the sender's 10 s on a loaded
+      // host: the entry was written before the answer, and ran).
+      assertLedger(report);
+      assert.equal(report.lostAfter2xx, 0);
+    }
+  });
+
+  it('--mode all shows the three modes side by side', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        ...[cliPath, 'demo', '--events', '40'],
+        ...['--provider', 'github', '--mode', 'all', '--store', 'memory', '--throw-rate', '0.3'],
+      ],
+      { cwd: root, timeout: 180_000 },
+    ).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+    assert.match(stdout, /inline \([\d.]+ s\)\s+inbox \([\d.]+ s\)\s+hybrid \([\d.]+ s\)/);
+    const lost = /events lost\s+(\d+)\s+(\d+)\s+(\d+)/.exec(stdout);
+    assert.ok(lost, stdout);
+    assert.ok(Number(lost[1]) > 0, 'inline lost events');
+    assert.deepEqual([lost[2], lost[3]], ['0', '0'], 'inbox and hybrid lost none');
+    assert.match(stdout, /LOST \(inline\)/);
+    assert.match(stdout, /OK \(inbox\)/);
+    assert.match(stdout, /OK \(hybrid\)/);
+  });
+
+  it('refuses a bad --mode with one clear line and exit code 2', async () => {
+    await assert.rejects(
+      run(process.execPath, [cliPath, 'demo', '--mode', 'later'], {
+        cwd: root,
+      }),
+      (error: { code?: number; stderr?: string }) => {
+        assert.equal(error.code, 2);
+        assert.equal(
+          error.stderr?.trim(),
+          'onceonly: --mode must be inline, inbox, hybrid or all; got "later"',
+        );
+        return true;
+      },
+    );
+  });
+
   it('refuses a bad flag with one clear line and exit code 2', async () => {
     await assert.rejects(
-      run(process.execPath, ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'demo', '--events', 'lots'], {
+      run(process.execPath, [cliPath, 'demo', '--events', 'lots'], {
         cwd: root,
       }),
       (error: { code?: number; stderr?: string }) => {
@@ -116,20 +149,7 @@ describe('onceonly demo', () => {
   });
 });
 
-const shared: [string, string, () => Promise<unknown>][] = [
-  ['Redis', servers.redis, async () => (await createClient({ url: servers.redis }).connect()).quit()],
-  [
-    'PostgreSQL',
-    servers.postgres,
-    async () => {
-      const c = new pg.Client({ connectionString: servers.postgres });
-      await c.connect();
-      await c.end();
-    },
-  ],
-  ['MariaDB/MySQL', servers.mysql, async () => (await mysql.createConnection(servers.mysql)).end()],
-];
-for (const [label, url, probe] of shared) {
+for (const [label, url, probe] of sharedStores) {
   if (await reachable(`demo on ${label}`, url, probe)) {
     describe(`onceonly demo on ${label}`, () => {
       it('proves exactly one effect per event with workers killed mid-handler', async () => {

@@ -1,20 +1,16 @@
 import { strict as assert } from 'node:assert';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
+import { cliArgv, root, run } from '../support/cli.js';
 import { reachable, servers } from '../support/servers.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-inspect-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -26,26 +22,18 @@ async function cli(...args: string[]) {
 }
 
 async function skewedCli(skewMs: number, ...args: string[]) {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      ...(skewMs ? ['--import', skew] : []),
-      '--import',
-      'tsx',
-      join(root, 'src/cli/index.ts'),
-      'inspect',
-      ...args,
-    ],
-    {
-      cwd: root,
-      timeout: 60_000,
-      env: { ...process.env, ONCEONLY_SKEW_MS: String(skewMs) },
-    },
-  );
+  const { stdout } = await run(process.execPath, cliArgv(['inspect', ...args], skewMs ? [skew] : []), {
+    cwd: root,
+    timeout: 60_000,
+    env: { ...process.env, ONCEONLY_SKEW_MS: String(skewMs) },
+  });
   return stdout;
 }
 
-/** Seeds one live lease, one lease that ran out, one completed key and one key past retention. */
+/**
+ * Seeds one live lease, one lease that ran out, one completed key, one key past retention, and one
+ * released (its handler failed) after the others' leases ended.
+ */
 async function seed(url: string, name: string) {
   const opened = await openStore(url, name);
   const { store } = opened;
@@ -55,6 +43,8 @@ async function seed(url: string, name: string) {
   if (done.status === 'acquired') await store.confirm(done.lease, { retentionMs: 600_000 });
   await store.record('gone', { retentionMs: 50 });
   await new Promise((resolve) => setTimeout(resolve, 300));
+  const failed = await store.claim('failed', { leaseMs: 600_000, fingerprint: 'cd'.repeat(32) });
+  if (failed.status === 'acquired') await store.release(failed.lease);
   return opened;
 }
 
@@ -67,16 +57,21 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
       const opened = await seed(url(), name);
       await opened.close();
       const report = JSON.parse(await cli('--store', url(), '--name', name, '--json'));
-      assert.deepEqual(report.stats, { processing: 1, takeable: 1, completed: 1 });
+      assert.deepEqual(report.stats, { processing: 1, takeable: 2, completed: 1 });
       assert.deepEqual(
         report.oldestLeases.map((l: { key: string; state: string }) => [l.key, l.state]),
         [
           ['stuck', 'takeable'],
+          ['failed', 'released'],
           ['live', 'processing'],
         ],
       );
       const text = await cli('--store', url(), '--name', name);
-      assert.match(text, /takeable \(lease ran out, crash\?\)\s+1/);
+      assert.match(text, /takeable \(released: handler failed; lease ran out: crash\?\)\s+2/);
+      assert.match(
+        text,
+        /\n {2}failed {2}attempt 1 {2}released \d+ (ms|s) ago {2}takeable now: the next claim gets attempt 2/,
+      );
     });
 
     it("shows one key's state, attempt, lease and fingerprint", async () => {
@@ -86,12 +81,18 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
       assert.equal(live.fingerprint, 'ab'.repeat(32));
       assert.match(live.expires, /^expires in/);
       assert.match(live.lease, /^lease renewed \d+ (ms|s) ago$/);
-      assert.ok(live.renewedAgoMs >= 0 && live.renewedAgoMs < 60_000, String(live.renewedAgoMs));
+      assert.ok(live.renewedAgoMs >= 0 && live.renewedAgoMs < 600_000, String(live.renewedAgoMs));
       const done = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'done'));
       assert.match(done.lease, /^completed \d+ (ms|s) ago$/);
       const stuck = JSON.parse(await cli('--store', url(), '--name', name, '--json', '--key', 'stuck'));
       assert.equal(stuck.state, 'takeable');
       assert.match(stuck.expires, /^expired /);
+      const failed = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'failed'));
+      assert.equal(failed.state, 'released');
+      assert.equal(failed.attempt, 1);
+      assert.equal(failed.fingerprint, 'cd'.repeat(32));
+      assert.match(failed.lease, /^released \d+ (ms|s) ago$/);
+      assert.equal(failed.expires, 'takeable now: the next claim gets attempt 2');
       assert.equal(
         JSON.parse(await cli('--store', url(), '--name', name, '--json', 'nothing')).state,
         'absent',
@@ -112,13 +113,56 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
           );
           assert.equal(stuck.state, 'takeable', `clock ${skewMs} ms off`);
           const report = JSON.parse(await skewedCli(skewMs, '--store', url(), '--name', name, '--json'));
-          assert.deepEqual(report.stats, { processing: 1, takeable: 1, completed: 1 });
+          assert.deepEqual(report.stats, { processing: 1, takeable: 2, completed: 1 });
+          const failed = JSON.parse(
+            await skewedCli(skewMs, '--store', url(), '--name', name, '--json', 'failed'),
+          );
+          assert.equal(failed.state, 'released', `clock ${skewMs} ms off`);
           assert.ok(
-            live.renewedAgoMs >= 0 && live.renewedAgoMs < 60_000,
+            live.renewedAgoMs >= 0 && live.renewedAgoMs < 600_000,
             `renewed ${live.renewedAgoMs} ms ago, clock ${skewMs} ms off`,
           );
         }
       });
+
+    it('takes the prefix as configured, trailing colon or not, and fails loudly on a name matching nothing', async () => {
+      const withColon = JSON.parse(await cli('--store', url(), '--name', `${name}:`, '--json'));
+      assert.deepEqual(withColon.stats, { processing: 1, takeable: 2, completed: 1 });
+      await assert.rejects(
+        cli('--store', url(), '--name', `${name}_nothing`, '--json'),
+        (error: { code?: number; stderr?: string }) => {
+          assert.notEqual(error.code, 0);
+          assert.match(error.stderr ?? '', /^onceonly: /);
+          assert.match(error.stderr ?? '', new RegExp(`${name}_nothing`));
+          return true;
+        },
+      );
+    });
+
+    it("finds a key by the provider's delivery id, shows durations for people, and fails on an unknown id", async () => {
+      const opened = await openStore(url(), name);
+      await opened.store.record('stripe:evt_inspect_by_id', { retentionMs: 600_000 });
+      await opened.close();
+      const found = JSON.parse(
+        await cli('--store', url(), '--name', name, '--json', '--id', 'evt_inspect_by_id'),
+      );
+      assert.equal(found.key, 'stripe:evt_inspect_by_id');
+      assert.equal(found.state, 'completed');
+      const text = await cli('--store', url(), '--name', name, 'live');
+      assert.doesNotMatch(text, /renewedAgoMs/);
+      assert.match(text, /lease renewed \d+ (ms|s) ago/);
+      await assert.rejects(
+        cli('--store', url(), '--name', name, '--id', 'evt_never_sent'),
+        (error: { code?: number; stdout?: string }) => {
+          assert.equal(error.code, 1);
+          assert.match(
+            error.stdout ?? '',
+            /evt_never_sent: no key for this id \(tried evt_never_sent, stripe:evt_never_sent/,
+          );
+          return true;
+        },
+      );
+    });
 
     it('purges what is past retention where the store keeps rows', async () => {
       const out = JSON.parse(await cli('--store', url(), '--name', name, '--json', 'purge'));

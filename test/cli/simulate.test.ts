@@ -1,13 +1,16 @@
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cliPath } from '../support/cli.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
-const cli = [join(root, 'src/cli/index.ts')];
+const cli = [cliPath];
 
 describe('onceonly simulate against the Express example app', () => {
   let app: ChildProcess;
@@ -40,8 +43,6 @@ describe('onceonly simulate against the Express example app', () => {
     const { stdout } = await run(
       process.execPath,
       [
-        '--import',
-        'tsx',
         ...cli,
         'simulate',
         '--url',
@@ -70,8 +71,6 @@ describe('onceonly simulate against the Express example app', () => {
       run(
         process.execPath,
         [
-          '--import',
-          'tsx',
           ...cli,
           'simulate',
           '--url',
@@ -98,6 +97,31 @@ describe('onceonly simulate against the Express example app', () => {
         const report = JSON.parse(error.stdout!);
         assert.equal(report.gaveUp.length, 3);
         assert.equal(report.byStatus['401'], 6);
+        assert.deepEqual(report.byCode, { invalid_signature: 6 }, 'the rejection code, not only its status');
+        assert.equal(report.withOutcomeHeader, 6);
+        return true;
+      },
+    );
+    // The table names the code, and has no "is this receiver onceonly?" note: the header was there.
+    await assert.rejects(
+      run(
+        process.execPath,
+        [...cli, 'simulate', '--url', url, '--provider', 'github', '--secret', 'wrong'].concat([
+          '--events',
+          '2',
+          '--max-attempts',
+          '1',
+          '--concurrent-rate',
+          '0',
+          '--duplicate-rate',
+          '0',
+        ]),
+        { cwd: root, timeout: 60_000 },
+      ),
+      (error: { code?: number; stdout?: string }) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stdout!, /rejected \(4xx\)\s+2 \(invalid_signature 2\)/);
+        assert.doesNotMatch(error.stdout!, /is this receiver onceonly/);
         return true;
       },
     );
@@ -105,7 +129,7 @@ describe('onceonly simulate against the Express example app', () => {
 
   it('explains a missing flag in one line with exit code 2', async () => {
     await assert.rejects(
-      run(process.execPath, ['--import', 'tsx', ...cli, 'simulate', '--secret', 'x'], { cwd: root }),
+      run(process.execPath, [...cli, 'simulate', '--secret', 'x'], { cwd: root }),
       (error: { code?: number; stderr?: string }) => {
         assert.equal(error.code, 2);
         assert.equal(error.stderr?.trim().split('\n').length, 1);
@@ -113,5 +137,41 @@ describe('onceonly simulate against the Express example app', () => {
         return true;
       },
     );
+  });
+});
+
+describe('onceonly simulate --type', () => {
+  it('sends the event types asked for, taken in turn, and notes a receiver that answers without Onceonly-Outcome', async () => {
+    // A plain receiver (not onceonly): records each delivery's type and answers 200.
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(String(req.headers['x-github-event']));
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const { stdout } = await run(
+        process.execPath,
+        [...cli, 'simulate', '--url', `http://127.0.0.1:${port}/`, '--provider', 'github'].concat([
+          '--secret',
+          's',
+          '--type',
+          'push, issues',
+          '--events',
+          '4',
+          '--concurrent-rate',
+          '0',
+          '--duplicate-rate',
+          '0',
+        ]),
+        { cwd: root, timeout: 60_000 },
+      );
+      assert.deepEqual(seen.sort(), ['issues', 'issues', 'push', 'push']);
+      assert.match(stdout, /no Onceonly-Outcome headers seen: is this receiver onceonly\?/);
+    } finally {
+      server.close();
+    }
   });
 });

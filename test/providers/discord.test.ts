@@ -32,7 +32,7 @@ describe('discord provider (Ed25519, key pair generated in the test)', () => {
     make: (config) => discord({ publicKey: config }),
     body,
     sign,
-    expect: { dedup: 'id', id: '1204351256734171136', type: 'APPLICATION_COMMAND' },
+    expect: { dedup: 'id', id: '1204351256734171136', type: 'APPLICATION_COMMAND', typeSigned: true },
     noteOf: (event) => (event as { data: { options: { value: unknown }[] } }).data.options[0]?.value,
     toleranceMs: 5 * 60_000,
     signatureHeader: 'x-signature-ed25519',
@@ -46,6 +46,7 @@ describe('discord provider (Ed25519, key pair generated in the test)', () => {
       sign('{"id":"1","type":1,"token":"t"}', signer, NOW),
     );
     assert.equal(verified.type, 'PING');
+    assert.equal(verified.typeSigned, true);
   });
 
   it('keys a webhook event (no id) on the signed body, so a replay inside the tolerance is a duplicate', async () => {
@@ -55,6 +56,7 @@ describe('discord provider (Ed25519, key pair generated in the test)', () => {
     const d = sign(payload, signer, NOW);
     const verified = await verifyAt(discord({ publicKey: config }), d);
     assert.equal(verified.type, 'APPLICATION_AUTHORIZED');
+    assert.equal(verified.typeSigned, true);
     assert.equal(verified.dedup, 'body');
     const { results } = await receiveAll(discord({ publicKey: config }), [d, d]);
     assert.deepEqual(

@@ -57,7 +57,7 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
       assert.ok(d, 'pre-signed delivery');
       return d;
     },
-    expect: { dedup: 'body', id: DELIVERY, type: 'issues' },
+    expect: { dedup: 'body', id: DELIVERY, type: 'issues', typeSigned: false },
     noteOf: (event) => (event as { issue: { title: unknown } }).issue.title,
     toleranceMs: undefined,
     freshIdHeader: (d) => withHeader(d, 'x-github-delivery', 'a-fresh-guid-minted-by-the-replayer'),
@@ -83,6 +83,24 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
     assert.equal((verified.event as { action: string }).action, 'opened');
   });
 
+  it('reads a signed JSON body as JSON even when resent as a form: a `&payload=` in its text never becomes the event', async () => {
+    const key = secret();
+    const forged = encodeURIComponent(
+      JSON.stringify({ action: 'completed', repository: { full_name: 'victim/prod' } }),
+    );
+    const json = JSON.stringify({ action: 'created', comment: { body: `nice&payload=${forged}` } });
+    const d = await signed(json, key);
+    const verified = await verifyAt(github({ secret: key }), {
+      ...d,
+      headers: { ...d.headers, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(
+      (verified.event as { action: string }).action,
+      'created',
+      'the signed JSON, not the text inside it',
+    );
+  });
+
   it('rejects a delivery without X-GitHub-Event as missing_header', async () => {
     const key = secret();
     await rejects(
@@ -105,7 +123,7 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
       await signed(body(), key),
       await signed(body(), key, 'redelivery-guid'),
     ]);
-    assert.match(results[0]?.key ?? '', /^github:body:[0-9a-f]{64}$/);
+    assert.match(results[0]?.key ?? '', /^github:~body:[0-9a-f]{64}$/);
     assert.equal(results[1]?.outcome, 'duplicate');
   });
 

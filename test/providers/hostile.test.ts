@@ -38,6 +38,37 @@ const cases: [Provider<any, any>, string[]][] = [
   ],
   [p.discord({ publicKey: ed }), ['x-signature-ed25519', 'x-signature-timestamp']],
   [p.mailgun({ secret: hex }), ['content-type']],
+  // Group A (issue 15 part B).
+  [
+    p.clerk({ secret: `whsec_${randomBytes(24).toString('base64')}` }),
+    ['svix-id', 'svix-timestamp', 'svix-signature'],
+  ],
+  [p.polar({ secret: hex }), ['webhook-id', 'webhook-timestamp', 'webhook-signature']],
+  [p.gitlab({ secret: hex }), ['x-gitlab-token', 'x-gitlab-event']],
+  [p.bitbucket({ secret: hex }), ['x-hub-signature', 'x-event-key']],
+  [p.jira({ secret: hex }), ['x-hub-signature']],
+  [p.typeform({ secret: hex }), ['typeform-signature']],
+  [p.calendly({ secret: hex }), ['calendly-webhook-signature']],
+  [p.calCom({ secret: hex }), ['x-cal-signature-256']],
+  [p.woocommerce({ secret: hex }), ['x-wc-webhook-signature', 'x-wc-webhook-topic']],
+  [p.zendesk({ secret: hex }), ['x-zendesk-webhook-signature', 'x-zendesk-webhook-signature-timestamp']],
+  [p.vercel({ secret: hex }), ['x-vercel-signature']],
+  [p.netlify({ secret: hex }), ['x-webhook-signature', 'x-netlify-event']],
+  [p.sentry({ secret: hex }), ['sentry-hook-signature', 'sentry-hook-resource']],
+  [p.postmark({ secret: `u:${hex}` }), ['authorization']],
+  [p.mux({ secret: hex }), ['mux-signature']],
+  [p.coinbaseCommerce({ secret: hex }), ['x-cc-webhook-signature']],
+  [p.razorpay({ secret: hex }), ['x-razorpay-signature']],
+  [p.checkoutCom({ secret: hex }), ['cko-signature']],
+  [p.box({ secret: hex }), ['box-signature-primary', 'box-signature-secondary', 'box-delivery-timestamp']],
+  [p.notion({ secret: hex }), ['x-notion-signature']],
+  [p.airtable({ secret: randomBytes(32).toString('base64') }), ['x-airtable-content-mac']],
+  [p.segment({ secret: hex }), ['x-signature']],
+  [p.persona({ secret: hex }), ['persona-signature']],
+  [p.lob({ secret: hex }), ['lob-signature', 'lob-signature-timestamp']],
+  [p.adyen({ secret: hex }), ['content-type']],
+  [p.hubspot({ secret: hex }), ['x-hubspot-signature-v3', 'x-hubspot-request-timestamp']],
+  [p.telegram({ secret: hex }), ['x-telegram-bot-api-secret-token']],
 ];
 
 // Header values the web Headers class accepts (no control characters), biased towards the shapes
@@ -45,6 +76,8 @@ const cases: [Provider<any, any>, string[]][] = [
 const headerValue = fc.oneof(
   fc.stringMatching(/^[\x20-\x7e]{0,80}$/),
   fc.constantFrom(
+    '2026-11-30T05:00:00Z',
+    'e30.e30.',
     't=1,v1=00',
     'v1,AAAA',
     'sha256=zz',

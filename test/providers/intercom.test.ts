@@ -30,7 +30,7 @@ describe('intercom provider (signed with the documented algorithm over node:cryp
     make: (config) => intercom({ secret: config }),
     body: () => body(),
     sign,
-    expect: { dedup: 'id', id: 'notif_ccd8a4d0', type: 'conversation.user.created' },
+    expect: { dedup: 'id', id: 'notif_ccd8a4d0', type: 'conversation.user.created', typeSigned: true },
     noteOf: (event) => (event as { data: { item: { body: unknown } } }).data.item.body,
     toleranceMs: undefined,
     signatureHeader: 'x-hub-signature',

@@ -44,8 +44,11 @@ export interface ProviderSpec<S> {
   body(at: Date): string;
   /** Signs `body` at `at`, as the provider would send it. */
   sign(body: string, signer: S, at: Date): Delivery;
-  /** What `verify` must report for `body(NOW)`. */
-  expect: { dedup: 'id' | 'body'; id?: string; type?: string; key?: string };
+  /**
+   * What `verify` must report for `body(NOW)`. `typeSigned`: whether the signature covers the type
+   * (`false` also stands for absent).
+   */
+  expect: { dedup: 'id' | 'body'; id?: string; type?: string; key?: string; typeSigned: boolean };
   /** Reads the tricky text back from the verified event. */
   noteOf(event: unknown): unknown;
   /** Tolerance in ms when the scheme has a timestamp; `undefined` when it has none. */
@@ -200,6 +203,7 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     if ('id' in spec.expect) assert.equal(verified.id, spec.expect.id);
     if ('type' in spec.expect) assert.equal(verified.type, spec.expect.type);
     if ('key' in spec.expect) assert.equal(verified.key, spec.expect.key);
+    assert.equal(verified.typeSigned ?? false, spec.expect.typeSigned, 'typeSigned');
   });
 
   it('reads multibyte UTF-8 and JSON escapes back exactly from the raw bytes', async () => {

@@ -30,7 +30,7 @@ describe('lemonSqueezy provider (signed with the documented algorithm over node:
     make: (config) => lemonSqueezy({ secret: config }),
     body,
     sign,
-    expect: { dedup: 'body', type: 'order_created' },
+    expect: { dedup: 'body', type: 'order_created', typeSigned: true },
     noteOf: (event) => (event as { meta: { custom_data: { note: unknown } } }).meta.custom_data.note,
     toleranceMs: undefined,
     signatureHeader: 'x-signature',
@@ -40,7 +40,17 @@ describe('lemonSqueezy provider (signed with the documented algorithm over node:
   it('takes the type from the signed meta.event_name, not the unsigned X-Event-Name header', async () => {
     const key = secret();
     const d = withHeader(sign(body(), key), 'x-event-name', 'subscription_cancelled');
-    assert.equal((await verifyAt(lemonSqueezy({ secret: key }), d)).type, 'order_created');
+    const verified = await verifyAt(lemonSqueezy({ secret: key }), d);
+    assert.equal(verified.type, 'order_created');
+    assert.equal(verified.typeSigned, true);
+  });
+
+  it('says the type is unsigned when it falls back to the X-Event-Name header', async () => {
+    const key = secret();
+    const payload = `{"meta": {"custom_data": {"note": ${TRICKY_JSON}}}, "data": {"type": "orders", "id": "1"}}`;
+    const verified = await verifyAt(lemonSqueezy({ secret: key }), sign(payload, key));
+    assert.equal(verified.type, 'order_created');
+    assert.equal(verified.typeSigned ?? false, false);
   });
 
   it('defaults retention to 1 day (3 retries within minutes)', () => {

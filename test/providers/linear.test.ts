@@ -41,7 +41,7 @@ describe('linear provider (signed with the documented algorithm over node:crypto
     make: (config) => linear({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),
-    expect: { dedup: 'id', id: '234d1a4e-b617-4388-90fe-adc3633d6b72', type: 'Issue' },
+    expect: { dedup: 'id', id: '234d1a4e-b617-4388-90fe-adc3633d6b72', type: 'Issue', typeSigned: true },
     noteOf: (event) => (event as { data: { title: unknown } }).data.title,
     toleranceMs: 5 * 60_000,
     freshIdHeader: (d) => withHeader(d, 'linear-delivery', 'fresh-delivery-id'),

@@ -27,7 +27,12 @@ describe('paddle provider (signed with the documented algorithm over node:crypto
     make: (config) => paddle({ secret: config }),
     body,
     sign,
-    expect: { dedup: 'id', id: 'evt_01hv8wptq8987qeep44cyrewp9', type: 'subscription.created' },
+    expect: {
+      dedup: 'id',
+      id: 'evt_01hv8wptq8987qeep44cyrewp9',
+      type: 'subscription.created',
+      typeSigned: true,
+    },
     noteOf: (event) => (event as { data: { note: unknown } }).data.note,
     toleranceMs: 5 * 60_000,
     several: (payload, good, bad, at) => {

@@ -38,7 +38,7 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
     make: (config) => sendgrid({ publicKey: config }),
     body,
     sign,
-    expect: { dedup: 'id', id: 'sg_ev_1' },
+    expect: { dedup: 'id', id: 'sg_ev_1', typeSigned: true },
     noteOf: (event) => (event as { note: unknown }).note,
     toleranceMs: 5 * 60_000,
     signatureHeader: 'x-twilio-email-event-webhook-signature',

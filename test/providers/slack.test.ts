@@ -32,7 +32,7 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
     make: (config) => slack({ secret: config }),
     body,
     sign: (payload, key, at) => sign(payload, key, at),
-    expect: { dedup: 'id', id: 'Ev08MFMKH6', type: 'app_mention' },
+    expect: { dedup: 'id', id: 'Ev08MFMKH6', type: 'app_mention', typeSigned: true },
     noteOf: (event) => (event as { event: { text: unknown } }).event.text,
     toleranceMs: 5 * 60_000,
     signatureHeader: 'x-slack-signature',
@@ -59,6 +59,11 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
       sign(form, key, NOW, 'application/x-www-form-urlencoded'),
     );
     assert.equal(verified.type, 'slash_command');
+    assert.equal(
+      verified.typeSigned,
+      true,
+      'a form body without payload: the signed bytes say slash command',
+    );
     assert.equal(verified.dedup, 'body');
     assert.equal((verified.event as { text: string }).text, 'café 😀');
   });
@@ -71,6 +76,7 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
       sign(form, key, NOW, 'application/x-www-form-urlencoded'),
     );
     assert.equal(verified.type, 'block_actions');
+    assert.equal(verified.typeSigned, true);
   });
 
   it('verifies url_verification (no event_id) and keys it on the body', async () => {
@@ -80,7 +86,27 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
       sign('{"type":"url_verification","challenge":"c"}', key, NOW),
     );
     assert.equal(verified.type, 'url_verification');
+    assert.equal(verified.typeSigned, true);
     assert.equal(verified.dedup, 'body');
+  });
+
+  it('refuses a signed JSON body sent as a form (the unsigned Content-Type must not choose its type) as invalid_body', async () => {
+    const key = secret();
+    // A captured JSON delivery whose signed text holds form syntax: read as a form it would be an
+    // interactivity payload of the replayer's choosing, or a slash command.
+    const smuggled = encodeURIComponent('{"type":"block_actions","actions":[]}');
+    for (const json of [
+      '{"type":"url_verification","challenge":"c"}',
+      ` {"type":"event_callback","event_id":"Ev1","event":{"type":"message","text":"a&payload=${smuggled}&b"}}`,
+    ]) {
+      const d = sign(json, key, NOW);
+      await verifyAt(slack({ secret: key }), d);
+      await rejects(
+        slack({ secret: key }),
+        { ...d, headers: { ...d.headers, 'content-type': 'application/x-www-form-urlencoded' } },
+        'invalid_body',
+      );
+    }
   });
 
   it('rejects an event_callback without event_id as missing_event_id', async () => {

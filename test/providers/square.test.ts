@@ -28,7 +28,12 @@ describe('square provider (signed with the documented algorithm over node:crypto
     make: (config) => square({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),
-    expect: { dedup: 'id', id: '13b867cf-db3d-4b1c-90b6-2f32a9d78124', type: 'payment.updated' },
+    expect: {
+      dedup: 'id',
+      id: '13b867cf-db3d-4b1c-90b6-2f32a9d78124',
+      type: 'payment.updated',
+      typeSigned: true,
+    },
     noteOf: (event) => (event as { data: { object: { note: unknown } } }).data.object.note,
     toleranceMs: undefined,
     signatureHeader: 'x-square-hmacsha256-signature',

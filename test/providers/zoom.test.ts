@@ -25,7 +25,7 @@ describe('zoom provider (signed with the documented algorithm over node:crypto)'
     make: (config) => zoom({ secret: config }),
     body,
     sign,
-    expect: { dedup: 'body', type: 'meeting.started' },
+    expect: { dedup: 'body', type: 'meeting.started', typeSigned: true },
     noteOf: (event) => (event as { payload: { object: { topic: unknown } } }).payload.object.topic,
     toleranceMs: 5 * 60_000,
     signatureHeader: 'x-zm-signature',

@@ -1,7 +1,8 @@
 /**
  * redisStore on a real 3-master Redis Cluster, started here from `redis-server --cluster-enabled yes`
  * on free ports in a temp dir and deleted afterwards, with node-redis `createCluster` and ioredis
- * `Cluster`. Every script acts on one key, so nothing crosses slots.
+ * `Cluster`. Every claim script acts on one key, and every inbox script on keys of one hash tag, so
+ * nothing crosses slots.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
@@ -9,7 +10,7 @@ import { after, describe, it } from 'node:test';
 import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
 import { redisStore } from '../../src/stores/redis.js';
-import { runConformance } from '../../src/testing/index.js';
+import { runConformance, runInboxConformance } from '../../src/testing/index.js';
 import { redisBinaries, startRedisCluster, type TestCluster } from '../support/redis-cluster.js';
 import { reachable } from '../support/servers.js';
 
@@ -45,7 +46,79 @@ if (
     runner: { describe, it },
   });
 
+  await runInboxConformance({
+    name: 'redisStore inbox conformance on Redis Cluster (node-redis createCluster)',
+    factory: () =>
+      redisStore({ client: nodeRedis, prefix: `${prefix}inr:`, checkEvictionPolicy: false }).inbox!,
+    runner: { describe, it },
+  });
+  await runInboxConformance({
+    name: 'redisStore inbox conformance on Redis Cluster (ioredis Cluster)',
+    factory: () =>
+      redisStore({ client: ioredis, prefix: `${prefix}iio:`, checkEvictionPolicy: false }).inbox!,
+    runner: { describe, it },
+  });
+
   describe('redisStore on Redis Cluster', () => {
+    for (const [name, client] of [
+      ['node-redis', nodeRedis],
+      ['ioredis', ioredis],
+    ] as const) {
+      it(`keeps each receiver's inbox on one master and spreads receivers over all of them (${name})`, async () => {
+        // Prepare: 30 receivers with 5 entries each, some taken, completed, retried and buried.
+        const store = redisStore({ client, prefix: `${prefix}spread-${name}:`, checkEvictionPolicy: false });
+        const inbox = store.inbox!;
+        const receivers = Array.from({ length: 30 }, (_, i) => `rcv${i}`);
+        await Promise.all(
+          receivers.flatMap((r) =>
+            Array.from({ length: 5 }, (_, i) =>
+              inbox.accept({
+                key: `${r}:evt-${i}`,
+                receiver: r,
+                fingerprint: 'f'.repeat(64),
+                body: new Uint8Array([i]),
+                headers: [],
+                receivedAt: new Date(),
+              }),
+            ),
+          ),
+        );
+        // Act: every operation of the inbox, on every receiver.
+        for (const r of receivers) {
+          const [a, b, c] = await inbox.take({ limit: 3, leaseMs: LONG, receiver: r });
+          assert.equal(await inbox.complete(a!.lease, { retentionMs: LONG, dropBody: true }), true);
+          assert.equal(await inbox.retry(b!.lease, { delayMs: LONG, error: 'x' }), true);
+          assert.equal(await inbox.bury(c!.lease, { error: 'y' }), true);
+          assert.equal(await inbox.extend(c!.lease, { leaseMs: LONG }), false);
+        }
+        await Promise.all(started.nodes.map((n) => n.cli('script', 'flush')));
+        assert.equal(await inbox.requeue({ dead: true }), 30);
+        // Assess: the totals over every receiver, and where the keys are.
+        assert.deepEqual(
+          { ...(await inbox.stats()), oldestDueMs: 0 },
+          { pending: 120, processing: 0, completed: 30, dead: 0, oldestDueMs: 0 },
+        );
+        const held = await Promise.all(
+          started.nodes.map(async (n) => {
+            const out = await n.cli('--scan', '--pattern', `${prefix}spread-${name}:i:{*`);
+            return new Set(
+              out
+                .split('\n')
+                .filter(Boolean)
+                .map((k) => /\{([^}]*)\}/.exec(k)![1]!),
+            );
+          }),
+        );
+        for (const r of receivers) {
+          assert.equal(held.filter((h) => h.has(r)).length, 1, `${r} lives on one master`);
+        }
+        assert.ok(
+          held.every((h) => h.size > 0),
+          `receivers on every master: ${held.map((h) => h.size).join(', ')}`,
+        );
+      });
+    }
+
     for (const [name, client] of [
       ['node-redis', nodeRedis],
       ['ioredis', ioredis],
@@ -79,7 +152,7 @@ if (
         for (const client of [nodeRedis, ioredis]) {
           const warning = new Promise<string>((resolve) => {
             // Act
-            const store = redisStore({ client, prefix, onWarning: resolve });
+            const store = redisStore({ client, prefix, checkOfflineQueue: false, onWarning: resolve });
             void store.inspect('policy');
           });
           // Assess

@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
-import { assertExactlyOnce, runCrash, runRace } from '../support/race.js';
+import { assertExactlyOnce, RACE_EVENTS, runCrash, runRace, runReleaseRace } from '../support/race.js';
 import { reachable, servers } from '../support/servers.js';
 
 const spec = fileURLToPath(new URL('./race-spec.ts', import.meta.url));
@@ -19,13 +19,13 @@ if (
   })
 ) {
   describe('redisStore across processes', () => {
-    it('4 processes racing 2,000 events with 3 deliveries each write exactly one effect per event', async () => {
+    it('4 processes racing RACE_EVENTS (2,000; CI 800) events with 3 deliveries each write exactly one effect per event', async () => {
       // Act
-      const report = await runRace({ spec, processes: 4, events: 2000, deliveries: 3 });
+      const report = await runRace({ spec, processes: 4, events: RACE_EVENTS, deliveries: 3 });
       // Assess
       assertExactlyOnce(report);
       assert.equal(
-        Object.values(report.outcomes).reduce((a, b) => a + b, 0) >= 4 * 2000 * 3,
+        Object.values(report.outcomes).reduce((a, b) => a + b, 0) >= 4 * RACE_EVENTS * 3,
         true,
         'every delivery got an outcome',
       );
@@ -33,6 +33,10 @@ if (
 
     it('a SIGKILLed lease holder blocks as in-flight, then is taken over with attempt 2', async () => {
       await runCrash({ spec, leaseMs: 1500 });
+    });
+
+    it('4 processes releasing and claiming one key 25 times each: attempts 1..100, strictly increasing, one owner at a time', async () => {
+      await runReleaseRace({ spec, processes: 4, rounds: 25 });
     });
   });
 }

@@ -2,7 +2,7 @@
 // a SIGKILLed lease holder is taken over with attempt 2 once its lease runs out.
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { assertExactlyOnce, runCrash, runRace } from '../support/race.js';
+import { assertExactlyOnce, runCrash, runRace, runReleaseRace } from '../support/race.js';
 
 const spec = fileURLToPath(new URL('./race-spec.ts', import.meta.url));
 describe('sqliteStore across processes on one file', () => {
@@ -13,5 +13,9 @@ describe('sqliteStore across processes on one file', () => {
 
   it('a lease holder SIGKILLed mid-handler: in-flight during its lease, taken over with attempt 2 after', async () => {
     await runCrash({ spec, leaseMs: 1500 });
+  });
+
+  it('4 processes releasing and claiming one key 25 times each: attempts 1..100, strictly increasing, one owner at a time', async () => {
+    await runReleaseRace({ spec, processes: 4, rounds: 25 });
   });
 });

@@ -5,7 +5,7 @@
  * as root the binaries run as the `postgres` user (initdb refuses root).
  */
 import { execFile } from 'node:child_process';
-import { chownSync, mkdtempSync } from 'node:fs';
+import { chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -39,16 +39,30 @@ export async function pgBinaries(): Promise<string> {
   return (await run('pg_ctl', ['--version'])).stdout.trim();
 }
 
-export async function startPgInstance(): Promise<PgInstance> {
+/**
+ * `password`: TCP logins need a password (scram-sha-256, `postgres` gets this one and `url` carries
+ * it); the socket in the temp dir stays trusted. Without it every login is trusted.
+ */
+export async function startPgInstance(options: { password?: string } = {}): Promise<PgInstance> {
   const dir = mkdtempSync(join(tmpdir(), 'onceonly-pg-'));
-  if (userInfo().uid === 0) {
-    const { stdout } = await run('id', ['-u', 'postgres']);
-    const { stdout: gid } = await run('id', ['-g', 'postgres']);
-    chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
-  }
+  const owner =
+    userInfo().uid === 0
+      ? {
+          uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+          gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+        }
+      : undefined;
+  if (owner) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
   const port = await freePort();
-  await asPostgres('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  let auth = ['--auth=trust'];
+  if (options.password !== undefined) {
+    const pwfile = join(dir, 'pwfile');
+    writeFileSync(pwfile, `${options.password}\n`, { mode: 0o600 });
+    if (owner) chownSync(pwfile, owner.uid, owner.gid);
+    auth = ['--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`];
+  }
+  await asPostgres('initdb', ['-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync']);
   let running = false;
   const start = async () => {
     await asPostgres('pg_ctl', [
@@ -73,7 +87,7 @@ export async function startPgInstance(): Promise<PgInstance> {
   await start();
   return {
     port,
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres${options.password === undefined ? '' : `:${encodeURIComponent(options.password)}`}@127.0.0.1:${port}/postgres`,
     start,
     stop,
     async destroy() {

@@ -17,6 +17,30 @@ if (env.RACE_ROLE === 'crash') {
     },
     { lease: Number(env.RACE_LEASE), timeout: '60s' },
   );
+} else if (env.RACE_ROLE === 'release') {
+  // Claims one key, writes its attempt, extends, releases; again, until it owned it RACE_ROUNDS times.
+  const key = env.RACE_KEY!;
+  const rounds = Number(env.RACE_ROUNDS);
+  const fingerprint = 'f'.repeat(64);
+  const attempts: number[] = [];
+  let lost = 0;
+  while (attempts.length < rounds) {
+    const claim = await handle.store.claim(key, { leaseMs: 30_000, retentionMs: 600_000, fingerprint });
+    if (claim.status !== 'acquired') {
+      if (claim.status !== 'in-flight' || !claim.sameFingerprint)
+        throw new Error(`release race: unexpected claim ${JSON.stringify(claim)}`);
+      await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 4));
+      continue;
+    }
+    attempts.push(claim.lease.attempt);
+    await handle.effect(`attempt-${claim.lease.attempt}`, claim.lease.attempt);
+    // Another owner in the meantime would have changed the token: both of these would be false.
+    if (!(await handle.store.extend(claim.lease, { leaseMs: 30_000 }))) lost++;
+    if (!(await handle.store.release(claim.lease))) lost++;
+  }
+  process.send?.({ attempts, lost });
+  await handle.close();
+  process.disconnect?.();
 } else {
   const events = Number(env.RACE_EVENTS);
   const deliveries = Number(env.RACE_DELIVERIES);

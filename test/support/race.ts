@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import type { Store } from '../../src/lease/types.js';
 import { once } from '../../src/once.js';
 
+/** Events per race: RACE_EVENTS (default 2,000; CI runs 800, `.ci/run`). */
+export const RACE_EVENTS = Number(process.env.RACE_EVENTS ?? 2000);
+
 /** What a store's spec module exports. */
 export interface RaceSpecModule {
   open(runId: string): Promise<{
@@ -53,7 +56,7 @@ export async function runRace(options: {
   deliveries?: number;
 }): Promise<RaceReport> {
   const processes = options.processes ?? 4;
-  const events = options.events ?? 2000;
+  const events = options.events ?? RACE_EVENTS;
   const deliveries = options.deliveries ?? 3;
   const runId = `race${randomBytes(4).toString('hex')}`;
   const spec: RaceSpecModule = await import(options.spec);
@@ -165,6 +168,81 @@ export async function runCrash(options: { spec: string; leaseMs?: number }): Pro
       1,
       'exactly one effect: the dead worker wrote none, the takeover one',
     );
+  } finally {
+    await handle.close();
+    await spec.cleanup(runId);
+  }
+}
+
+/**
+ * `processes` workers claim one key, each write an effect keyed by their attempt, extend and release
+ * it, `rounds` times each, retrying while another holds it. Released records keep the attempt, so
+ * the attempts handed out are exactly 1..N in all, strictly increasing in each worker, one effect
+ * each (two owners at once would share an attempt, or lose their extend or release); then the key
+ * reads released at N and the next claim gets N + 1.
+ */
+export async function runReleaseRace(options: {
+  spec: string;
+  processes?: number;
+  rounds?: number;
+}): Promise<void> {
+  const processes = options.processes ?? 4;
+  const rounds = options.rounds ?? 25;
+  const runId = `rel${randomBytes(4).toString('hex')}`;
+  const key = `${runId}:evt-released`;
+  const spec: RaceSpecModule = await import(options.spec);
+  const handle = await spec.open(runId);
+  const children: ReturnType<typeof spawnWorker>[] = [];
+  try {
+    const reports = await Promise.all(
+      Array.from({ length: processes }, (_, n) => {
+        const child = spawnWorker({
+          RACE_ROLE: 'release',
+          RACE_SPEC: options.spec,
+          RACE_RUN: runId,
+          RACE_KEY: key,
+          RACE_ROUNDS: String(rounds),
+        });
+        children.push(child);
+        return new Promise<{ attempts: number[]; lost: number }>((resolve, reject) => {
+          let report: { attempts: number[]; lost: number } | undefined;
+          child.on('message', (m: { attempts: number[]; lost: number }) => {
+            report = m;
+          });
+          child.on('error', reject);
+          child.on('exit', (code) =>
+            code === 0 && report
+              ? resolve(report)
+              : reject(new Error(`release worker ${n} exited with ${code}`)),
+          );
+        });
+      }),
+    ).catch((error: unknown) => {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      throw error;
+    });
+    const total = processes * rounds;
+    for (const { attempts } of reports)
+      for (let i = 1; i < attempts.length; i++)
+        assert.ok(attempts[i]! > attempts[i - 1]!, `attempts go up in each worker: ${attempts.join(', ')}`);
+    assert.deepEqual(
+      reports.flatMap((r) => r.attempts).sort((a, b) => a - b),
+      Array.from({ length: total }, (_, i) => i + 1),
+      'every attempt 1..N handed out exactly once',
+    );
+    assert.equal(
+      reports.reduce((sum, r) => sum + r.lost, 0),
+      0,
+      'no owner lost its lease to another while holding it',
+    );
+    const effects = await spec.effects(runId);
+    for (let a = 1; a <= total; a++)
+      assert.equal(effects.get(`attempt-${a}`), 1, `one owner of attempt ${a}`);
+    const view = await handle.store.inspect(key);
+    assert.equal(view?.state, 'released');
+    assert.equal(view?.attempt, total);
+    const next = await handle.store.claim(key, { leaseMs: 30_000, fingerprint: 'f'.repeat(64) });
+    assert.equal(next.status === 'acquired' && next.lease.attempt, total + 1);
   } finally {
     await handle.close();
     await spec.cleanup(runId);

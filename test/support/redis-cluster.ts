@@ -29,6 +29,12 @@ export interface TestServer {
 export interface TestCluster {
   readonly nodes: readonly TestServer[];
   stop(): Promise<void>;
+  /** Stops one node (SIGTERM); its cluster config file stays, so `startNode` brings it back as itself. */
+  stopNode(index: number): Promise<void>;
+  /** Starts a stopped node again on its port and waits until every node reports cluster_state:ok. */
+  startNode(index: number): Promise<void>;
+  /** Freezes one node (SIGSTOP) for `ms`, then resumes it: connections stay open, nothing answers. */
+  pauseNode(index: number, ms: number): Promise<void>;
 }
 
 /** Fails fast with a clear message when the binaries are missing. */
@@ -191,18 +197,15 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
   };
   try {
     const ports = await freePorts(masters);
-    for (const port of ports) {
-      started.push(
-        await startOne(dir, port, [
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '5000',
-        ]),
-      );
-    }
+    const clusterArgs = (port: number) => [
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      '5000',
+    ];
+    for (const port of ports) started.push(await startOne(dir, port, clusterArgs(port)));
     await run(
       cliBin,
       [
@@ -216,17 +219,46 @@ export async function startRedisCluster(masters = 3): Promise<TestCluster> {
       { timeout: STEP_TIMEOUT_MS },
     );
     const nodes = started.map((s) => s.server);
-    for (const node of nodes) {
-      await until(`cluster_state:ok on port ${node.port}`, async () => {
-        const info = await node.cli('cluster', 'info');
-        return (
-          /cluster_state:ok/.test(info) &&
-          /cluster_slots_ok:16384/.test(info) &&
-          new RegExp(`cluster_known_nodes:${masters}\\b`).test(info)
-        );
-      });
-    }
-    return { nodes, stop };
+    const ready = async () => {
+      for (const node of nodes) {
+        await until(`cluster_state:ok on port ${node.port}`, async () => {
+          const info = await node.cli('cluster', 'info');
+          return (
+            /cluster_state:ok/.test(info) &&
+            /cluster_slots_ok:16384/.test(info) &&
+            new RegExp(`cluster_known_nodes:${masters}\\b`).test(info)
+          );
+        });
+      }
+    };
+    await ready();
+    const at = (index: number) => {
+      const s = started[index];
+      if (!s) throw new Error(`redis test cluster: no node ${index}`);
+      return s;
+    };
+    return {
+      nodes,
+      stop,
+      async stopNode(index) {
+        await stopAll([at(index).child]);
+      },
+      async startNode(index) {
+        const { server, child } = at(index);
+        if (child.exitCode === null && child.signalCode === null) throw new Error(`node ${index} is running`);
+        started[index] = await startOne(dir, server.port, clusterArgs(server.port));
+        await ready();
+      },
+      async pauseNode(index, ms) {
+        const { child } = at(index);
+        child.kill('SIGSTOP');
+        try {
+          await new Promise((resolve) => setTimeout(resolve, ms));
+        } finally {
+          child.kill('SIGCONT');
+        }
+      },
+    };
   } catch (err) {
     await stop();
     throw err;

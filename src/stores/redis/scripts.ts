@@ -4,9 +4,13 @@
  *
  * A claim key holds one string: `state|token|attempt|graceMs|ttlMs|fingerprint`
  * - state: `p` (processing) or `c` (completed);
- * - graceMs: how long the key outlives the lease, so that a takeover after the lease ran out still
- *   finds the attempt to raise. The key's TTL is leaseMs + graceMs, hence "the lease ran out"
- *   ⇔ PTTL <= graceMs, read on the server's clock. A completed key stores 0 and lives for retention;
+ * - token: the owner's; empty once released (no real token is empty): a released record is
+ *   takeable at once and keeps its attempt and fingerprint;
+ * - graceMs: how long the key outlives the lease, so that a takeover after the lease ran out (or
+ *   after a release) still finds the attempt to raise: the claim's retentionMs, or the store's
+ *   leaseGrace. The key's TTL is leaseMs + graceMs, hence "the lease ran out" ⇔ PTTL <= graceMs,
+ *   read on the server's clock; a release rewrites the key with TTL graceMs, so it ran out at once.
+ *   A completed key stores 0 and lives for retention;
  * - ttlMs: the TTL the key was last written with (leaseMs + graceMs, or the retention), so its
  *   absolute expiry minus ttlMs is the server time of that write: when the lease was claimed or
  *   last renewed, or when the key completed;
@@ -48,8 +52,9 @@ local same = (stored == '' or fp == '' or stored == fp) and 1 or 0
 if state == 'c' then return {3, same} end
 held = tonumber(held)
 local pttl = redis.call('PTTL', key)
-if pttl < 0 or pttl > held then return {2, tonumber(attempt), expiry(key) - held, same} end
--- The lease ran out (the key only lives on for its grace): take over, raising the attempt.
+-- A live lease; or a released or run-out record of another body, which keeps its fingerprint.
+if pttl < 0 or pttl > held or same == 0 then return {2, tonumber(attempt), expiry(key) - held, same} end
+-- Released, or the lease ran out (the key only lives on for its grace): take over, raising the attempt.
 local nextAttempt = tonumber(attempt) + 1
 redis.call('SET', key, 'p|' .. token .. '|' .. nextAttempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
 return {1, nextAttempt, expiry(key) - tonumber(grace)}
@@ -67,29 +72,37 @@ redis.call('SET', KEYS[1], 'c|' .. ARGV[1] .. '|' .. ARGV[3] .. '|0|' .. ARGV[2]
 return 1
 `;
 
-/** ARGV: token. Deletes a processing record we own; a completed key cannot be released. */
+/**
+ * ARGV: token. Releases a processing record we own: no owner (empty token), the lease ends now, and
+ * the key lives on for its grace with its attempt and fingerprint. A completed key cannot be released.
+ */
 export const RELEASE = `
 local value = redis.call('GET', KEYS[1])
-if value and string.match(value, '^p|([^|]*)|') == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
+if not value then return 0 end
+local token, attempt, grace, fp = string.match(value, '^p|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
+if not token or token == '' or token ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'p||' .. attempt .. '|' .. grace .. '|' .. grace .. '|' .. fp, 'PX', grace)
+return 1
 `;
 
-/** ARGV: token, graceMs, leaseMs + graceMs. Pushes the lease's end to now + leaseMs if we own it. */
+/**
+ * ARGV: token, leaseMs. Pushes the lease's end to now + leaseMs if we own it, keeping the grace the
+ * claim stored.
+ */
 export const EXTEND = `
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
-local token, attempt, fp = string.match(value, '^p|([^|]*)|(%d+)|%d+|%d+|(.*)$')
-if token ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'p|' .. token .. '|' .. attempt .. '|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. fp, 'PX', ARGV[3])
+local token, attempt, grace, fp = string.match(value, '^p|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
+if not token or token == '' or token ~= ARGV[1] then return 0 end
+local px = string.format('%d', tonumber(ARGV[2]) + tonumber(grace))
+redis.call('SET', KEYS[1], 'p|' .. token .. '|' .. attempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
 return 1
 `;
 
 /**
  * ARGV: token, retentionMs, fingerprint field. Returns 0 recorded (first), 1 duplicate.
- * A processing record whose lease ran out is taken over and completed, like a claim plus confirm.
+ * A released record, or one whose lease ran out, is taken over and completed, like a claim plus
+ * confirm; unless it holds another fingerprint, which it keeps (a duplicate then, as a live lease).
  */
 export const RECORD = `
 local key = KEYS[1]
@@ -99,10 +112,11 @@ if not value then
   redis.call('SET', key, 'c|' .. ARGV[1] .. '|1|0|' .. ARGV[2] .. '|' .. ARGV[3], 'PX', ARGV[2])
   return 0
 end
-local state, attempt, held = string.match(value, '^([pc])|[^|]*|(%d+)|(%d+)|')
+local state, attempt, held, stored = string.match(value, '^([pc])|[^|]*|(%d+)|(%d+)|%d+|(.*)$')
 if state ~= 'p' then return 1 end
 local pttl = redis.call('PTTL', key)
 if pttl < 0 or pttl > tonumber(held) then return 1 end
+if stored ~= '' and ARGV[3] ~= '' and stored ~= ARGV[3] then return 1 end
 redis.call('SET', key, 'c|' .. ARGV[1] .. '|' .. (tonumber(attempt) + 1) .. '|0|' .. ARGV[2] .. '|' .. ARGV[3], 'PX', ARGV[2])
 return 0
 `;

@@ -33,6 +33,10 @@ export interface FleetOptions {
   redisOfflineQueue?: boolean;
   /** Share of events sent again after their first success. @default 0.3 */
   duplicateRate?: number;
+  /** Inbox mode (every process accepts and runs a worker); `inlineMs` makes it hybrid. */
+  inbox?: FaultWorkerConfig['inbox'];
+  /** Attempts per copy by the simulator (1: a sender that never retries, as GitHub). @default 20 */
+  senderAttempts?: number;
   /** Runs once when `at` of the events are done (the run carries on meanwhile). */
   fault?: { at: number; inject: () => Promise<void> };
 }
@@ -55,6 +59,15 @@ export interface FleetReport {
   responses5xx: number;
   failedOutcomes: number;
   gaveUp: number;
+  /** Kills the processes recorded just before they happened, by step (the kill landed). */
+  crashes: Record<string, number>;
+  /** Events a process was killed on (at the crash step), with their effects: each must be 1. */
+  crashedEvents: { id: string; step: string; effects: number }[];
+  /** Fenced effect: runs that found the effect already applied by an earlier attempt. */
+  fenceSaw: number;
+  /** Inbox: entries dead (outcome `dead`), and events still unsettled when the drain gave up. */
+  dead: number;
+  undrained: number;
   byOutcome: Record<string, number>;
   byStatus: Record<string, number>;
   seconds: number;
@@ -73,7 +86,10 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   ledger.exec(`
     CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
     CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, degraded INTEGER NOT NULL);
-    CREATE TABLE outcomes (event_id TEXT, outcome TEXT NOT NULL, status INTEGER NOT NULL, degraded TEXT, attempt INTEGER, pid INTEGER NOT NULL);`);
+    CREATE TABLE outcomes (event_id TEXT, outcome TEXT NOT NULL, status INTEGER NOT NULL, degraded TEXT, attempt INTEGER, pid INTEGER NOT NULL);
+    CREATE TABLE crashes (event_id TEXT, step TEXT NOT NULL, pid INTEGER NOT NULL);
+    CREATE TABLE fence (event_id TEXT PRIMARY KEY, attempt INTEGER NOT NULL, applied INTEGER NOT NULL);
+    CREATE TABLE seen (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);`);
   const timeoutMs = options.timeoutMs ?? 1_000;
   const config: FaultWorkerConfig = {
     store: options.store,
@@ -88,6 +104,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     effect: options.effect ?? 'plain',
     workMs: options.workMs,
     redisOfflineQueue: options.redisOfflineQueue,
+    inbox: options.inbox,
   };
   const workers = options.workers ?? 2;
   cluster.setupPrimary({ exec: workerFile, execArgv: ['--import', 'tsx'], silent: false });
@@ -144,7 +161,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       duplicateRate: options.duplicateRate ?? 0.3,
       concurrentRate: 0.2,
       requestTimeoutMs: Math.max(5_000, 3 * timeoutMs),
-      maxAttempts: 20,
+      maxAttempts: options.senderAttempts ?? 20,
       backoffMs: 100,
       maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
       run,
@@ -153,6 +170,19 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       },
     });
     await faultDone;
+    // Inbox mode: the answers are in, the work may not be; wait until every event is settled
+    // (an effect, or dead), or the deadline passes (what is left is reported as undrained).
+    let undrained = 0;
+    if (options.inbox) {
+      const settled = ledger.prepare(
+        `SELECT COUNT(*) AS n FROM (SELECT event_id FROM effects UNION SELECT event_id FROM outcomes WHERE outcome = 'dead')`,
+      );
+      const target = sim.events;
+      await until(() => (settled.get() as { n: number }).n >= target, 90_000, 'inbox drained', 100).catch(
+        () => {},
+      );
+      undrained = target - (settled.get() as { n: number }).n;
+    }
     stopping = true;
     await Promise.all(
       mine().map((w) => {
@@ -184,11 +214,17 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       .all() as { id: string; n: number }[])
       reported.set(row.id, row.n);
     const count = (sql: string) => (ledger.prepare(sql).get() as { n: number }).n;
-    // A takeover is a handler run on attempt 2 or later: the lease of a crashed run ran out and a
-    // retry got in. (With the transactional effect that run applies nothing: it sees the dedup row.)
+    // A takeover is a handler run on attempt 2 or later whose previous attempt did not fail and
+    // release (that is a plain retry): the lease of a crashed run ran out and a retry got in. (With
+    // the transactional effect that run applies nothing: it sees the dedup row.)
     const takenOver = new Set(
       (
-        ledger.prepare('SELECT DISTINCT event_id AS id FROM runs WHERE attempt > 1').all() as { id: string }[]
+        ledger
+          .prepare(
+            `SELECT DISTINCT r.event_id AS id FROM runs r WHERE r.attempt > 1 AND NOT EXISTS (
+               SELECT 1 FROM outcomes o WHERE o.event_id = r.event_id AND o.outcome = 'failed' AND o.attempt = r.attempt - 1)`,
+          )
+          .all() as { id: string }[]
       ).map((row) => row.id),
     );
     let lost = 0;
@@ -209,7 +245,26 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const responses5xx = Object.entries(sim.byStatus)
       .filter(([status]) => Number(status) >= 500)
       .reduce((sum, [, n]) => sum + n, 0);
+    const crashes: Record<string, number> = {};
+    for (const row of ledger.prepare('SELECT step, COUNT(*) AS n FROM crashes GROUP BY step').all() as {
+      step: string;
+      n: number;
+    }[])
+      crashes[row.step] = row.n;
+    const crashedEvents = (
+      ledger
+        .prepare('SELECT DISTINCT event_id AS id, step FROM crashes WHERE event_id IS NOT NULL')
+        .all() as {
+        id: string;
+        step: string;
+      }[]
+    ).map((row) => ({ ...row, effects: effects.get(row.id) ?? 0 }));
     return {
+      crashes,
+      crashedEvents,
+      fenceSaw: count('SELECT COUNT(*) AS n FROM seen'),
+      dead: count(`SELECT COUNT(DISTINCT event_id) AS n FROM outcomes WHERE outcome = 'dead'`),
+      undrained,
       events: sim.events,
       deliveries: sim.deliveries,
       processes: forked,
@@ -244,7 +299,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
 
 /** One line for the test log and RELIABILITY.md. */
 export function summary(name: string, r: FleetReport): string {
-  const { sim: _sim, byStatus: _s, ...rest } = r;
+  const { sim: _sim, byStatus: _s, crashedEvents: _c, ...rest } = r;
   return `[fault figures] ${name}: ${JSON.stringify({ ...rest, byStatus: r.byStatus })}`;
 }
 

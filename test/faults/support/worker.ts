@@ -8,16 +8,22 @@
 
 import { createServer } from 'node:http';
 import { listenWhenAssigned } from '../../../src/cli/wait.js';
+import type { InboxStore } from '../../../src/lease/inbox.js';
 import type { Lease, Store } from '../../../src/lease/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
 import { toResponse } from '../../../src/receiver/http.js';
 import { createReceiver } from '../../../src/receiver/receiver.js';
 
-export type CrashStep = 'claimed' | 'handler' | 'before-confirm' | 'release';
+/**
+ * Where the process kills itself. Inbox mode adds two: `accepted`, after the durable accept and
+ * before the answer leaves (the provider sees the connection drop); `before-complete`, in a worker
+ * after the handler's effect and before the entry is completed.
+ */
+export type CrashStep = 'claimed' | 'handler' | 'before-confirm' | 'release' | 'accepted' | 'before-complete';
 
 export interface FaultWorkerConfig {
-  store: 'redis' | 'postgres' | 'sqlite';
-  /** redis:// or postgres:// URL; the SQLite store lives in the ledger file itself. */
+  store: 'redis' | 'postgres' | 'mysql' | 'sqlite';
+  /** redis://, postgres:// or mysql:// URL; the SQLite store lives in the ledger file itself. */
   url: string;
   /** Key prefix or table name, unique per run. */
   name: string;
@@ -27,8 +33,18 @@ export interface FaultWorkerConfig {
   leaseMs: number;
   onStoreError: 'closed' | 'open';
   crash?: { at: CrashStep; rate: number };
-  /** 'tx': the effect and `recordSync('effect:' + key, { tx })` commit in one transaction. */
-  effect: 'plain' | 'tx';
+  /**
+   * 'tx': the effect and `recordSync('effect:' + key, { tx })` commit in one transaction.
+   * 'fenced': the fenced-effect recipe (docs/reliability.md): the event's fence row taken by this
+   * attempt in the ledger transaction of the effect; a run that finds the effect already applied
+   * by an earlier attempt applies nothing and says so (the `seen` table).
+   */
+  effect: 'plain' | 'tx' | 'fenced';
+  /**
+   * Inbox mode: every process accepts and also runs a worker (`startWorker`); `inlineMs` makes it
+   * hybrid. Retries back off from 50 ms so a run settles in seconds.
+   */
+  inbox?: { inlineMs?: number; maxAttempts?: number };
   /** node-redis's default offline queue (commands wait for the reconnect) instead of failing fast. */
   redisOfflineQueue?: boolean;
   /** How long the handler's work takes, in ms, ±50% at random. @default 2 to 10 ms at random */
@@ -46,6 +62,15 @@ const applyEffect = ledger.prepare(
 const recordOutcome = ledger.prepare(
   'INSERT INTO outcomes (event_id, outcome, status, degraded, attempt, pid) VALUES (?, ?, ?, ?, ?, ?)',
 );
+const recordCrash = ledger.prepare('INSERT INTO crashes (event_id, step, pid) VALUES (?, ?, ?)');
+// The fence of the fenced-effect recipe: one row per event, taken by the newest attempt.
+const takeFence = ledger.prepare(
+  `INSERT INTO fence (event_id, attempt, applied) VALUES (?, ?, 0)
+   ON CONFLICT (event_id) DO UPDATE SET attempt = excluded.attempt WHERE fence.attempt <= excluded.attempt`,
+);
+const fenceApplied = ledger.prepare('SELECT applied FROM fence WHERE event_id = ?');
+const markApplied = ledger.prepare('UPDATE fence SET applied = 1 WHERE event_id = ?');
+const recordSeen = ledger.prepare('INSERT INTO seen (event_id, attempt, pid) VALUES (?, ?, ?)');
 
 async function openStore(): Promise<{ store: Store; recordSync?: (key: string) => boolean }> {
   if (config.store === 'redis') {
@@ -63,10 +88,16 @@ async function openStore(): Promise<{ store: Store; recordSync?: (key: string) =
   }
   if (config.store === 'postgres') {
     const pg = (await import('pg')).default;
-    const pool = new pg.Pool({ connectionString: config.url, max: 8, connectionTimeoutMillis: 1_000 });
+    const pool = new pg.Pool({ connectionString: config.url, max: 4, connectionTimeoutMillis: 1_000 });
     pool.on('error', () => {});
     const { postgresStore } = await import('../../../src/stores/postgres.js');
     return { store: postgresStore({ client: pool, table: config.name }) };
+  }
+  if (config.store === 'mysql') {
+    const mysql = (await import('mysql2/promise')).default;
+    const pool = mysql.createPool({ uri: config.url, connectionLimit: 8, connectTimeout: 1_000 });
+    const { mysqlStore } = await import('../../../src/stores/mysql.js');
+    return { store: mysqlStore({ client: pool, table: config.name }) };
   }
   const { sqliteStore } = await import('../../../src/stores/sqlite.js');
   const store = sqliteStore({ client: ledger, table: config.name });
@@ -93,13 +124,40 @@ const unconfirmed = new Set<string>();
 const ran = (id: string | undefined, attempt: number | undefined) => `${id}#${attempt}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function crash(waitForWindow: boolean): Promise<never> {
+async function crash(waitForWindow: boolean, id: string | undefined, step: CrashStep): Promise<never> {
   while (waitForWindow && config.effect === 'plain' && unconfirmed.size > 0) await sleep(1);
+  // Written (synchronously, durably) before the kill: the test asserts the kill landed first.
+  recordCrash.run(id ?? null, step, process.pid);
   process.kill(process.pid, 'SIGKILL');
   return new Promise<never>(() => {});
 }
 
 const idOf = (key: string) => key.slice(key.indexOf(':') + 1);
+const inner = opened.store.inbox;
+const inbox: InboxStore | undefined = inner && {
+  ...inner,
+  take: (...a) => inner.take(...a),
+  extend: (...a) => inner.extend(...a),
+  retry: (...a) => inner.retry(...a),
+  bury: (...a) => inner.bury(...a),
+  stats: (...a) => inner.stats(...a),
+  list: (...a) => inner.list(...a),
+  get: (...a) => inner.get(...a),
+  requeue: (...a) => inner.requeue(...a),
+  purge: (...a) => inner.purge(...a),
+  async accept(input, o) {
+    const accepted = await inner.accept(input, o);
+    // Durable now; the answer has not left: the provider will see the connection drop.
+    if (config.crash?.at === 'accepted' && accepted.status === 'accepted' && chosen(input.id))
+      await crash(true, input.id, 'accepted');
+    return accepted;
+  },
+  async complete(lease: Lease, o) {
+    if (config.crash?.at === 'before-complete' && lease.attempt === 1 && chosen(idOf(lease.key)))
+      await crash(false, idOf(lease.key), 'before-complete');
+    return inner.complete(lease, o);
+  },
+};
 const store: Store = {
   ...opened.store,
   claim: (...a) => opened.store.claim(...a),
@@ -108,13 +166,15 @@ const store: Store = {
   advance: (...a) => opened.store.advance(...a),
   inspect: (...a) => opened.store.inspect(...a),
   close: () => opened.store.close(),
+  inbox,
   async confirm(lease: Lease, o) {
     if (config.crash?.at === 'before-confirm' && lease.attempt === 1 && chosen(idOf(lease.key)))
-      await crash(false);
+      await crash(false, idOf(lease.key), 'before-confirm');
     return opened.store.confirm(lease, o);
   },
   async release(lease: Lease) {
-    if (config.crash?.at === 'release' && lease.attempt === 1 && chosen(idOf(lease.key))) await crash(true);
+    if (config.crash?.at === 'release' && lease.attempt === 1 && chosen(idOf(lease.key)))
+      await crash(true, idOf(lease.key), 'release');
     return opened.store.release(lease);
   },
 };
@@ -122,17 +182,24 @@ const store: Store = {
 const receiver = createReceiver({
   provider: stripe({ secret: config.secret }),
   store,
+  // Every outcome is written to the ledger and counted; the chaos would flood the test's output.
+  logger: false,
   timeout: config.timeoutMs,
   lease: config.leaseMs,
   retention: '10m',
   onStoreError: config.onStoreError,
+  inbox: config.inbox && {
+    inline: config.inbox.inlineMs,
+    maxAttempts: config.inbox.maxAttempts ?? 10,
+    backoff: { initial: '50ms', max: '500ms' },
+  },
   handler: async ({ id, key, attempt, signal, lease }) => {
     recordRun.run(id, attempt, process.pid);
     const first = attempt === 1 && lease !== undefined && chosen(id);
-    if (first && config.crash?.at === 'claimed') await crash(true);
+    if (first && config.crash?.at === 'claimed') await crash(true, id, 'claimed');
     // The real work: workMs spread ±50% so that some run is always under way when a fault lands.
     await sleep(config.workMs !== undefined ? config.workMs * (0.5 + Math.random()) : 2 + Math.random() * 8);
-    if (first && config.crash?.at === 'handler') await crash(true);
+    if (first && config.crash?.at === 'handler') await crash(true, id, 'handler');
     if (first && config.crash?.at === 'release') throw new Error('fault: the payment API answered 502');
     if (signal.aborted) throw signal.reason;
     if (config.effect === 'tx' && opened.recordSync) {
@@ -141,6 +208,19 @@ const receiver = createReceiver({
         .transaction(() => {
           if (opened.recordSync!(`effect:${key}`)) return;
           applyEffect.run(id, attempt, process.pid, 0);
+        })
+        .immediate();
+    } else if (config.effect === 'fenced') {
+      ledger
+        .transaction(() => {
+          if (takeFence.run(id, attempt).changes === 0)
+            throw new Error(`fenced out: a newer attempt than ${attempt} owns ${id}`);
+          if ((fenceApplied.get(id) as { applied: number }).applied === 1) {
+            recordSeen.run(id, attempt, process.pid); // an earlier attempt applied it: nothing to do
+            return;
+          }
+          applyEffect.run(id, attempt, process.pid, 0);
+          markApplied.run(id);
         })
         .immediate();
     } else {
@@ -170,3 +250,5 @@ const server = createServer(async (req, res) => {
 });
 server.keepAliveTimeout = 5_000;
 listenWhenAssigned(server);
+// Inbox mode: this process runs entries too (any process may take any entry).
+if (config.inbox) receiver.startWorker({ concurrency: 4, pollInterval: '100ms' });

@@ -1,0 +1,175 @@
+/**
+ * HTTP end to end (issue 12): Express 5 and Fastify 5 receivers with redisStore on node-redis,
+ * against the hand-written route on the same framework and client (stripe.webhooks.constructEvent,
+ * then SET NX PX before the handler and SET PX after: what users paste today). Each server runs in
+ * its own process (bench/support/http-server.ts); autocannon drives it over loopback from this one
+ * with 64 connections, every 2 KiB Stripe-signed event delivered twice (the second copy right
+ * after the first, often while it is still in flight). Rounds alternate onceonly and the hand-written
+ * route on fresh events, so machine noise hits both alike; the figure is the median of the per-round
+ * ratios of answers per second, with p99 latency for each.
+ *
+ * Run with: npm run bench -- http    (BENCH_SMALL=1 for a quick run; bench/index.ts builds first)
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { createClient } from 'redis';
+
+const small = Boolean(process.env.BENCH_SMALL);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (small ? 2 : 4));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (small ? 3 : 8));
+const CONNECTIONS = 64;
+const secret = 'whsec_bench0123456789abcdefghijklmnop';
+const run = randomBytes(4).toString('hex');
+const prefix = `oo-bench-http-${run}:`;
+const padding = 'x'.repeat(1_700);
+
+type Framework = 'express' | 'fastify';
+type Variant = 'onceonly' | 'hand';
+
+async function start(framework: Framework, variant: Variant): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(
+    fileURLToPath(new URL('./support/http-server.ts', import.meta.url)),
+    [framework, variant, prefix],
+    {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk;
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${framework} ${variant} server exited with ${code}`)));
+  });
+  return { child, port };
+}
+
+async function effectsOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m: { effects: number }) => resolve(m.effects));
+    child.send('effects');
+  });
+}
+
+let events = 0;
+interface Measured {
+  ok: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  sent: number;
+  eventsSent: number;
+}
+
+async function measure(port: number, seconds: number): Promise<Measured> {
+  const first = events;
+  let i = 0;
+  let current = { body: '', header: '' };
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/webhooks`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => {
+          // Every event twice in a row: a fresh one on even requests, its copy on odd ones.
+          if (i++ % 2 === 0) {
+            const id = `evt_${run}_${(events++).toString(36)}`;
+            const body = JSON.stringify({
+              id,
+              object: 'event',
+              type: 'invoice.paid',
+              created: 1_764_000_000,
+              data: { object: { id: `in_${id}`, object: 'invoice', amount_paid: 2_000, padding } },
+            });
+            const t = Math.floor(Date.now() / 1000);
+            current = {
+              body,
+              header: `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`,
+            };
+          }
+          return {
+            ...req,
+            body: current.body,
+            headers: { 'content-type': 'application/json', 'stripe-signature': current.header },
+          };
+        },
+      },
+    ],
+  });
+  const ok = result['2xx'];
+  // Every answer counts: onceonly answers a copy that arrives while the first is still running 409
+  // (in flight: come back later), the hand-written route 200 (it cannot tell in flight from done).
+  const answered = ok + result.non2xx;
+  return {
+    ok,
+    perSecond: answered / seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    sent: result.requests.sent,
+    eventsSent: events - first,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+const lines: string[] = [];
+for (const framework of ['express', 'fastify'] as const) {
+  const servers = {
+    onceonly: await start(framework, 'onceonly'),
+    hand: await start(framework, 'hand'),
+  };
+  try {
+    // Warm both up (JIT, connections, scripts loaded).
+    const warm: Record<Variant, number> = { onceonly: 0, hand: 0 };
+    for (const v of ['onceonly', 'hand'] as const) warm[v] = (await measure(servers[v].port, 1)).eventsSent;
+    const ratios: number[] = [];
+    const rows: Record<Variant, Measured[]> = { onceonly: [], hand: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const order: Variant[] = r % 2 === 0 ? ['onceonly', 'hand'] : ['hand', 'onceonly'];
+      for (const v of order) rows[v].push(await measure(servers[v].port, SECONDS));
+      ratios.push(rows.onceonly.at(-1)!.perSecond / rows.hand.at(-1)!.perSecond);
+    }
+    for (const v of ['onceonly', 'hand'] as const) {
+      const ms = rows[v];
+      const effects = await effectsOf(servers[v].child);
+      const sentEvents = warm[v] + ms.reduce((a, m) => a + m.eventsSent, 0);
+      console.log(
+        `${framework} ${v.padEnd(8)}: ${median(ms.map((m) => m.perSecond)).toFixed(0)} answers/s (median of ${ms.length} x ${SECONDS} s), ` +
+          `p50 ${median(ms.map((m) => m.p50))} ms, p99 ${median(ms.map((m) => m.p99))} ms, ` +
+          `2xx ${ms.reduce((a, m) => a + m.ok, 0)}, non-2xx ${ms.reduce((a, m) => a + m.non2xx, 0)}, errors ${ms.reduce((a, m) => a + m.errors, 0)}; ` +
+          `handler ran ${effects} times for ${sentEvents} events sent `,
+      );
+    }
+    const line = `${framework}: onceonly / hand-written = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
+    console.log(line);
+    lines.push(line);
+  } finally {
+    for (const s of Object.values(servers)) s.child.kill();
+  }
+}
+
+// Clean the bench's keys.
+const redis = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+await redis.connect();
+let cursor = '0';
+do {
+  const reply = await redis.scan(cursor, { MATCH: `${prefix}*`, COUNT: 1000 });
+  cursor = String(reply.cursor);
+  if (reply.keys.length) await redis.unlink(reply.keys);
+} while (cursor !== '0');
+await redis.quit();
+console.log(`\n${lines.join('\n')}`);

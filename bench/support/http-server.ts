@@ -1,0 +1,111 @@
+/**
+ * One HTTP server for bench/http.bench.ts, in its own process: `<framework> <variant> <prefix>`,
+ * framework `express` or `fastify`, variant `onceonly` (the library's adapter over redisStore) or
+ * `hand` (what users paste today: constructEvent, then SET NX PX before the handler and SET PX
+ * after). Both on node-redis with the same settings. Prints `listening <port>` when ready.
+ */
+import express from 'express';
+import Fastify from 'fastify';
+import { createClient } from 'redis';
+import Stripe from 'stripe';
+import { webhook as expressWebhook } from '../../dist/adapters/express.js';
+import { webhook as fastifyWebhook } from '../../dist/adapters/fastify.js';
+import { createReceiver } from '../../dist/index.js';
+import { stripe } from '../../dist/providers/index.js';
+import { redisStore } from '../../dist/stores/redis.js';
+
+const [framework, variant, prefix] = process.argv.slice(2) as [
+  'express' | 'fastify',
+  'onceonly' | 'hand',
+  string,
+];
+export const secret = 'whsec_bench0123456789abcdefghijklmnop';
+const LEASE_MS = 60_000;
+const RETENTION_MS = 3 * 86_400_000;
+
+const client = createClient({
+  url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  disableOfflineQueue: true,
+  socket: { reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) },
+});
+client.on('error', (err) => console.error('redis:', err.message));
+await client.connect();
+
+let effects = 0;
+const handler = () => {
+  effects++;
+};
+
+const sdk = new Stripe('sk_test_bench');
+/** The hand-written route's work, framework aside: status and body. */
+async function byHand(body: Buffer, header: string | undefined): Promise<[number, string]> {
+  let event: Stripe.Event;
+  try {
+    event = sdk.webhooks.constructEvent(body, header ?? '', secret);
+  } catch {
+    return [400, 'bad signature'];
+  }
+  const key = `${prefix}hand:${event.id}`;
+  const fresh = await client.set(key, 'processing', {
+    condition: 'NX',
+    expiration: { type: 'PX', value: LEASE_MS },
+  });
+  if (fresh === null) return [200, 'duplicate'];
+  try {
+    handler();
+  } catch {
+    await client.del(key);
+    return [500, 'failed'];
+  }
+  await client.set(key, 'done', { expiration: { type: 'PX', value: RETENTION_MS } });
+  return [200, 'ok'];
+}
+
+const receiver =
+  variant === 'onceonly'
+    ? createReceiver({
+        provider: stripe({ secret }),
+        store: redisStore({ client, prefix: `${prefix}oo:` }),
+        lease: LEASE_MS,
+        handler,
+        logger: false,
+      })
+    : undefined;
+
+let port: number;
+if (framework === 'express') {
+  const app = express();
+  if (receiver) app.post('/webhooks', expressWebhook(receiver));
+  else
+    app.post('/webhooks', express.raw({ type: '*/*', limit: '1mb' }), async (req, res) => {
+      const [status, text] = await byHand(req.body as Buffer, req.get('stripe-signature'));
+      res.status(status).send(text);
+    });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  port = (server.address() as { port: number }).port;
+} else {
+  const app = Fastify({ logger: false });
+  if (receiver) await app.register(fastifyWebhook(receiver), { prefix: '/webhooks' });
+  else {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1_048_576 }, (_req, body, done) =>
+      done(null, body),
+    );
+    app.post('/webhooks', async (req, reply) => {
+      const header = req.headers['stripe-signature'];
+      const [status, text] = await byHand(
+        req.body as Buffer,
+        typeof header === 'string' ? header : undefined,
+      );
+      return reply.code(status).send(text);
+    });
+  }
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+}
+process.on('message', (m) => {
+  if (m === 'effects') process.send?.({ effects });
+});
+console.log(`listening ${port}`);
+process.on('SIGINT', () => process.exit(0));

@@ -1,0 +1,20 @@
+// Preloaded into every test file's process by scripts/test.mjs (`--import ./scripts/test-hold.mjs`).
+//
+// node:test starts a file's first suites while the file is still being evaluated, and with
+// `--test-force-exit` the process exits as soon as the suites registered so far are done: a suite
+// declared after a top-level `await` (a server probe, say) that outlasts them never ran, silently
+// (test/health.test.ts ran 1 test of 18). This holds the first test until the file has been
+// evaluated to its end: a load hook appends one statement to the entry file that releases a root
+// `before` hook, so every suite is declared before any runs.
+import { register } from 'node:module';
+import { resolve } from 'node:path';
+import { before } from 'node:test';
+import { pathToFileURL } from 'node:url';
+
+const RELEASE = Symbol.for('onceonly.test.evaluated');
+const entry = pathToFileURL(resolve(process.argv[1] ?? '')).href;
+const evaluated = new Promise((done) => {
+  globalThis[RELEASE] = done;
+});
+register('./test-hold-hook.mjs', import.meta.url, { data: { entry, release: RELEASE.description } });
+before(() => evaluated);

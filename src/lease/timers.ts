@@ -1,0 +1,158 @@
+/**
+ * Timers that honour any duration. Node's `setTimeout` fires after 1 ms for a delay above
+ * 2^31 − 1 ms (about 24.8 days), so a 30-day deadline would abort a job at once; these chain
+ * shorter timers instead. Also the one place store calls get their deadline.
+ */
+import { StoreTimeoutError } from './errors.js';
+
+/** The longest delay one Node timer can wait: 2^31 − 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A pending {@link later} call; `cancel()` is safe to call at any time, more than once. */
+export interface Later {
+  cancel(): void;
+}
+
+/**
+ * Runs `fn` after `ms` (any non-negative duration, chained past {@link MAX_TIMER_MS}). `unref`
+ * lets the process exit while it waits.
+ */
+export function later(fn: () => void, ms: number, options: { unref?: boolean } = {}): Later {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancelled = false;
+  const arm = (left: number) => {
+    const step = Math.min(Math.max(0, left), MAX_TIMER_MS);
+    timer = setTimeout(() => {
+      if (cancelled) return;
+      if (left > MAX_TIMER_MS) arm(left - MAX_TIMER_MS);
+      else fn();
+    }, step);
+    if (options.unref) timer.unref?.();
+  };
+  arm(ms);
+  return {
+    cancel() {
+      cancelled = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resolves after `ms`, chained past {@link MAX_TIMER_MS}. */
+export function sleep(ms: number, options: { unref?: boolean } = {}): Promise<void> {
+  return new Promise((resolve) => later(resolve, ms, options));
+}
+
+/**
+ * An AbortSignal that aborts with `reason()` after `ms`, for any duration (`AbortSignal.timeout`
+ * shares setTimeout's 2^31 − 1 ms limit). `dispose()` stops the timer once the work is over.
+ */
+export function timeoutSignal(ms: number, reason: () => unknown): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const timer = later(() => controller.abort(reason()), ms, { unref: true });
+  return { signal: controller.signal, dispose: () => timer.cancel() };
+}
+
+/** One pending event of the {@link wheel}. */
+export interface Tick {
+  /** When it fires, on the monotonic clock (ms). */
+  at: number;
+  fn: () => void;
+  /** Whether it keeps the process alive while it waits (a deadline someone awaits). */
+  ref: boolean;
+}
+
+/**
+ * One shared coarse clock for the many short-lived deadlines of deliveries (store calls, handler
+ * deadlines, lease renewals, late confirms): a single timer, armed while anything waits, instead of
+ * a timer (or two) per delivery. Events fire within a tick (10 ms) after their time; any duration
+ * works, 2^31 ms and beyond included. The timer keeps the process alive only while some waiting
+ * event does.
+ */
+class Wheel {
+  private readonly pending = new Set<Tick>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private refs = 0;
+  /** Whether the timer is ref'd now; brought in line with `refs` on add and at each tick. */
+  private refed = false;
+  static readonly TICK_MS = 10;
+
+  add(ms: number, fn: () => void, ref: boolean): Tick {
+    const tick: Tick = { at: performance.now() + ms, fn, ref };
+    this.pending.add(tick);
+    if (ref) this.refs++;
+    if (!this.timer) {
+      this.timer = setInterval(() => this.fire(), Wheel.TICK_MS);
+      this.refed = true;
+    }
+    if (this.refed !== this.refs > 0) this.keepAlive();
+    return tick;
+  }
+
+  /**
+   * Cheap on purpose (a delivery cancels its deadlines as soon as its store calls answer): the
+   * timer is stopped or unref'd at its next tick, not here, so a busy process does not re-arm a
+   * timer per delivery. An idle one stays alive at most one tick longer.
+   */
+  cancel(tick: Tick): void {
+    if (this.pending.delete(tick) && tick.ref) this.refs--;
+  }
+
+  private keepAlive(): void {
+    this.refed = this.refs > 0;
+    if (this.refed) this.timer?.ref?.();
+    else this.timer?.unref?.();
+  }
+
+  private stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.refed = false;
+  }
+
+  private fire(): void {
+    const now = performance.now();
+    for (const tick of this.pending) {
+      if (tick.at > now) continue;
+      this.pending.delete(tick);
+      if (tick.ref) this.refs--;
+      try {
+        tick.fn();
+      } catch {
+        // An event's own failure is its own; the others still fire.
+      }
+    }
+    if (this.pending.size === 0) this.stop();
+    else if (this.refed !== this.refs > 0) this.keepAlive();
+  }
+}
+
+/** The process's one {@link Wheel}. */
+export const wheel = new Wheel();
+
+/**
+ * Runs one store call under its deadline: past `ms` the returned promise rejects with a
+ * {@link StoreTimeoutError} (a store error), whatever the call does afterwards. A call that throws
+ * synchronously rejects the same way as one that fails.
+ */
+export function withDeadline<T>(operation: string, ms: number, call: () => PromiseLike<T>): Promise<T> {
+  let pending: PromiseLike<T>;
+  try {
+    pending = call();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const tick = wheel.add(ms, () => reject(new StoreTimeoutError(operation, ms)), true);
+    pending.then(
+      (value) => {
+        wheel.cancel(tick);
+        resolve(value);
+      },
+      (error: unknown) => {
+        wheel.cancel(tick);
+        reject(error);
+      },
+    );
+  });
+}

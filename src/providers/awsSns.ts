@@ -1,0 +1,250 @@
+import { ConfigError, VerificationError } from '../errors.js';
+import type { Duration } from '../lease/duration.js';
+import { parsePositiveDuration } from '../lease/duration.js';
+import { type AsymmetricParts, asymmetric } from './families/asymmetric.js';
+import { bodyIncludes } from './families/define.js';
+import {
+  checkSenderUrl,
+  type FetchedKeyOptions,
+  type KeyFetch,
+  withinDeadline,
+} from './families/fetchedKeys.js';
+import { header, namedIdentity, parseJsonObject } from './shared.js';
+import type { AuthenticatingProvider, DeliveryInput, HandshakeRequest } from './types.js';
+
+/** An AWS SNS message as posted to an HTTP/S subscription (raw message delivery off). */
+export interface AwsSnsEvent {
+  Type: 'Notification' | 'SubscriptionConfirmation' | 'UnsubscribeConfirmation';
+  MessageId: string;
+  TopicArn: string;
+  Subject?: string;
+  Message: string;
+  Timestamp: string;
+  SignatureVersion: '1' | '2';
+  Signature: string;
+  SigningCertURL: string;
+  UnsubscribeURL?: string;
+  MessageAttributes?: Record<string, { Type: string; Value: string }>;
+  [field: string]: unknown;
+}
+
+export interface AwsSnsOptions extends FetchedKeyOptions {
+  /**
+   * The topics this endpoint accepts (`arn:aws:sns:<region>:<account>:<topic>`). A message of any
+   * other topic is refused before its certificate is fetched, and its subscription is never
+   * confirmed: AWS signs every topic's messages with the same certificates, so without this, anyone
+   * could subscribe your endpoint to a topic of their own and publish to it.
+   * @example process.env.SNS_TOPIC_ARN!
+   */
+  topicArn: string | readonly string[];
+  /**
+   * Whether a `SubscriptionConfirmation` of an accepted topic is confirmed by the receiver itself
+   * (a GET of its `SubscribeURL`, checked to be on SNS's own host first). Turn off to confirm by
+   * hand: the confirmation is then an ordinary delivery (`on: { SubscriptionConfirmation }`).
+   * @default true
+   */
+  confirmSubscriptions?: boolean;
+  /**
+   * How far a message's `Timestamp` may be from `receivedAt`, in both directions. SNS keeps a
+   * message's Timestamp on every retry, and retries an HTTP/S endpoint for up to an hour.
+   * @default '65m'
+   */
+  tolerance?: Duration;
+  /**
+   * How long a completed `MessageId` is remembered. The tolerance already refuses anything older
+   * than about an hour; a day is a wide margin.
+   * @default '1d'
+   */
+  retention?: Duration;
+}
+
+// sns.<region>.amazonaws.com, and the China partition's .com.cn: nothing else serves the
+// certificates, nor confirms subscriptions.
+const SNS_HOSTS = [/^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/];
+
+/** The fields each message type signs, in this order (`Key\nValue\n` each, absent ones skipped). */
+const SIGNED: Record<AwsSnsEvent['Type'], readonly string[]> = {
+  Notification: ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type'],
+  SubscriptionConfirmation: [
+    'Message',
+    'MessageId',
+    'SubscribeURL',
+    'Timestamp',
+    'Token',
+    'TopicArn',
+    'Type',
+  ],
+  UnsubscribeConfirmation: ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'],
+};
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+function invalid(why: string): VerificationError {
+  return new VerificationError('invalid_body', `onceonly: the aws-sns message ${why}`);
+}
+
+/** Reads the message's parts, refusing a topic this endpoint does not accept before any fetch. */
+function reader(topics: ReadonlySet<string>): (input: DeliveryInput) => AsymmetricParts {
+  return (input) => {
+    const m = parseJsonObject(input.rawBody);
+    const type = m.Type;
+    if (typeof type !== 'string' || !Object.hasOwn(SIGNED, type)) throw invalid('has no known Type');
+    // The header is outside the signature: it must agree with the signed Type.
+    const said = header(input.headers, 'x-amz-sns-message-type');
+    if (said !== undefined && said !== type) {
+      throw new VerificationError(
+        'malformed_header',
+        `onceonly: the x-amz-sns-message-type header says ${JSON.stringify(said.slice(0, 40))}, but the signed message is a ${type}`,
+      );
+    }
+    if (typeof m.TopicArn !== 'string' || !topics.has(m.TopicArn)) {
+      throw new VerificationError(
+        'invalid_signature',
+        `onceonly: the aws-sns message is for topic ${JSON.stringify(String(m.TopicArn).slice(0, 256))}, which this endpoint does not accept; add it to topicArn`,
+      );
+    }
+    let signed = '';
+    for (const field of SIGNED[type as AwsSnsEvent['Type']]) {
+      const value = m[field];
+      if (value === undefined && field === 'Subject') continue;
+      if (typeof value !== 'string') throw invalid(`has no ${field}`);
+      signed += `${field}\n${value}\n`;
+    }
+    const version = m.SignatureVersion;
+    if (version !== '1' && version !== '2') {
+      throw new VerificationError(
+        'malformed_header',
+        'onceonly: the aws-sns SignatureVersion must be 1 (SHA1withRSA) or 2 (SHA256withRSA)',
+      );
+    }
+    const timestamp =
+      typeof m.Timestamp === 'string' && ISO_TIME.test(m.Timestamp) ? Date.parse(m.Timestamp) : Number.NaN;
+    if (Number.isNaN(timestamp)) throw invalid('has no ISO 8601 UTC Timestamp');
+    const certUrl = typeof m.SigningCertURL === 'string' ? m.SigningCertURL : '';
+    if (!certUrl.endsWith('.pem')) {
+      throw new VerificationError(
+        'untrusted_key_url',
+        'onceonly: the aws-sns SigningCertURL is not a .pem certificate; it was not fetched',
+      );
+    }
+    return {
+      signature: typeof m.Signature === 'string' ? m.Signature : '',
+      encoding: 'base64',
+      signatureName: 'aws-sns Signature',
+      signed: [signed],
+      timestampMs: timestamp,
+      algorithm: version === '1' ? 'rsa-sha1' : 'rsa-sha256',
+      keyUrl: certUrl,
+      parsed: m,
+    };
+  };
+}
+
+/** GETs a SubscribeURL (checked first), within the key timeout; `key_unavailable` (503) when SNS does not confirm. */
+async function confirm(url: string, options: AwsSnsOptions): Promise<void> {
+  const checked = checkSenderUrl('aws-sns', url, SNS_HOSTS, 'SubscribeURL');
+  const request = options.fetch ?? (globalThis.fetch as unknown as KeyFetch | undefined);
+  if (typeof request !== 'function') {
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: aws-sns confirms subscriptions with fetch: pass fetch (none is global here)',
+    );
+  }
+  const timeoutMs = parsePositiveDuration(options.keyTimeout ?? '3s', 'keyTimeout');
+  const failed = (why: string, cause?: unknown) =>
+    new VerificationError(
+      'key_unavailable',
+      `onceonly: the aws-sns subscription could not be confirmed: ${why}; SNS will send the confirmation again`,
+      { cause },
+    );
+  await withinDeadline(
+    async (signal) => {
+      const response = await request(checked.href, {
+        signal,
+        redirect: 'manual',
+        headers: { accept: 'text/xml' },
+      });
+      await response.body?.cancel().catch(() => {});
+      if (!response.ok) throw failed(`SNS answered ${response.status}`);
+    },
+    timeoutMs,
+    failed,
+  );
+}
+
+const CONFIRMATIONS = ['SubscriptionConfirmation', 'UnsubscribeConfirmation'];
+
+/** Factories per accepted topic set are cheap; the declaration itself is per provider (its topics). */
+function declare(topics: ReadonlySet<string>, confirmSubscriptions: boolean) {
+  return asymmetric<AwsSnsEvent>({
+    name: 'aws-sns',
+    retention: '1d',
+    tolerance: '65m',
+    algorithm: 'rsa-sha256',
+    read: reader(topics),
+    fetchedKeys: { allowedHosts: SNS_HOSTS, format: 'pem' },
+    event: { id: 'MessageId', type: 'Type', typeSigned: true },
+    // SubscriptionConfirmation: verified like any message, then confirmed by a GET of its
+    // SubscribeURL (on SNS's own host only). UnsubscribeConfirmation: verified and acknowledged,
+    // never visited (its SubscribeURL would subscribe again).
+    handshake: async (request: HandshakeRequest, { authenticate, options }) => {
+      if (request.method !== 'POST') return undefined;
+      const said = header(request.headers, 'x-amz-sns-message-type');
+      if (
+        said !== undefined ? !CONFIRMATIONS.includes(said) : !bodyIncludes(request.rawBody, 'Confirmation')
+      ) {
+        return undefined;
+      }
+      const auth = await authenticate(request);
+      const m = auth?.parsed as AwsSnsEvent | undefined;
+      if (m === undefined || !CONFIRMATIONS.includes(m.Type)) return undefined;
+      if (m.Type === 'SubscriptionConfirmation') {
+        if (!confirmSubscriptions) return undefined;
+        await confirm(String(m.SubscribeURL), options as unknown as AwsSnsOptions);
+      }
+      return { status: 200 };
+    },
+  });
+}
+
+/**
+ * AWS SNS (HTTP/S subscriptions): each message is signed by SNS with RSA (`SignatureVersion` 1:
+ * SHA1withRSA, 2: SHA256withRSA) over its canonical `Key\nValue\n` fields; the signing certificate
+ * is fetched from the message's `SigningCertURL`, but only from `sns.<region>.amazonaws.com` over
+ * https (checked before any request), and cached. Only messages of the topics in `topicArn` are
+ * accepted. Dedup keys on the signed `MessageId`; `on` routes by `Type`. A `SubscriptionConfirmation`
+ * is confirmed by the receiver itself (GET of its `SubscribeURL`, same host rule; outcome
+ * `handshake`), an `UnsubscribeConfirmation` acknowledged. Raw message delivery must be off (a raw
+ * message carries no signature).
+ *
+ * @example
+ * createReceiver({
+ *   provider: awsSns({ topicArn: process.env.SNS_TOPIC_ARN! }),
+ *   store,
+ *   on: { Notification: ({ event }) => handle(JSON.parse(event.Message)) },
+ * });
+ */
+export function awsSns<E extends AwsSnsEvent = AwsSnsEvent>(
+  options: AwsSnsOptions,
+): AuthenticatingProvider<E> {
+  const list = typeof options.topicArn === 'string' ? [options.topicArn] : options.topicArn;
+  if (
+    !Array.isArray(list) ||
+    list.length === 0 ||
+    !list.every(
+      (t) => typeof t === 'string' && /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]{1,256}$/.test(t),
+    )
+  ) {
+    throw new ConfigError(
+      'invalid_option',
+      "onceonly: aws-sns needs topicArn, the ARN of each topic this endpoint accepts ('arn:aws:sns:<region>:<account>:<topic>')",
+    );
+  }
+  const declaration = declare(new Set(list), options.confirmSubscriptions ?? true);
+  // The certificates are AWS's, the same for every endpoint: the first topic names this one.
+  const provider = declaration(options);
+  return {
+    ...provider,
+    identity: namedIdentity('aws-sns', list[0]!),
+  } as unknown as AuthenticatingProvider<E>;
+}

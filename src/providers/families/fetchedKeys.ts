@@ -1,0 +1,403 @@
+/**
+ * Keys fetched from the sender (AWS SNS signing certificates, PayPal's certificates, JWKS endpoints
+ * such as Plaid's): the asymmetric family's way to get a public key it was not configured with.
+ *
+ * A delivery may name the URL of its own key (SNS `SigningCertURL`), so the URL is checked before
+ * anything is requested: https on the default port, no credentials, a host the sender's declaration
+ * allows (an exact name, `*.suffix` for one or more labels before `.suffix`, or an anchored RegExp).
+ * A URL that fails is refused as `untrusted_key_url` without a request. The request goes through an
+ * injectable `fetch` with a timeout over the whole exchange (a slow key server is `key_unavailable`,
+ * 503, never a hung delivery), a size bound, and no redirect to another host. Keys are cached per
+ * URL with an expiry, at most `keyCacheSize` URLs (the least recently used is dropped), and one
+ * request per URL is shared by the deliveries that arrive while it runs.
+ */
+import { createPublicKey, type JsonWebKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { ConfigError, VerificationError } from '../../errors.js';
+import { type Duration, parseDuration, parsePositiveDuration } from '../../lease/duration.js';
+
+/** An allowed key host: an exact name, `'*.example.com'` (any name ending in `.example.com`), or an anchored RegExp. */
+export type AllowedHost = string | RegExp;
+
+/** The part of `fetch` the key fetcher uses, so a test or a proxy can stand in for it. */
+export type KeyFetch = (
+  url: string,
+  init: { signal: AbortSignal; redirect: 'manual'; headers: Record<string, string> },
+) => Promise<{
+  readonly status: number;
+  readonly ok: boolean;
+  readonly headers: { get(name: string): string | null };
+  readonly body: ReadableStream<Uint8Array> | null;
+  text?(): Promise<string>;
+}>;
+
+/** The options of a provider whose keys are fetched from the sender. */
+export interface FetchedKeyOptions {
+  /**
+   * The `fetch` keys are requested with: your own for a proxy, or in tests to serve keys from a
+   * local server. It is called with `redirect: 'manual'` and an abort signal.
+   * @default globalThis.fetch
+   * @example { fetch: (url, init) => fetch(url.replace('https://keys.example.com', local), init) }
+   */
+  fetch?: KeyFetch | undefined;
+  /**
+   * How long a fetched key set is used before it is fetched again. A key id the cached set does not
+   * hold refetches at once, at most every `keyRefetchCooldown`.
+   * @default '1h'
+   * @example '10m'
+   */
+  keyCacheTtl?: Duration | undefined;
+  /**
+   * How soon after a fetch a key id the cached set does not hold may fetch the set again: a sender
+   * that rotated in a new key is picked up at once, while forged ids cannot make every delivery a
+   * request to the sender.
+   * @default '30s'
+   */
+  keyRefetchCooldown?: Duration | undefined;
+  /**
+   * How many key URLs are cached at most; past it, the least recently used is dropped.
+   * @default 32
+   */
+  keyCacheSize?: number | undefined;
+  /**
+   * How long one key request may take, headers and body together; past it the delivery is refused
+   * as `key_unavailable` (503, so the sender retries) rather than waiting on a slow key server.
+   * @default '3s'
+   * @example '1s'
+   */
+  keyTimeout?: Duration | undefined;
+}
+
+/** A key set: keys by their id (`kid`), and all of them in order. */
+export interface KeySet {
+  readonly byId: ReadonlyMap<string, KeyObject>;
+  readonly all: readonly KeyObject[];
+}
+
+/** What a key URL serves: PEM (an X.509 certificate or a public key) or a JSON Web Key Set. */
+export type KeyFormat = 'pem' | 'jwks';
+
+const MAX_BYTES = 64 * 1024;
+const MAX_REDIRECTS = 3;
+
+/** Refuses allowed-host entries that would match more than they say. */
+export function checkAllowedHosts(label: string, hosts: readonly AllowedHost[]): readonly AllowedHost[] {
+  if (!Array.isArray(hosts) || hosts.length === 0) {
+    throw new ConfigError('invalid_option', `onceonly: ${label} fetches keys but allows no key host`);
+  }
+  for (const host of hosts) {
+    if (host instanceof RegExp) {
+      if (!host.source.startsWith('^') || !host.source.endsWith('$') || host.flags.includes('g')) {
+        throw new ConfigError(
+          'invalid_option',
+          `onceonly: ${label} key host ${String(host)} must be anchored (^...$) and not global`,
+        );
+      }
+    } else if (
+      typeof host !== 'string' ||
+      !/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(host) ||
+      (host.startsWith('*.') && host.split('.').length < 3)
+    ) {
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: ${label} key host ${JSON.stringify(host)} must be a lower-case host name, or '*.' and a domain of at least two labels`,
+      );
+    }
+  }
+  return hosts;
+}
+
+function hostAllowed(host: string, allowed: readonly AllowedHost[]): boolean {
+  for (const rule of allowed) {
+    if (rule instanceof RegExp) {
+      if (rule.test(host)) return true;
+    } else if (rule.startsWith('*.')) {
+      // One or more labels before the suffix: 'a.b.example.com' matches '*.example.com'; the bare
+      // 'example.com' does not.
+      const suffix = rule.slice(1);
+      if (host.length > suffix.length && host.endsWith(suffix)) return true;
+    } else if (host === rule) return true;
+  }
+  return false;
+}
+
+/**
+ * A URL the sender names (a key URL, AWS SNS's `SubscribeURL`), parsed, when it may be requested:
+ * https on the default port, no credentials, an allowed host; `untrusted_key_url` otherwise.
+ * Makes no request. `what` names the URL in messages.
+ */
+export function checkSenderUrl(
+  label: string,
+  raw: string,
+  allowed: readonly AllowedHost[],
+  what = 'key URL',
+): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw untrusted(label, 'is not a URL', what);
+  }
+  if (url.protocol !== 'https:') throw untrusted(label, 'is not https', what);
+  if (url.username !== '' || url.password !== '') throw untrusted(label, 'carries credentials', what);
+  if (url.port !== '') throw untrusted(label, 'names a port (only the https default is allowed)', what);
+  if (!hostAllowed(url.hostname, allowed)) {
+    throw untrusted(label, `is on ${url.hostname}, not a host the sender serves it from`, what);
+  }
+  return url;
+}
+
+function untrusted(label: string, why: string, what = 'key URL'): VerificationError {
+  return new VerificationError(
+    'untrusted_key_url',
+    `onceonly: the ${label} ${what} ${why}; it was not fetched`,
+  );
+}
+
+function unavailable(label: string, why: string, cause?: unknown): VerificationError {
+  return new VerificationError(
+    'key_unavailable',
+    `onceonly: the ${label} signing key could not be fetched: ${why}; the sender's retry may succeed`,
+    { cause },
+  );
+}
+
+/** Parses what a key URL served. */
+export function parseKeys(text: string, format: KeyFormat, now: number): KeySet {
+  if (format === 'pem') {
+    let key: KeyObject;
+    if (text.includes('-----BEGIN CERTIFICATE-----')) {
+      const cert = new X509Certificate(text);
+      const from = Date.parse(cert.validFrom);
+      const to = Date.parse(cert.validTo);
+      if (!(from <= now && now <= to)) throw new Error('the certificate is expired or not yet valid');
+      key = cert.publicKey;
+    } else key = createPublicKey(text);
+    return { byId: new Map(), all: [key] };
+  }
+  const doc = JSON.parse(text) as { keys?: unknown };
+  if (!Array.isArray(doc.keys)) throw new Error('the key set has no keys array');
+  const byId = new Map<string, KeyObject>();
+  const all: KeyObject[] = [];
+  for (const jwk of doc.keys as (JsonWebKey & { kid?: unknown; use?: unknown })[]) {
+    if (jwk === null || typeof jwk !== 'object') continue;
+    if (jwk.use !== undefined && jwk.use !== 'sig') continue;
+    // A private key published by mistake must not be taken as a public one.
+    if ('d' in jwk) continue;
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: jwk, format: 'jwk' });
+    } catch {
+      continue;
+    }
+    all.push(key);
+    if (typeof jwk.kid === 'string' && !byId.has(jwk.kid)) byId.set(jwk.kid, key);
+  }
+  if (all.length === 0) throw new Error('the key set holds no usable public key');
+  return { byId, all };
+}
+
+interface Entry {
+  readonly keys: Promise<KeySet>;
+  readonly fetchedAt: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * Fetches, checks and caches one sender's keys. One per provider instance; `get` never rejects with
+ * anything but a `VerificationError` (`untrusted_key_url`, `key_unavailable`).
+ */
+export class KeyFetcher {
+  readonly #label: string;
+  readonly #allowed: readonly AllowedHost[];
+  readonly #format: KeyFormat;
+  readonly #fetch: KeyFetch;
+  readonly #ttlMs: number;
+  readonly #size: number;
+  readonly #timeoutMs: number;
+  readonly #cooldownMs: number;
+  readonly #now: () => number;
+  readonly #cache = new Map<string, Entry>();
+
+  constructor(
+    label: string,
+    spec: { allowedHosts: readonly AllowedHost[]; format: KeyFormat },
+    options: FetchedKeyOptions & { now?: () => number } = {},
+  ) {
+    this.#label = label;
+    this.#allowed = checkAllowedHosts(label, spec.allowedHosts);
+    this.#format = spec.format;
+    const fetcher = options.fetch ?? (globalThis.fetch as unknown as KeyFetch | undefined);
+    if (typeof fetcher !== 'function') {
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: ${label} fetches its keys: pass fetch (none is global here)`,
+      );
+    }
+    this.#fetch = fetcher;
+    this.#ttlMs = parseDuration(options.keyCacheTtl ?? '1h', 'keyCacheTtl');
+    this.#timeoutMs = parsePositiveDuration(options.keyTimeout ?? '3s', 'keyTimeout');
+    this.#cooldownMs = parseDuration(options.keyRefetchCooldown ?? '30s', 'keyRefetchCooldown');
+    const size = options.keyCacheSize ?? 32;
+    if (!Number.isSafeInteger(size) || size < 1) {
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: keyCacheSize must be a positive integer, got ${size}`,
+      );
+    }
+    this.#size = size;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The URL, parsed, when it may be fetched; `untrusted_key_url` otherwise. Makes no request. */
+  check(raw: string): URL {
+    return checkSenderUrl(this.#label, raw, this.#allowed);
+  }
+
+  /**
+   * The key set at `raw`, from the cache while fresh. `refresh` asks for a newer copy (a key id the
+   * cached one does not hold); it is granted at most once per cooldown.
+   */
+  get(raw: string, refresh = false): Promise<KeySet> {
+    let url: URL;
+    try {
+      url = this.check(raw);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const id = url.href;
+    const now = this.#now();
+    const cached = this.#cache.get(id);
+    if (cached && now < cached.expiresAt && !(refresh && now - cached.fetchedAt >= this.#cooldownMs)) {
+      // Most recently used last: the first entry is the one to drop.
+      this.#cache.delete(id);
+      this.#cache.set(id, cached);
+      return cached.keys;
+    }
+    const keys = this.#load(url);
+    const entry: Entry = { keys, fetchedAt: now, expiresAt: now + this.#ttlMs };
+    this.#cache.delete(id);
+    this.#cache.set(id, entry);
+    while (this.#cache.size > this.#size) {
+      const oldest = this.#cache.keys().next().value;
+      if (oldest === undefined) break;
+      this.#cache.delete(oldest);
+    }
+    // A failed fetch is not kept: the next delivery tries again.
+    keys.catch(() => {
+      if (this.#cache.get(id) === entry) this.#cache.delete(id);
+    });
+    return keys;
+  }
+
+  /** How many URLs are cached (for tests and metrics). */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  #load(url: URL): Promise<KeySet> {
+    return withinDeadline(
+      (signal) => this.#exchange(url, signal),
+      this.#timeoutMs,
+      (why, cause) => unavailable(this.#label, why, cause),
+    );
+  }
+
+  async #exchange(start: URL, signal: AbortSignal): Promise<KeySet> {
+    let url = start;
+    for (let hop = 0; ; hop++) {
+      const response = await this.#fetch(url.href, {
+        signal,
+        redirect: 'manual',
+        headers: {
+          accept: this.#format === 'jwks' ? 'application/json' : 'application/x-pem-file, text/plain',
+        },
+      });
+      if (response.status >= 300 && response.status < 400) {
+        const location = response.headers.get('location');
+        await response.body?.cancel().catch(() => {});
+        let next: URL;
+        try {
+          next = new URL(location ?? '', url);
+        } catch {
+          throw unavailable(this.#label, 'a redirect without a usable Location');
+        }
+        // Only to the same host, over https: a redirect elsewhere is not followed.
+        if (next.protocol !== 'https:' || next.host !== url.host) {
+          throw untrusted(this.#label, `redirects to ${next.host || 'another place'}`);
+        }
+        if (hop >= MAX_REDIRECTS) throw unavailable(this.#label, 'too many redirects');
+        url = next;
+        continue;
+      }
+      if (!response.ok) {
+        await response.body?.cancel().catch(() => {});
+        throw unavailable(this.#label, `the key server answered ${response.status}`);
+      }
+      const text = await readBounded(response, signal);
+      try {
+        return parseKeys(text, this.#format, this.#now());
+      } catch (error) {
+        throw unavailable(this.#label, `what it served is not a key (${(error as Error).message})`, error);
+      }
+    }
+  }
+}
+
+/**
+ * Runs one exchange with a sender (a key fetch, AWS SNS's subscription confirmation) within
+ * `timeoutMs`, headers and body together, without relying on the `fetch` honouring its abort
+ * signal: past the deadline the signal is aborted and `fail` names the timeout. Any other error
+ * that is not already a `VerificationError` is turned into `fail`'s error too, so the caller sees
+ * only `VerificationError`s.
+ */
+export async function withinDeadline<T>(
+  run: (signal: AbortSignal) => Promise<T>,
+  timeoutMs: number,
+  fail: (why: string, cause?: unknown) => VerificationError,
+): Promise<T> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(fail(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    (timer as { unref?: () => void }).unref?.();
+  });
+  try {
+    return await Promise.race([run(controller.signal), deadline]);
+  } catch (error) {
+    if (error instanceof VerificationError) throw error;
+    throw fail(error instanceof Error ? error.message : String(error), error);
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+async function readBounded(
+  response: { body: ReadableStream<Uint8Array> | null; text?(): Promise<string> },
+  signal: AbortSignal,
+): Promise<string> {
+  if (!response.body) {
+    const text = (await response.text?.()) ?? '';
+    if (text.length > MAX_BYTES) throw new Error(`the key document is over ${MAX_BYTES} bytes`);
+    return text;
+  }
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      if (signal.aborted) throw new Error('aborted');
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > MAX_BYTES) throw new Error(`the key document is over ${MAX_BYTES} bytes`);
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock?.();
+  }
+  return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+}

@@ -1,0 +1,270 @@
+/**
+ * The memory store's inbox: for tests and single-process apps. It keeps entries in this process
+ * only, so it survives no restart: use a shared store's inbox where an accepted delivery must
+ * outlive the process.
+ */
+import { newToken } from '../../lease/crypto.js';
+import type {
+  InboxAccepted,
+  InboxAcceptInput,
+  InboxAcceptOptions,
+  InboxDelivery,
+  InboxEntryView,
+  InboxJob,
+  InboxListOptions,
+  InboxState,
+  InboxStats,
+  InboxStore,
+  InboxTakeOptions,
+} from '../../lease/inbox.js';
+import { inboxErrorLine } from '../../lease/inbox.js';
+import { createLease, type Lease } from '../../lease/types.js';
+
+interface Entry {
+  key: string;
+  receiver: string;
+  state: InboxState;
+  type: string | undefined;
+  id: string | undefined;
+  item: string | undefined;
+  fingerprint: string;
+  delivery: InboxDelivery | undefined;
+  acceptedAt: number;
+  attempts: number;
+  token: string;
+  /** Pending: due. Processing: lease end. Completed: forgotten after. Dead: when it died. */
+  dueAt: number;
+  updatedAt: number;
+  lastError: string | undefined;
+}
+
+/** An inbox in this process's memory, on the clock `now`. */
+export function memoryInbox(now: () => number): InboxStore {
+  const entries = new Map<string, Entry>();
+  // Entries a worker may have to take (pending or processing): `take` scans only these.
+  const active = new Set<string>();
+
+  const view = (e: Entry): InboxEntryView => ({
+    key: e.key,
+    receiver: e.receiver,
+    state: e.state,
+    type: e.type,
+    id: e.id,
+    attempts: e.attempts,
+    acceptedAt: new Date(e.acceptedAt),
+    dueAt: new Date(e.dueAt),
+    updatedAt: new Date(e.updatedAt),
+    lastError: e.lastError,
+    hasBody: e.delivery !== undefined,
+  });
+
+  /** The entry a lease still owns (processing, same token), or undefined. */
+  function owned(lease: Lease): Entry | undefined {
+    const e = entries.get(lease.key);
+    return e && e.state === 'processing' && e.token === lease.token && lease.token !== '' ? e : undefined;
+  }
+
+  function forgetExpired(at: number): void {
+    for (const [key, e] of entries) if (e.state === 'completed' && e.dueAt <= at) entries.delete(key);
+  }
+
+  return {
+    async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
+      const at = now();
+      const held = entries.get(input.key);
+      if (held && !(held.state === 'completed' && held.dueAt <= at)) {
+        return held.fingerprint === input.fingerprint
+          ? { status: 'duplicate', state: held.state }
+          : { status: 'conflict', state: held.state };
+      }
+      const claiming = options.claimMs !== undefined;
+      const entry: Entry = {
+        key: input.key,
+        receiver: input.receiver,
+        state: claiming ? 'processing' : 'pending',
+        type: input.type,
+        id: input.id,
+        item: input.item,
+        fingerprint: input.fingerprint,
+        delivery: {
+          body: input.body,
+          headers: input.headers.map(([n, v]) => [n, v] as const),
+          url: input.url,
+          receivedAt: input.receivedAt,
+        },
+        acceptedAt: at,
+        attempts: claiming ? 1 : 0,
+        token: claiming ? newToken() : '',
+        dueAt: claiming ? at + (options.claimMs ?? 0) : at,
+        updatedAt: at,
+        lastError: undefined,
+      };
+      entries.set(input.key, entry);
+      active.add(input.key);
+      if (!claiming) return { status: 'accepted' };
+      return {
+        status: 'accepted',
+        lease: createLease({
+          key: entry.key,
+          token: entry.token,
+          attempt: 1,
+          fingerprint: entry.fingerprint,
+          expiresAt: new Date(entry.dueAt),
+        }),
+      };
+    },
+
+    async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
+      const at = now();
+      const due: Entry[] = [];
+      for (const key of active) {
+        const e = entries.get(key);
+        if (!e || (e.state !== 'pending' && e.state !== 'processing')) {
+          active.delete(key);
+          continue;
+        }
+        if (e.dueAt > at || (receiver !== undefined && e.receiver !== receiver) || !e.delivery) continue;
+        due.push(e);
+      }
+      due.sort((a, b) => a.dueAt - b.dueAt);
+      return due.slice(0, Math.max(0, limit)).map((e) => {
+        const takenOver = e.state === 'processing';
+        e.state = 'processing';
+        e.attempts += 1;
+        e.token = newToken();
+        e.dueAt = at + leaseMs;
+        e.updatedAt = at;
+        const delivery = e.delivery as InboxDelivery;
+        return {
+          ...delivery,
+          key: e.key,
+          receiver: e.receiver,
+          type: e.type,
+          id: e.id,
+          item: e.item,
+          fingerprint: e.fingerprint,
+          acceptedAt: new Date(e.acceptedAt),
+          takenOver,
+          lease: createLease({
+            key: e.key,
+            token: e.token,
+            attempt: e.attempts,
+            fingerprint: e.fingerprint,
+            expiresAt: new Date(e.dueAt),
+          }),
+        };
+      });
+    },
+
+    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+      const e = owned(lease);
+      if (!e) return false;
+      const at = now();
+      e.dueAt = at + leaseMs;
+      e.updatedAt = at;
+      return true;
+    },
+
+    async complete(lease: Lease, { retentionMs, dropBody }: { retentionMs: number; dropBody?: boolean }) {
+      const e = owned(lease);
+      if (!e) return false;
+      const at = now();
+      e.state = 'completed';
+      e.dueAt = at + retentionMs;
+      e.updatedAt = at;
+      if (dropBody) e.delivery = undefined;
+      active.delete(e.key);
+      return true;
+    },
+
+    async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
+      const e = owned(lease);
+      if (!e) return false;
+      const at = now();
+      e.state = 'pending';
+      e.token = '';
+      e.dueAt = at + delayMs;
+      e.updatedAt = at;
+      e.lastError = inboxErrorLine(error);
+      return true;
+    },
+
+    async bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
+      const e = owned(lease);
+      if (!e) return false;
+      const at = now();
+      e.state = 'dead';
+      e.token = '';
+      e.dueAt = at;
+      e.updatedAt = at;
+      e.lastError = inboxErrorLine(error);
+      active.delete(e.key);
+      return true;
+    },
+
+    async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
+      const at = now();
+      const counts = { pending: 0, processing: 0, completed: 0, dead: 0 };
+      let oldestDue = at;
+      for (const e of entries.values()) {
+        if (options.receiver !== undefined && e.receiver !== options.receiver) continue;
+        if (e.state === 'completed' && e.dueAt <= at) continue;
+        counts[e.state]++;
+        const waiting = e.state === 'pending' || (e.state === 'processing' && e.dueAt <= at);
+        if (waiting && e.dueAt <= at) oldestDue = Math.min(oldestDue, e.dueAt);
+      }
+      return { ...counts, oldestDueMs: at - oldestDue };
+    },
+
+    async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
+      const at = now();
+      const rank = (s: InboxState) => (s === 'dead' ? 0 : s === 'pending' ? 1 : s === 'processing' ? 2 : 3);
+      return [...entries.values()]
+        .filter(
+          (e) =>
+            !(e.state === 'completed' && e.dueAt <= at) &&
+            (options.state === undefined || e.state === options.state) &&
+            (options.receiver === undefined || e.receiver === options.receiver),
+        )
+        .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt - b.dueAt)
+        .slice(0, options.limit ?? 100)
+        .map(view);
+    },
+
+    async get(key: string) {
+      const e = entries.get(key);
+      if (!e || (e.state === 'completed' && e.dueAt <= now())) return undefined;
+      return { ...view(e), delivery: e.delivery };
+    },
+
+    async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
+      const at = now();
+      const wake = (e: Entry) => {
+        e.state = 'pending';
+        e.dueAt = at;
+        e.updatedAt = at;
+        active.add(e.key);
+      };
+      if ('key' in target) {
+        const e = entries.get(target.key);
+        if (e?.state !== 'dead' || !e.delivery) return 0;
+        wake(e);
+        return 1;
+      }
+      let n = 0;
+      for (const e of entries.values()) {
+        if (e.state !== 'dead' || !e.delivery) continue;
+        if (target.receiver !== undefined && e.receiver !== target.receiver) continue;
+        wake(e);
+        n++;
+      }
+      return n;
+    },
+
+    async purge(): Promise<number> {
+      const before = entries.size;
+      forgetExpired(now());
+      return before - entries.size;
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import Database from 'better-sqlite3';
+import { sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
+import { runInboxConformance } from '../testing/index.js';
+import { sqliteInboxMigration, sqliteStore } from './sqlite.js';
+
+// A file database (as several processes would share it), two connections to it: the cases that
+// ask for a second inbox get one over the other connection.
+const file = join(tmpdir(), `onceonly-inbox-${process.pid}-${Date.now()}.db`);
+const dbs = [new Database(file), new Database(file)];
+let n = 0;
+after(() => {
+  for (const db of dbs) db.close();
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+});
+
+await runInboxConformance({
+  name: 'sqliteStore inbox conformance (file database, two connections)',
+  factory: () => sqliteStore({ client: dbs[n++ % 2]! }).inbox,
+});
+
+sqlInboxSchemaSpec({
+  label: 'sqliteStore',
+  migrationName: 'sqliteInboxMigration',
+  migration: sqliteInboxMigration,
+  apply: async (ddl) => void dbs[0]!.exec(ddl),
+  inbox: (table, autoCreate) => sqliteStore({ client: dbs[0]!, table, autoCreate }).inbox,
+  table: (name) => `oo_schema_${name}`,
+  setMeta: async (t, key, meta) =>
+    void dbs[0]!.prepare(`UPDATE "${t}_inbox" SET meta = ? WHERE entry_key = ?`).run(meta, key),
+});

@@ -1,0 +1,195 @@
+/**
+ * `onceonly inbox` against real stores: a receiver in inbox mode accepts events (one completes, one
+ * fails its only attempt and is dead, one waits), then the CLI, in its own process, shows the counts,
+ * lists dead first, shows an entry with its signature redacted, requeues the dead one (its attempt
+ * count is kept: it never goes back), and purges nothing that is not completed past retention.
+ */
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { createClient } from 'redis';
+import { openStore } from '../../src/cli/stores.js';
+import { createReceiver, hmac } from '../../src/index.js';
+import { runCli } from '../support/cli.js';
+import { reachable, servers } from '../support/servers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'onceonly-cli-inbox-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const cli = (...args: string[]) => runCli(['inbox', ...args]);
+
+const SECRET = 'cli-inbox-secret';
+const provider = () =>
+  hmac<{ id: string; type: string }>({
+    name: 'acme',
+    secret: SECRET,
+    signatureHeader: 'x-acme-signature',
+    id: (event) => event.id,
+    type: (event) => event.type,
+  });
+
+function signed(id: string): Request {
+  const body = JSON.stringify({ id, type: 'order.paid' });
+  return new Request('http://localhost/hooks', {
+    method: 'POST',
+    body,
+    headers: { 'x-acme-signature': createHmac('sha256', SECRET).update(body).digest('hex') },
+  });
+}
+
+function cases(label: string, url: () => string, cleanup: (name: string) => Promise<void>) {
+  describe(`onceonly inbox on ${label}`, () => {
+    const name = `oo_cli_inbox_${randomBytes(3).toString('hex')}`;
+    after(() => cleanup(name));
+
+    it('counts, lists dead first, shows, requeues and purges', async () => {
+      const opened = await openStore(url(), name);
+      try {
+        const receiver = createReceiver({
+          name: 'acme',
+          provider: provider(),
+          store: opened.store,
+          inbox: { maxAttempts: 1 },
+          handler: ({ id }) => {
+            if (id === 'evt_bad') throw new Error('the payment service said no');
+          },
+          logger: false,
+        });
+        for (const id of ['evt_good', 'evt_bad'])
+          assert.equal((await receiver.fetch(signed(id))).headers.get('onceonly-outcome'), 'accepted');
+        assert.equal(await receiver.runDue(), 2);
+        assert.equal((await receiver.fetch(signed('evt_wait'))).headers.get('onceonly-outcome'), 'accepted');
+      } finally {
+        await opened.close();
+      }
+
+      const overview = await cli('--store', url(), '--name', name, '--json');
+      assert.equal(overview.code, 0, overview.stderr);
+      const stats = JSON.parse(overview.stdout);
+      assert.deepEqual(
+        [stats.pending, stats.processing, stats.completed, stats.dead],
+        [1, 0, 1, 1],
+        overview.stdout,
+      );
+      assert.deepEqual(
+        stats.deadEntries.map((e: { key: string }) => e.key),
+        ['acme:evt_bad'],
+      );
+      const text = await cli('--store', url(), '--name', name);
+      assert.match(text.stdout, /dead \(kept, not retried\)\s+1/);
+      assert.match(text.stdout, /last error: .*the payment service said no/);
+
+      const list = JSON.parse((await cli('--store', url(), '--name', name, '--json', 'list')).stdout);
+      assert.deepEqual(list.map((e: { key: string; state: string }) => [e.key, e.state]).slice(0, 2), [
+        ['acme:evt_bad', 'dead'],
+        ['acme:evt_wait', 'pending'],
+      ]);
+
+      const shown = JSON.parse(
+        (await cli('--store', url(), '--name', name, '--json', 'show', 'acme:evt_bad')).stdout,
+      );
+      assert.equal(shown.state, 'dead');
+      assert.equal(shown.attempts, 1);
+      const signature = shown.delivery.headers.find(([n]: [string, string]) => n === 'x-acme-signature');
+      assert.deepEqual(signature, ['x-acme-signature', '(64 characters)'], 'the signature is never printed');
+
+      const missing = await cli('--store', url(), '--name', name, 'show', 'acme:evt_never');
+      assert.equal(missing.code, 1);
+      assert.match(missing.stdout, /no entry "acme:evt_never"/);
+
+      const notDead = await cli('--store', url(), '--name', name, 'retry', 'acme:evt_good');
+      assert.equal(notDead.code, 1);
+      assert.match(notDead.stdout, /is not a dead entry: nothing requeued/);
+      const retried = await cli('--store', url(), '--name', name, 'retry', 'acme:evt_bad');
+      assert.equal(retried.code, 0, retried.stderr);
+      assert.match(retried.stdout, /requeued acme:evt_bad: due now/);
+      const again = JSON.parse(
+        (await cli('--store', url(), '--name', name, '--json', 'show', 'acme:evt_bad')).stdout,
+      );
+      assert.equal(again.state, 'pending');
+      assert.equal(again.attempts, 1, 'the attempt count is kept: the next run is attempt 2');
+      assert.equal(
+        JSON.parse((await cli('--store', url(), '--name', name, '--json', 'retry', '--dead')).stdout)
+          .requeued,
+        0,
+      );
+
+      const purged = JSON.parse((await cli('--store', url(), '--name', name, '--json', 'purge')).stdout);
+      assert.equal(purged.purged, 0, 'nothing is completed past its retention yet');
+      const after = JSON.parse((await cli('--store', url(), '--name', name, '--json')).stdout);
+      assert.deepEqual([after.pending, after.completed, after.dead, after.deadEntries.length], [2, 1, 0, 0]);
+    });
+
+    it('never creates a table or key space it is pointed at: a wrong --name is an error', async () => {
+      const wrong = await cli('--store', url(), '--name', `${name}_nope`, '--json');
+      if (label === 'Redis') {
+        // Redis has no tables: an empty key space reads as an empty inbox.
+        assert.equal(wrong.code, 0, wrong.stderr);
+        assert.deepEqual(JSON.parse(wrong.stdout).pending, 0);
+      } else {
+        assert.notEqual(wrong.code, 0, wrong.stdout);
+        assert.match(wrong.stderr, /^onceonly: /);
+      }
+    });
+  });
+}
+
+cases(
+  'SQLite',
+  () => join(dir, 'inbox.db'),
+  async () => {},
+);
+if (
+  await reachable('inbox CLI on Redis', servers.redis, async () =>
+    (await createClient({ url: servers.redis }).connect()).quit(),
+  )
+) {
+  cases(
+    'Redis',
+    () => servers.redis,
+    async (name) => {
+      const client = await createClient({ url: servers.redis }).connect();
+      for await (const keys of client.scanIterator({ MATCH: `${name}:*` }))
+        if (keys.length) await client.del(keys);
+      await client.quit();
+    },
+  );
+}
+if (
+  await reachable('inbox CLI on PostgreSQL', servers.postgres, async () => {
+    const c = new pg.Client({ connectionString: servers.postgres });
+    await c.connect();
+    await c.end();
+  })
+) {
+  cases(
+    'PostgreSQL',
+    () => servers.postgres,
+    async (name) => {
+      const c = new pg.Client({ connectionString: servers.postgres });
+      await c.connect();
+      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions, ${name}_inbox`);
+      await c.end();
+    },
+  );
+}
+if (
+  await reachable('inbox CLI on MariaDB/MySQL', servers.mysql, async () =>
+    (await mysql.createConnection(servers.mysql)).end(),
+  )
+) {
+  cases(
+    'MariaDB/MySQL',
+    () => servers.mysql,
+    async (name) => {
+      const c = await mysql.createConnection(servers.mysql);
+      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions, ${name}_inbox`);
+      await c.end();
+    },
+  );
+}

@@ -1,0 +1,70 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { bitbucket } from '../../src/providers/index.js';
+import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+
+// Bitbucket's documented algorithm (https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/,
+// "Secure webhooks"): X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>.
+const secret = () => randomBytes(20).toString('hex');
+const body = () =>
+  `{"push": {"changes": []}, "repository": {"full_name": "team/repo", "description": ${TRICKY_JSON}}}`;
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: {
+      'x-hub-signature': `sha256=${createHmac('sha256', key).update(payload).digest('hex')}`,
+      'x-event-key': 'repo:push',
+      'x-request-uuid': 'b7c8d1f2-0000-4000-8000-000000000001',
+      'x-hook-uuid': '{d2b7a6f4-0000-4000-8000-000000000002}',
+    },
+  };
+}
+
+describe('bitbucket provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'bitbucket',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => bitbucket({ secret: config }),
+    body,
+    sign,
+    expect: {
+      dedup: 'body',
+      id: 'b7c8d1f2-0000-4000-8000-000000000001',
+      type: 'repo:push',
+      typeSigned: false,
+    },
+    noteOf: (event) => (event as { repository: { description: unknown } }).repository.description,
+    toleranceMs: undefined,
+    freshIdHeader: (d) => withHeader(d, 'x-request-uuid', 'fresh-request-uuid'),
+    signatureHeader: 'x-hub-signature',
+    malformed: ['ATBBabc123', 'ATATT3xFfGF0abc', ' '],
+  });
+
+  it('refuses a delivery without X-Event-Key as missing_header', async () => {
+    const key = secret();
+    await rejectsBoth(
+      bitbucket({ secret: key }),
+      withHeader(sign(body(), key), 'x-event-key', undefined),
+      'missing_header',
+    );
+  });
+
+  it('refuses the legacy sha1= form as malformed_header', async () => {
+    const key = secret();
+    const sha1 = `sha1=${createHmac('sha1', key).update(body()).digest('hex')}`;
+    await rejectsBoth(
+      bitbucket({ secret: key }),
+      withHeader(sign(body(), key), 'x-hub-signature', sha1),
+      'malformed_header',
+    );
+  });
+
+  it('defaults retention to 1 day', () => {
+    assert.equal(bitbucket({ secret: secret() }).retentionMs, 86_400_000);
+  });
+});

@@ -1,0 +1,73 @@
+import { strict as assert } from 'node:assert';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { netlify } from '../../src/providers/index.js';
+import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+
+// Netlify's documented scheme (https://docs.netlify.com/site-deploys/deploy-notifications/#payload-signature):
+// X-Webhook-Signature is a JWS signed with the JWS secret token (HS256), claims { iss: 'netlify',
+// sha256: hex SHA-256 of the body }.
+const secret = () => randomBytes(24).toString('base64url');
+const body = () =>
+  `{"id": "5f5a5b5c5d5e5f0007a8b9c0", "site_id": "0d3a9d2f-ef94-4380-93df-27ee400e2048", "state": "ready", "branch": "main", "title": ${TRICKY_JSON}}`;
+const b64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+
+function jwt(
+  key: string,
+  claims: Record<string, unknown>,
+  header: Record<string, unknown> = { alg: 'HS256', typ: 'JWT' },
+): string {
+  const data = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
+  return `${data}.${createHmac('sha256', key).update(data).digest('base64url')}`;
+}
+const sha = (payload: string) => createHash('sha256').update(payload).digest('hex');
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: {
+      'x-webhook-signature': jwt(key, { iss: 'netlify', sha256: sha(payload) }),
+      'x-netlify-event': 'deploy_created',
+    },
+  };
+}
+
+describe('netlify provider (JWS HS256, signed with the documented scheme over node:crypto)', () => {
+  providerCases<string>({
+    name: 'netlify',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => netlify({ secret: config }),
+    body,
+    sign,
+    expect: { dedup: 'body', type: 'deploy_created', typeSigned: false },
+    noteOf: (event) => (event as { title: unknown }).title,
+    toleranceMs: undefined,
+    signatureHeader: 'x-webhook-signature',
+    malformed: ['nfp_abc123', ' '],
+  });
+
+  it('refuses a JWS from another issuer, with alg none or RS256, or binding another body', async () => {
+    const key = secret();
+    const provider = netlify({ secret: key });
+    const d = sign(body(), key);
+    const other = (token: string) => withHeader(d, 'x-webhook-signature', token);
+    await rejectsBoth(provider, other(jwt(key, { iss: 'evil', sha256: sha(body()) })), 'invalid_signature');
+    await rejectsBoth(provider, other(jwt(key, { iss: 'netlify', sha256: sha('{}') })), 'invalid_signature');
+    await rejectsBoth(provider, other(jwt(key, { iss: 'netlify' })), 'invalid_signature');
+    const none = `${b64url('{"alg":"none"}')}.${b64url(JSON.stringify({ iss: 'netlify', sha256: sha(body()) }))}.`;
+    await rejectsBoth(provider, other(none), 'malformed_header');
+    await rejectsBoth(
+      provider,
+      other(jwt(key, { iss: 'netlify', sha256: sha(body()) }, { alg: 'RS256' })),
+      'malformed_header',
+    );
+    await rejectsBoth(provider, other('not.a-jws'), 'malformed_header');
+  });
+
+  it('defaults retention to 3 days', () => {
+    assert.equal(netlify({ secret: secret() }).retentionMs, 3 * 86_400_000);
+  });
+});

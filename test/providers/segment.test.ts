@@ -1,0 +1,40 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { segment } from '../../src/providers/index.js';
+import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+
+// Segment's documented algorithm (https://segment.com/docs/connections/destinations/catalog/webhooks/,
+// "Authentication"): X-Signature: <hex HMAC-SHA1 of the raw body, keyed with the shared secret>.
+const secret = () => randomBytes(16).toString('hex');
+const body = () =>
+  `{"messageId": "ajs-next-1764478800000-abc", "type": "track", "event": "Order Completed", "userId": "u1", "properties": {"note": ${TRICKY_JSON}}}`;
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: { 'x-signature': createHmac('sha1', key).update(payload).digest('hex') },
+  };
+}
+
+describe('segment provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'segment',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => segment({ secret: config }),
+    body,
+    sign,
+    expect: { dedup: 'id', id: 'ajs-next-1764478800000-abc', type: 'track', typeSigned: true },
+    noteOf: (event) => (event as { properties: { note: unknown } }).properties.note,
+    toleranceMs: undefined,
+    signatureHeader: 'x-signature',
+    malformed: ['', ' '],
+  });
+
+  it('defaults retention to 1 day', () => {
+    assert.equal(segment({ secret: secret() }).retentionMs, 86_400_000);
+  });
+});

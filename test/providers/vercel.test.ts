@@ -1,0 +1,50 @@
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { vercel } from '../../src/providers/index.js';
+import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+
+// Vercel's documented algorithm (https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks):
+// x-vercel-signature: <hex HMAC-SHA1 of the raw body>.
+const secret = () => randomBytes(24).toString('base64url');
+const body = () =>
+  `{"id": "uQHYrLEnJE2jvR", "type": "deployment.succeeded", "createdAt": 1764478800000, "payload": {"name": ${TRICKY_JSON}}, "region": "sfo1"}`;
+
+function sign(payload: string, key: string): Delivery {
+  return {
+    body: payload,
+    headers: { 'x-vercel-signature': createHmac('sha1', key).update(payload).digest('hex') },
+  };
+}
+
+describe('vercel provider (signed with the documented algorithm over node:crypto)', () => {
+  providerCases<string>({
+    name: 'vercel',
+    credential: () => {
+      const k = secret();
+      return { signer: k, config: k };
+    },
+    make: (config) => vercel({ secret: config }),
+    body,
+    sign,
+    expect: { dedup: 'id', id: 'uQHYrLEnJE2jvR', type: 'deployment.succeeded', typeSigned: true },
+    noteOf: (event) => (event as { payload: { name: unknown } }).payload.name,
+    toleranceMs: undefined,
+    signatureHeader: 'x-vercel-signature',
+    malformed: ['', ' '],
+  });
+
+  it('refuses an HMAC-SHA256 signature (Vercel signs with SHA-1)', async () => {
+    const key = secret();
+    const sha256 = createHmac('sha256', key).update(body()).digest('hex');
+    await rejectsBoth(
+      vercel({ secret: key }),
+      withHeader(sign(body(), key), 'x-vercel-signature', sha256),
+      'invalid_signature',
+    );
+  });
+
+  it('defaults retention to 3 days', () => {
+    assert.equal(vercel({ secret: secret() }).retentionMs, 3 * 86_400_000);
+  });
+});

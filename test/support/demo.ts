@@ -1,0 +1,56 @@
+/** Runs `onceonly demo --json --keep` in its own process, as a user would; shared by the demo tests. */
+import { cliPath, root, run } from './cli.js';
+
+export { root, run };
+
+/** The figures of one mode's run (`onceonly demo --json`). */
+export interface DemoRunReport {
+  mode: 'inline' | 'inbox' | 'hybrid';
+  events: number;
+  eventsLost: number;
+  lostAfter2xx: number;
+  timeouts: number;
+  effectsAppliedTwice: number;
+  effectsApplied: number;
+  handlerRuns: number;
+  workersKilled: number;
+  takeoversAfterCrash: number;
+  retriesAfterFailure: number;
+  deliveries: number;
+  deliveriesFailed: number;
+  handlerFailures: number;
+  droppedConnections: number;
+  accepted: number;
+  dead: number;
+  undrained: number;
+  seconds: number;
+  ledger: string;
+  byOutcome: Record<string, number>;
+}
+
+/** The demo with `args` after `--events <events> --timeout 1000 --keep --json`; its report and exit code. */
+export async function runDemo(
+  args: readonly string[],
+  events: number,
+  timeoutMs = 180_000,
+): Promise<{ report: DemoRunReport; code: number }> {
+  const argv = [
+    cliPath,
+    'demo',
+    '--events',
+    String(events),
+    '--timeout',
+    '1000',
+    '--keep',
+    '--json',
+    ...args,
+  ];
+  try {
+    const { stdout } = await run(process.execPath, argv, { cwd: root, timeout: timeoutMs });
+    return { report: JSON.parse(stdout), code: 0 };
+  } catch (error) {
+    const e = error as { stdout?: string; code?: number; stderr?: string };
+    if (!e.stdout) throw new Error(`demo failed: ${e.stderr}`);
+    return { report: JSON.parse(e.stdout), code: e.code ?? 1 };
+  }
+}
