@@ -102,11 +102,17 @@ if (pgUp)
         const stale = new Promise<boolean>((resolve) => {
           lateWrite = resolve;
         });
+        // The stale run writes only after the retry's write: its write comes last however slow
+        // the machine is (a fixed sleep let a loaded retry write after it, which the fence allows).
+        let retryWrote!: () => void;
+        const afterRetry = new Promise<void>((resolve) => {
+          retryWrote = resolve;
+        });
         const first = await once(
           store,
           id,
           async ({ attempt }) => {
-            await sleep(600); // ignores its signal: still running after the deadline
+            await afterRetry; // ignores its signal: still running after the deadline
             lateWrite(await fencedWrite(id, attempt));
           },
           { timeout: '200ms', lease: '10s', logger: false },
@@ -114,10 +120,16 @@ if (pgUp)
         assert.equal(first.outcome, 'failed', 'the deadline passed');
         assert.equal(first.outcome === 'failed' && first.attempt, 1);
         // The provider's retry arrives while the first handler is still running.
-        const retry = await once(store, id, ({ attempt }) => fencedWrite(id, attempt), {
-          lease: '10s',
-          logger: false,
-        });
+        const retry = await once(
+          store,
+          id,
+          async ({ attempt }) => {
+            const landed = await fencedWrite(id, attempt);
+            retryWrote();
+            return landed;
+          },
+          { lease: '10s', logger: false },
+        );
         assert.equal(retry.outcome, 'processed');
         assert.equal(
           retry.outcome === 'processed' && retry.attempt,

@@ -620,30 +620,34 @@ describe('SQLite store misconfiguration', () => {
       );
       return;
     }
-    // Root writes a file whatever its mode: the same claim runs in a child as the unprivileged
-    // user `nobody`, which reads the file but may not write it.
+    // Root writes a file whatever its mode: the same claim runs in a child that loads its modules as
+    // root, then drops to the unprivileged user \`nobody\`, which reads the file but may not write it.
+    // The child reads nothing of the checkout after the drop, so a checkout in a 0700 directory works.
     chmodSync(dir, 0o755);
     const script = `
       import Database from 'better-sqlite3';
       import { sqliteStore } from ${JSON.stringify(new URL('../../src/stores/sqlite.ts', import.meta.url).pathname)};
+      new Database(':memory:').close(); // loads the native addon while the checkout is readable
+      process.setgid(65534);
+      process.setuid(65534);
       const store = sqliteStore({ client: new Database(${JSON.stringify(file)}) });
-      try { await store.claim('k', { leaseMs: 60000 }); console.log(JSON.stringify({ ok: true })); }
-      catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); }
+      try { await store.claim('k', { leaseMs: 60000 }); console.log(JSON.stringify({ uid: process.getuid(), ok: true })); }
+      catch (e) { console.log(JSON.stringify({ uid: process.getuid(), name: e.name, code: e.code, message: e.message })); }
     `;
     const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      uid: 65534,
-      gid: 65534,
       cwd: new URL('../..', import.meta.url).pathname,
-      env: { ...process.env, HOME: tmpdir(), TSX_TSCONFIG_PATH: undefined },
+      env: { ...process.env, TSX_TSCONFIG_PATH: undefined },
       encoding: 'utf8',
       timeout: 60_000,
     });
     assert.equal(child.status, 0, `the child ran: ${child.stderr}`);
     const out = JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as {
+      uid?: number;
       name?: string;
       code?: string;
       message?: string;
     };
+    assert.equal(out.uid, 65534, 'the claim ran as nobody');
     assert.equal(out.name, 'StoreMisconfiguredError', child.stdout);
     assert.equal(out.code, 'store_permission_denied');
     assert.match(out.message ?? '', /SQLITE_READONLY/);
