@@ -426,6 +426,61 @@ describe('inbox mode: workers, batches, configuration', () => {
     assert.deepEqual(runs, [4]);
   });
 
+  for (const via of ['runDue', 'a worker'] as const) {
+    it(`a take whose reply comes after storeTimeout hands its entries back at once, so a one-attempt entry still runs (${via})`, async () => {
+      const store = memoryStore();
+      const box = store.inbox!;
+      const take = box.take.bind(box);
+      let taken = 0;
+      let lateReply!: () => void;
+      const replied = new Promise<void>((resolve) => {
+        lateReply = resolve;
+      });
+      // The store takes the entry, but its reply comes after the deadline (a slow store).
+      box.take = async (options) => {
+        const jobs = await take(options);
+        if (taken++ === 0) {
+          await sleep(300);
+          lateReply();
+        }
+        return jobs;
+      };
+      const runs: number[] = [];
+      const { receiver, outcomes } = setup(
+        {
+          name: 'acme',
+          lease: '5s',
+          timeout: '1s',
+          storeTimeout: '50ms',
+          inbox: { maxAttempts: 1 },
+          handler: ({ attempt }: HandlerContext<unknown>) => void runs.push(attempt),
+        },
+        store,
+      );
+      assert.equal((await receiver.fetch(delivery({ id: 'evt_late_take', type: 't' }))).status, 202);
+      if (via === 'runDue') {
+        await assert.rejects(receiver.runDue(), /take/, 'the take passed its deadline');
+        await replied;
+        await sleep(50);
+        // Handed back due now, not leased for 5 s and then buried as taken over at attempt 2.
+        assert.equal(await receiver.runDue(), 1);
+      } else {
+        const worker = receiver.startWorker({ pollInterval: '20ms' });
+        await replied;
+        for (let i = 0; i < 100 && runs.length === 0; i++) await sleep(20);
+        await worker.stop();
+        assert.ok(
+          outcomes.some((o) => o.outcome === 'store-unavailable'),
+          'the take passed its deadline',
+        );
+      }
+      assert.equal(taken >= 2, true, 'taken again');
+      assert.deepEqual(runs, [2], 'its handler ran, once');
+      assert.equal((await box.get('acme:evt_late_take'))?.state, 'completed');
+      assert.ok(!outcomes.some((o) => o.outcome === 'dead'));
+    });
+  }
+
   it('a SendGrid batch is kept as one entry per event, each run on its own', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     const payload = JSON.stringify([

@@ -193,6 +193,38 @@ export interface WorkerHost {
   takeFailed(error: unknown): void;
 }
 
+/**
+ * One take within the store deadline. A take that lands after it has leased its entries to nobody:
+ * they are handed back at once (due now, no attempt spent on them by this process), instead of
+ * sitting out their lease and then counting as taken over, which on an entry's last attempt would
+ * bury it without its handler ever running.
+ */
+export function takeDue(
+  host: Pick<WorkerHost, 'inbox' | 'space' | 'leaseMs' | 'storeTimeoutMs'>,
+  limit: number,
+): Promise<InboxJob[]> {
+  let taking: Promise<InboxJob[]> | undefined;
+  return withDeadline('take', host.storeTimeoutMs, () => {
+    taking = host.inbox.take({ limit, leaseMs: host.leaseMs, receiver: host.space });
+    return taking;
+  }).catch((error: unknown) => {
+    taking
+      ?.then(
+        (late) =>
+          Promise.all(
+            late.map((job) =>
+              host.inbox
+                .retry(job.lease, { delayMs: 0, error: 'taken after storeTimeout' })
+                .catch(() => false),
+            ),
+          ),
+        () => undefined,
+      )
+      .catch(() => undefined);
+    throw error;
+  });
+}
+
 /** Worker loops of one receiver in this process, woken when a delivery is accepted here. */
 export function startWorkerLoop(
   host: WorkerHost,
@@ -235,9 +267,7 @@ export function startWorkerLoop(
       let jobs: InboxJob[];
       const takenAt = performance.now();
       try {
-        jobs = await withDeadline('take', host.storeTimeoutMs, () =>
-          host.inbox.take({ limit: free, leaseMs: host.leaseMs, receiver: host.space }),
-        );
+        jobs = await takeDue(host, free);
       } catch (error) {
         host.takeFailed(error);
         await idle(pollMs);

@@ -56,6 +56,7 @@ import {
   inboxPolicy,
   runEntry,
   startWorkerLoop,
+  takeDue,
   type WorkerOptions,
 } from './inbox.js';
 
@@ -1429,8 +1430,9 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     async runDue({ limit = 100 }: { limit?: number } = {}): Promise<number> {
       const box = requireInbox('runDue()');
       const takenAt = performance.now();
-      const jobs = await withDeadline('take', timings.storeTimeoutMs, () =>
-        box.take({ limit, leaseMs: timings.leaseMs, receiver: space }),
+      const jobs = await takeDue(
+        { inbox: box, space, leaseMs: timings.leaseMs, storeTimeoutMs: timings.storeTimeoutMs },
+        limit,
       );
       await Promise.all(jobs.map((job) => (runInfo ? runJobTraced(job, takenAt) : runJob(job, takenAt))));
       return jobs.length;
