@@ -29,6 +29,7 @@ local base = string.sub(KEYS[1], 1, -2)
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local function memberOf(seq, sk) return string.format('%015d', tonumber(seq)) .. '|' .. sk end
+local STATES = {p = true, r = true, c = true, d = true}
 `;
 
 /** The entry a lease owns, else return 0. KEYS[2] is the entry, ARGV[1] the token. */
@@ -94,16 +95,24 @@ while #out < limit do
   local sk = string.sub(member, 17)
   local entry = base .. 'e:' .. sk
   local e = redis.call('HMGET', entry, ${viewFields})
-  if e[1] ~= state or not e[2] or memberOf(e[2], sk) ~= member then
+  local seq, tries = tonumber(e[2]), tonumber(e[3] or 0)
+  local sound = e[1] == state and seq and tries
+  -- Damaged outside onceonly (a state, acceptance number or attempt count that is not one): taken
+  -- all the same, its numbers rewritten, and handed out marked 'x' as unreadable, so the worker
+  -- buries it and the rest of the take runs.
+  local damaged = not sound and e[1] and (not STATES[e[1]] or e[1] == state)
+  if not damaged and (not sound or memberOf(seq, sk) ~= member) then
     -- Not this set's entry (only if something else wrote under the prefix): drop the member.
     redis.call('ZREM', set, member)
   else
-    local attempt, token = tonumber(e[3] or 0) + 1, ARGV[3 + #out]
+    local attempt, token = (tries or 0) + 1, ARGV[3 + #out]
     redis.call('HSET', entry, 's', 'r', 'n', attempt, 't', token, 'd', expires, 'u', now)
+    if damaged then redis.call('HSET', entry, 'o', tonumber(string.sub(member, 1, 15))) end
     if state == 'p' then redis.call('ZREM', KEYS[2], member) end
     redis.call('ZADD', KEYS[3], expires, member)
     e[1], e[3], e[5], e[6] = 'r', attempt, expires, now
-    out[#out + 1] = {sk, score, redis.call('GET', base .. 'b:' .. sk) or false, token, state, unpack(e)}
+    out[#out + 1] = {sk, score, redis.call('GET', base .. 'b:' .. sk) or false, token,
+      damaged and 'x' or state, unpack(e)}
   end
 end
 return {expires, redis.call('SMEMBERS', KEYS[4]), out}

@@ -345,6 +345,7 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
       // Taken from the processing set: the run before it ended without a verdict.
       const takenOver = text(was) === 'r';
       try {
+        if (text(was) === 'x') throw new Error('its state, acceptance number or attempt count was damaged');
         const f = fields(sk, rest);
         return {
           ...unpackDelivery(delivery),
