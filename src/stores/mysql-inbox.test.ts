@@ -43,8 +43,8 @@ if (up) {
     },
     inbox: (t, autoCreate) => mysqlStore({ client: pool, table: t, autoCreate }).inbox,
     table: (name) => `${table}_${name}`,
-    setMeta: async (t, key, meta) =>
-      void (await pool.query(`UPDATE \`${t}_inbox\` SET meta = ? WHERE entry_key = ?`, [meta, key])),
+    setColumn: async (t, key, column, value) =>
+      void (await pool.query(`UPDATE \`${t}_inbox\` SET ${column} = ? WHERE entry_key = ?`, [value, key])),
   });
 
   describe('mysqlStore inbox accept with a claim', () => {

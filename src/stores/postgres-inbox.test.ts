@@ -42,8 +42,8 @@ if (up) {
     apply: async (ddl) => void (await pool.query(ddl)),
     inbox: (t, autoCreate) => postgresStore({ client: pool, table: t, autoCreate }).inbox,
     table: (name) => `${table}_${name}`,
-    setMeta: async (t, key, meta) =>
-      void (await pool.query(`UPDATE "${t}_inbox" SET meta = $1 WHERE entry_key = $2`, [meta, key])),
+    setColumn: async (t, key, column, value) =>
+      void (await pool.query(`UPDATE "${t}_inbox" SET ${column} = $1 WHERE entry_key = $2`, [value, key])),
   });
 
   describe('postgresStore inbox on a big table', () => {

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { reachable, servers } from '../../test/support/servers.js';
 import type { InboxAcceptInput } from '../lease/inbox.js';
+import { storeKey } from '../lease/keys.js';
 import { runInboxConformance } from '../testing/index.js';
 import { redisStore } from './redis.js';
 
@@ -103,10 +104,7 @@ if (
       await nodeRedis.hSet(`${p}i:{acme}:e:acme:evt_state`, 's', '?');
       const jobs = await inbox.take({ limit: 10, leaseMs: LONG, receiver: 'acme' });
       const byKey = new Map(jobs.map((j) => [j.key, j]));
-      assert.deepEqual(
-        [...byKey.keys()].sort(),
-        [...damaged, 'good'].map((id) => `acme:evt_${id}`).sort(),
-      );
+      assert.deepEqual([...byKey.keys()].sort(), [...damaged, 'good'].map((id) => `acme:evt_${id}`).sort());
       for (const key of damaged.map((id) => `acme:evt_${id}`)) {
         const job = byKey.get(key)!;
         assert.match(job.unreadable ?? '', /^the stored entry could not be read back: /, key);
@@ -119,6 +117,20 @@ if (
       }
       assert.equal(byKey.get('acme:evt_good')!.unreadable, undefined);
       assert.equal(await inbox.complete(byKey.get('acme:evt_good')!.lease, { retentionMs: LONG }), true);
+    });
+
+    it('an unreadable entry under a hashed key (the key as given damaged too) is buried by its owner, not taken again every lease', async () => {
+      const p = `${prefix}hashed:`;
+      const inbox = redisStore({ client: nodeRedis, prefix: p }).inbox!;
+      const key = `acme:${'x'.repeat(600)}`; // past 512 characters: stored as its hash
+      await inbox.accept(input(key, 'acme'));
+      await nodeRedis.hSet(`${p}i:{acme}:e:${storeKey(key)}`, 'k', '{not json');
+      const [job] = await inbox.take({ limit: 1, leaseMs: LONG, receiver: 'acme' });
+      assert.match(job?.unreadable ?? '', /could not be read back/);
+      // Before, the bury named the entry by the stored key run through storeKey and spaceOf again.
+      assert.equal(await inbox.bury(job!.lease, { error: job!.unreadable! }), true, 'buried by its owner');
+      const { processing, dead } = await inbox.stats({ receiver: 'acme' });
+      assert.deepEqual({ processing, dead }, { processing: 0, dead: 1 });
     });
 
     it('takes oldest due first over every key space of one receiver, and stats and lists them all', async () => {

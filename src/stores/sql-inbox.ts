@@ -341,6 +341,12 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
     return { body: bytesOf(row.body), headers, url: url ?? undefined, receivedAt: new Date(receivedAt) };
   };
 
+  // The stored key of each unreadable job's lease: its key as given may be the damaged part, and a
+  // stored key run through storeKey again (a hashed one) would name no row, so it could never be
+  // buried.
+  const storedKeys = new WeakMap<Lease, string>();
+  const storedOf = (lease: Lease): string => storedKeys.get(lease) ?? storeKey(lease.key);
+
   const job = (row: Row): InboxJob => {
     const stored = String(row.entry_key);
     const fingerprint = String(row.fingerprint);
@@ -375,18 +381,20 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
     } catch (error) {
       // Changed or damaged outside onceonly: handed out as unreadable (the worker buries it,
       // reported), so the rest of the take runs. Its lease names the stored key when the key as
-      // given cannot be read either; the owner-checked bury then writes the same row.
+      // given cannot be read either; the owner-checked writes find its row through storedKeys.
       let key = stored;
       try {
         key = keyOf(row);
       } catch {}
+      const lease = leaseOf(key);
+      storedKeys.set(lease, stored);
       return unreadableJob(
         {
           key,
           receiver: String(row.receiver),
           fingerprint,
           acceptedAt: new Date(num(row.accepted_at)),
-          lease: leaseOf(key),
+          lease,
           type: opt(row.event_type),
           id: opt(row.event_id),
         },
@@ -629,18 +637,13 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       if (lease.token === '') return false;
-      const values = [ms(leaseMs, 'leaseMs', store, 1), storeKey(lease.key), lease.token, lease.attempt];
+      const values = [ms(leaseMs, 'leaseMs', store, 1), storedOf(lease), lease.token, lease.attempt];
       return (await exec('extend an inbox lease', extendSt, values)).changes > 0;
     },
 
     async complete(lease: Lease, { retentionMs, dropBody }: { retentionMs: number; dropBody?: boolean }) {
       if (lease.token === '') return false;
-      const values = [
-        ms(retentionMs, 'retentionMs', store, 0),
-        storeKey(lease.key),
-        lease.token,
-        lease.attempt,
-      ];
+      const values = [ms(retentionMs, 'retentionMs', store, 0), storedOf(lease), lease.token, lease.attempt];
       return (
         (await exec('complete an inbox entry', dropBody ? completeDropSt : completeSt, values)).changes > 0
       );
@@ -651,7 +654,7 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
       const values = [
         ms(delayMs, 'delayMs', store, 0),
         inboxErrorLine(error),
-        storeKey(lease.key),
+        storedOf(lease),
         lease.token,
         lease.attempt,
       ];
@@ -660,7 +663,7 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
 
     async bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
       if (lease.token === '') return false;
-      const values = [inboxErrorLine(error), storeKey(lease.key), lease.token, lease.attempt];
+      const values = [inboxErrorLine(error), storedOf(lease), lease.token, lease.attempt];
       return (await exec('bury an inbox entry', burySt, values)).changes > 0;
     },
 

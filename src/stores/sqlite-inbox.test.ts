@@ -29,6 +29,6 @@ sqlInboxSchemaSpec({
   apply: async (ddl) => void dbs[0]!.exec(ddl),
   inbox: (table, autoCreate) => sqliteStore({ client: dbs[0]!, table, autoCreate }).inbox,
   table: (name) => `oo_schema_${name}`,
-  setMeta: async (t, key, meta) =>
-    void dbs[0]!.prepare(`UPDATE "${t}_inbox" SET meta = ? WHERE entry_key = ?`).run(meta, key),
+  setColumn: async (t, key, column, value) =>
+    void dbs[0]!.prepare(`UPDATE "${t}_inbox" SET ${column} = ? WHERE entry_key = ?`).run(value, key),
 });

@@ -9,6 +9,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { ConfigError, StoreMisconfiguredError } from '../../src/lease/errors.js';
 import type { InboxStore } from '../../src/lease/inbox.js';
+import { storeKey } from '../../src/lease/keys.js';
 
 export interface SqlInboxSchemaSpec {
   /** The store, in test names. */
@@ -21,8 +22,8 @@ export interface SqlInboxSchemaSpec {
   inbox(table: string, autoCreate: boolean): InboxStore;
   /** A table name unique to this run and case. */
   table(name: string): string;
-  /** Writes `meta` of the entry stored under `key` in `<table>_inbox` as is (damage from outside). */
-  setMeta(table: string, key: string, meta: string | null): Promise<void>;
+  /** Writes a column of the entry stored under `key` in `<table>_inbox` as is (damage from outside). */
+  setColumn(table: string, key: string, column: 'meta' | 'full_key', value: string | null): Promise<void>;
 }
 
 export function sqlInboxSchemaSpec(spec: SqlInboxSchemaSpec): void {
@@ -75,9 +76,9 @@ export function sqlInboxSchemaSpec(spec: SqlInboxSchemaSpec): void {
           'accepted',
         );
       }
-      await spec.setMeta(table, 'damaged:bad', '[[["content-type", "application/json"]], nul');
-      await spec.setMeta(table, 'damaged:gone', null);
-      await spec.setMeta(table, 'damaged:shape', '{"headers": []}');
+      await spec.setColumn(table, 'damaged:bad', 'meta', '[[["content-type", "application/json"]], nul');
+      await spec.setColumn(table, 'damaged:gone', 'meta', null);
+      await spec.setColumn(table, 'damaged:shape', 'meta', '{"headers": []}');
       assert.equal((await inbox.get('damaged:bad'))?.delivery, undefined, 'shown, without its delivery');
       const jobs = await inbox.take({ limit: 10, leaseMs: 60_000, receiver: 'damaged' });
       const byKey = new Map(jobs.map((j) => [j.key, j]));
@@ -99,6 +100,21 @@ export function sqlInboxSchemaSpec(spec: SqlInboxSchemaSpec): void {
       assert.equal(await inbox.bury(bad.lease, { error: bad.unreadable! }), true);
       assert.equal((await inbox.get('damaged:bad'))?.state, 'dead');
       assert.match((await inbox.get('damaged:bad'))?.lastError ?? '', /could not be read back/);
+    });
+
+    it('an unreadable row under a hashed key (the key as given damaged too) is buried by its owner, not taken again every lease', async () => {
+      const table = spec.table('hashed');
+      const inbox = spec.inbox(table, true);
+      const key = `hashed:${'x'.repeat(600)}`; // past 512 characters: stored as its hash
+      assert.equal((await inbox.accept({ ...entry(key), receiver: 'hashed' })).status, 'accepted');
+      await spec.setColumn(table, storeKey(key), 'full_key', 'not JSON');
+      const [job] = await inbox.take({ limit: 1, leaseMs: 60_000, receiver: 'hashed' });
+      assert.match(job?.unreadable ?? '', /could not be read back/);
+      assert.equal(job!.key, storeKey(key), 'named by the stored key');
+      // Before, the bury ran the stored key through storeKey again and found no row.
+      assert.equal(await inbox.bury(job!.lease, { error: job!.unreadable! }), true, 'buried by its owner');
+      const { processing, dead } = await inbox.stats({ receiver: 'hashed' });
+      assert.deepEqual({ processing, dead }, { processing: 0, dead: 1 });
     });
 
     it('a receiver name of 191 characters is kept whole; a longer one is refused (MySQL would cut it short)', async () => {

@@ -274,6 +274,9 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
   // Pairs this store object has written to the registries: each is written once, before its first
   // entry, so every entry is reachable from them.
   const registered = new Set<string>();
+  // The key names of each unreadable job's lease: its key as given may be the damaged part, and the
+  // stored key it falls back to names no entry once run through storeKey and spaceOf again.
+  const namesOf = new WeakMap<Lease, string[]>();
   // The other spaces of each receiver, as its last take read them.
   const foreign = new Map<string, string[]>();
 
@@ -373,6 +376,8 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
         const key = readable(() => json(rest[9]) ?? text(sk), text(sk));
         const fingerprint = readable(() => text(rest[7]), '');
         const acceptedAt = new Date(readable(() => Number(text(rest[3])), 0));
+        const held = lease(key, text(token), Number(text(rest[2] ?? '0')), fingerprint, expiresAt);
+        namesOf.set(held, [`${q.base}n`, `${q.base}e:${text(sk)}`, `${q.base}b:${text(sk)}`]);
         return {
           ...unreadableJob(
             {
@@ -380,7 +385,7 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
               receiver: readable(() => json(rest[10]) ?? text(rest[8]), q.receiver),
               fingerprint,
               acceptedAt,
-              lease: lease(key, text(token), Number(text(rest[2] ?? '0')), fingerprint, expiresAt),
+              lease: held,
             },
             error,
           ),
@@ -427,12 +432,8 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
   /** An owner-checked change of one entry: 1 from the script when the lease still owned it. */
   async function owned(what: string, script: InboxScript, held: Lease, args: string[]): Promise<boolean> {
     if (held.token === '') return false;
-    const reply = await run(
-      what,
-      script,
-      [anchor(held.key), entryKey(held.key), deliveryKey(held.key)],
-      [held.token, ...args],
-    );
+    const names = namesOf.get(held) ?? [anchor(held.key), entryKey(held.key), deliveryKey(held.key)];
+    const reply = await run(what, script, names, [held.token, ...args]);
     return Number(reply) === 1;
   }
 
