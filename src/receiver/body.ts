@@ -151,6 +151,7 @@ export async function readBounded(
     if (web) await (source as ReadableStream).cancel().catch(() => {});
     throw new BodyTooLargeError(limit);
   }
+  if (!web && isFreshNodeStream(source)) return readNodeStream(source, limit, timeoutMs);
   // A web stream is read through its reader, which locks it: cancelling must then go through the
   // reader too (the stream's own cancel() rejects while it is locked, and would cancel nothing).
   let cancel: () => Promise<void> = () => Promise.resolve();
@@ -190,6 +191,84 @@ export async function readBounded(
   } finally {
     timer?.cancel();
   }
+  return joined(chunks, size);
+}
+
+/** The parts of a Node `Readable` (an `IncomingMessage`) that reading it by its events needs. */
+interface NodeStream {
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  off(event: string, listener: (...args: any[]) => void): unknown;
+  read(): unknown;
+  readonly readableFlowing: boolean | null;
+  readonly readableEnded: boolean;
+  readonly destroyed: boolean;
+}
+
+/**
+ * A Node stream nothing has started reading, ended or destroyed: its events give every byte. Any
+ * other (a stream already flowing, an ended one, a generic async iterable) goes through its async
+ * iterator, which knows how to finish those.
+ */
+function isFreshNodeStream(source: BodySource): source is BodySource & NodeStream {
+  const s = source as Partial<NodeStream>;
+  return (
+    typeof s.on === 'function' &&
+    typeof s.off === 'function' &&
+    typeof s.read === 'function' &&
+    s.readableFlowing === null &&
+    s.readableEnded === false &&
+    s.destroyed === false
+  );
+}
+
+/**
+ * Reads a fresh Node stream by its events: one promise per body instead of one (and a race with
+ * the deadline) per chunk. Past the limit or the deadline it is left unread, not destroyed, so the server can still answer 413 or 408 on it; a stream closed before its end
+ * (the sender went away) fails as the async iterator would.
+ */
+function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): Promise<Uint8Array> {
+  return new Promise<Uint8Array>((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    let timer: Later | undefined;
+    const finish = (error: unknown, bytes?: Uint8Array) => {
+      stream.off('readable', onReadable);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      timer?.cancel();
+      if (bytes) return resolve(bytes);
+      // Left unread: an error it emits later (the sender going away) must not end the process.
+      stream.on('error', ignore);
+      reject(error);
+    };
+    // Paused mode, as the async iterator reads it: the stream reads ahead no further than its own
+    // buffer, and nothing is read past the limit.
+    const onReadable = () => {
+      for (;;) {
+        const value = stream.read() as Uint8Array | string | null;
+        if (value === null) return;
+        const chunk = typeof value === 'string' ? encoder.encode(value) : value;
+        size += chunk.byteLength;
+        if (size > limit) return finish(new BodyTooLargeError(limit));
+        chunks.push(chunk);
+      }
+    };
+    const onEnd = () => finish(undefined, joined(chunks, size));
+    const onError = (error: unknown) => finish(error);
+    const onClose = () =>
+      finish(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    if (timeoutMs !== undefined) timer = later(() => finish(new BodyTimeoutError(timeoutMs)), timeoutMs);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+    stream.on('readable', onReadable);
+  });
+}
+
+function ignore(): void {}
+
+function joined(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);
   let offset = 0;
