@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
   type NodeReply,
+  nodeBody,
   nodeRawBody,
   nodeUrl,
   type Provider,
@@ -81,5 +82,5 @@ export function webhook<P extends Provider<any, any>>(
 function send(reply: FastifyReply, { status, headers, body }: NodeReply): FastifyReply {
   reply.code(status);
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-  return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  return reply.send(nodeBody(body));
 }

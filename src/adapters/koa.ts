@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import {
   type NodeReply,
+  nodeBody,
   nodeRawBody,
   type Provider,
   type ReceiverInput,
@@ -71,5 +72,5 @@ export function webhook<P extends Provider<any, any>>(
 function reply(ctx: KoaContext, { status, headers, body }: NodeReply): void {
   ctx.status = status;
   for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
-  ctx.body = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  ctx.body = nodeBody(body);
 }

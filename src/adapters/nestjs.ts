@@ -25,6 +25,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import {
   type NodeReply,
+  nodeBody,
   nodeRawBody,
   type Provider,
   type ReceiverInput,
@@ -49,7 +50,7 @@ export type NestResponse =
       readonly raw: ServerResponse;
       code(status: number): unknown;
       header(name: string, value: string | string[]): unknown;
-      send(payload: Uint8Array): unknown;
+      send(payload: Uint8Array | string): unknown;
     };
 
 /**
@@ -96,7 +97,7 @@ function isNodeRequest(value: unknown): value is IncomingMessage {
 function sendFastify(res: Exclude<NestResponse, ServerResponse>, { status, headers, body }: NodeReply): void {
   res.code(status);
   for (const [name, value] of Object.entries(headers)) res.header(name, value);
-  res.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  res.send(nodeBody(body));
 }
 
 /** `OnceonlyModule.register` options: the receiver's options (or a receiver) and the route's path (POST and GET). */

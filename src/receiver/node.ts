@@ -76,7 +76,12 @@ export interface NodeReply {
   readonly status: number;
   /** Header name to value; `set-cookie` may hold several. */
   readonly headers: Record<string, string | string[]>;
-  readonly body: Uint8Array;
+  /**
+   * The outcome JSON as text, or the handler's own response as bytes. Text goes out with its
+   * headers in one socket write (Node joins a string body to the header block; bytes go as a
+   * second chunk of a writev).
+   */
+  readonly body: Uint8Array | string;
 }
 
 /**
@@ -96,8 +101,6 @@ export async function toNodeReply(result: DeliveryResult, req?: IncomingMessage)
   return reply;
 }
 
-const encoder = new TextEncoder();
-
 /** The reply `toResponse` would make for a result without a handler response, built directly. */
 function outcomeReply(result: DeliveryResult): NodeReply {
   const headers: Record<string, string> = {};
@@ -106,7 +109,7 @@ function outcomeReply(result: DeliveryResult): NodeReply {
   if (result.outcome === 'too-large' || result.code === 'body_timeout') headers.connection = 'close';
   headers['content-type'] = 'application/json';
   headers['cache-control'] = 'no-store';
-  return { status: result.status, headers, body: encoder.encode(JSON.stringify(outcomeBody(result))) };
+  return { status: result.status, headers, body: JSON.stringify(outcomeBody(result)) };
 }
 
 /** Flattens a web `Response` into status, headers and bytes. */
@@ -119,6 +122,16 @@ export async function responseToReply(response: Response): Promise<NodeReply> {
   return { status: response.status, headers, body };
 }
 
+/** The body's length in bytes, as Content-Length counts it. */
+export function byteLength(body: Uint8Array | string): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+}
+
+/** A reply body as Node frameworks take it: the text as is, bytes as a Buffer over the same memory. */
+export function nodeBody(body: Uint8Array | string): string | Buffer {
+  return typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
 /** Writes a reply to a Node response (Express, Nest on Express, bare `node:http`). */
 export function writeNodeReply(res: ServerResponse, reply: NodeReply): void {
   if (res.headersSent) {
@@ -127,7 +140,7 @@ export function writeNodeReply(res: ServerResponse, reply: NodeReply): void {
   }
   res.statusCode = reply.status;
   for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
-  res.setHeader('content-length', reply.body.byteLength);
+  res.setHeader('content-length', byteLength(reply.body));
   res.end(reply.body);
 }
 
