@@ -481,6 +481,31 @@ describe('inbox mode: workers, batches, configuration', () => {
     });
   }
 
+  it('a burial that does not land (the lease lost, or the store failing) is reported failed, never dead', async () => {
+    const store = memoryStore();
+    const box = store.inbox!;
+    const { receiver, outcomes } = setup(
+      { name: 'acme', lease: '200ms', timeout: '100ms', inbox: { maxAttempts: 1 } },
+      store,
+    );
+    await receiver.fetch(delivery({ id: 'evt_unburied', type: 't' }));
+    // A worker takes it and dies: its one attempt is spent.
+    assert.equal((await box.take({ limit: 1, leaseMs: 200, receiver: 'acme' })).length, 1);
+    await sleep(300);
+    let buries = 0;
+    box.bury = async () => {
+      buries++;
+      return false; // another worker took it meanwhile
+    };
+    assert.equal(await receiver.runDue(), 1);
+    assert.equal(buries, 1, 'the worker tried to bury it');
+    const last = outcomes.at(-1)!;
+    assert.equal(last.outcome, 'failed');
+    assert.equal(last.inbox, undefined, 'no inbox state claimed for it');
+    assert.ok(!outcomes.some((o) => o.outcome === 'dead'));
+    assert.notEqual((await box.get('acme:evt_unburied'))?.state, 'dead');
+  });
+
   it('a SendGrid batch is kept as one entry per event, each run on its own', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     const payload = JSON.stringify([

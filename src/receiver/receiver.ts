@@ -1298,12 +1298,16 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       });
     const box = inbox!;
     const bury = async (error: unknown, why: string) => {
-      await withDeadline('bury', timings.storeTimeoutMs, () =>
+      const buried = await withDeadline('bury', timings.storeTimeoutMs, () =>
         box.bury(job.lease, { error: `${why}: ${causeOf(error)}` }),
       ).catch(() => false);
+      const code = error instanceof OnceonlyError ? error.code : 'inbox_unrunnable';
+      // A bury that did not land (the lease was lost, or the store failed) leaves the entry where it
+      // was: reported failed, as a retry that did not land is, never dead when it is not.
+      if (!buried) return done('failed', 500, { attempt: job.lease.attempt, code, error });
       return done('dead', 500, {
         attempt: job.lease.attempt,
-        code: error instanceof OnceonlyError ? error.code : 'inbox_unrunnable',
+        code,
         error,
         inbox: { state: 'dead', attempts: job.lease.attempt },
       });
