@@ -83,6 +83,43 @@ if (up) {
     });
   });
 
+  describe('mysqlStore inbox accept whose claim cannot be read back', () => {
+    it('a written entry whose lease read-back fails is accepted (it is durable), handed to the workers at once, and its first run is no takeover (before: the accept failed, 503, and the entry sat claimed by nobody)', async () => {
+      const receiver = `readback-${randomBytes(4).toString('hex')}`;
+      let failed = 0;
+      // The pool, failing the read of the lease's end once (a connection cut after the INSERT).
+      const faulty = async <T>(sql: string, run: () => Promise<T>): Promise<T> => {
+        if (failed === 0 && sql.startsWith('SELECT due_at')) {
+          failed++;
+          throw new Error('the connection failed after the INSERT (injected)');
+        }
+        return run();
+      };
+      const client: MysqlQueryable = {
+        query: (sql: string, values?: unknown) => faulty(sql, () => pool.query(sql, values as never)),
+        execute: (sql: string, values?: unknown) => faulty(sql, () => pool.execute(sql, values as never)),
+      };
+      const inbox = mysqlStore({ client, table }).inbox;
+      const accepted = await inbox.accept(
+        {
+          key: `${receiver}:evt_1`,
+          receiver,
+          fingerprint: 'a'.repeat(64),
+          body: new TextEncoder().encode('{}'),
+          headers: [],
+          receivedAt: new Date(),
+        },
+        { claimMs: 60_000 },
+      );
+      assert.equal(failed, 1, 'the read-back failed');
+      assert.deepEqual(accepted, { status: 'accepted' });
+      // Due now, not in a minute when the claim would have run out.
+      const [job] = await inbox.take({ limit: 10, leaseMs: 60_000, receiver });
+      assert.equal(job?.key, `${receiver}:evt_1`);
+      assert.equal(job?.takenOver, false, 'its first run is not a takeover');
+    });
+  });
+
   describe('mysqlStore inbox on one Connection', () => {
     it('a statement sent while a take transaction is open waits for it: a take rolled back after an accept resolved undid that entry before', async () => {
       const conn = await mysql.createConnection({ uri: servers.mysql });

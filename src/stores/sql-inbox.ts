@@ -569,7 +569,8 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
       // One limit for every SQL store (MySQL's receiver column holds 191 characters, and its
       // INSERT IGNORE would cut a longer name short without an error): a receiver moved from one
       // store to another keeps working.
-      if ([...input.receiver].length > RECEIVER_MAX) {
+      // (Code points: never more than UTF-16 units, so only a long name is counted.)
+      if (input.receiver.length > RECEIVER_MAX && [...input.receiver].length > RECEIVER_MAX) {
         throw new ConfigError(
           'invalid_option',
           `onceonly: ${store} inbox receiver names are at most ${RECEIVER_MAX} characters, got ${[...input.receiver].length}; give the receiver a shorter name`,
@@ -580,7 +581,22 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
       const entry = entryValues(input, stored, token);
       const accepted = async (): Promise<InboxAccepted> => {
         if (claimMs === undefined) return { status: 'accepted' };
-        const { rows } = await exec('accept an inbox entry', leaseEnd, [stored, token]);
+        let rows: Row[];
+        try {
+          ({ rows } = await exec('accept an inbox entry', leaseEnd, [stored, token]));
+        } catch {
+          // Written (durable: accepted), but its lease could not be read back, so not ours to run.
+          // Handed to the workers at once, best effort, so its first run is not a takeover of a
+          // claim that nobody ran (which on a last attempt would bury it unrun).
+          await exec('retry an inbox entry', retrySt, [
+            0,
+            inboxErrorLine('accepted, but its claim could not be read back'),
+            stored,
+            token,
+            1,
+          ]).catch(() => undefined);
+          return { status: 'accepted' };
+        }
         // The claim ran out before it was read back (a claimMs shorter than a round trip) and a
         // worker took the entry: accepted, but not ours to run.
         if (rows.length === 0) return { status: 'accepted' };
