@@ -591,6 +591,39 @@ describe('receiver: bad input never reaches the store or the handler', () => {
     assert.deepEqual(calls, []);
   });
 
+  it('receive() given an object-mode stream (chunks that are not bytes) ends in an outcome, never an uncaught exception or a hang', async () => {
+    const { receiver, calls } = setup();
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => void uncaught.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const result = await receiver.receive({
+        rawBody: Readable.from([[1, 2, 3], [4]]) as unknown as Readable,
+        headers: sign('{}'),
+      });
+      assert.equal(result.status, 400);
+      assert.equal(result.outcome, 'rejected');
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    assert.deepEqual(uncaught, []);
+    assert.deepEqual(calls, []);
+  });
+
+  it("receive() takes a stream whose 'close' comes right after its last push, before its 'end', as complete", async () => {
+    const { receiver } = setup();
+    const body = JSON.stringify({ id: 'evt_close_first', type: 't' });
+    const stream = new Readable({ read() {} });
+    const result = receiver.receive({ rawBody: stream, headers: sign(body) });
+    stream.push(Buffer.from(body));
+    setImmediate(() => {
+      // The order Node's HTTP/2 compatibility layer uses: end of data, then close at once.
+      stream.push(null);
+      stream.emit('close');
+    });
+    assert.equal((await result).outcome, 'processed');
+  });
+
   it('receive() reads a Node stream body with the same bound, leaving an oversized one unread', async () => {
     const { receiver, calls } = setup({ maxBodyBytes: 1024 });
     const body = JSON.stringify({ id: 'evt_stream', type: 't' });

@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
   type NodeReply,
-  nodeBody,
+  nodeBytes,
   nodeRawBody,
   nodeUrl,
   type Provider,
@@ -82,5 +82,6 @@ export function webhook<P extends Provider<any, any>>(
 function send(reply: FastifyReply, { status, headers, body }: NodeReply): FastifyReply {
   reply.code(status);
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-  return reply.send(nodeBody(body));
+  // Bytes, not text: Fastify runs a string through any serializer the app set for the reply.
+  return reply.send(nodeBytes(body));
 }

@@ -25,7 +25,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import {
   type NodeReply,
-  nodeBody,
+  nodeBytes,
   nodeRawBody,
   type Provider,
   type ReceiverInput,
@@ -97,7 +97,8 @@ function isNodeRequest(value: unknown): value is IncomingMessage {
 function sendFastify(res: Exclude<NestResponse, ServerResponse>, { status, headers, body }: NodeReply): void {
   res.code(status);
   for (const [name, value] of Object.entries(headers)) res.header(name, value);
-  res.send(nodeBody(body));
+  // Bytes, not text: Fastify runs a string through any serializer the app set for the reply.
+  res.send(nodeBytes(body));
 }
 
 /** `OnceonlyModule.register` options: the receiver's options (or a receiver) and the route's path (POST and GET). */

@@ -233,7 +233,10 @@ function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): 
     const chunks: Uint8Array[] = [];
     let size = 0;
     let deadline: Tick | undefined;
+    let settled = false;
     const finish = (error: unknown, bytes?: Uint8Array) => {
+      if (settled) return;
+      settled = true;
       stream.off('data', onData);
       stream.off('end', onEnd);
       stream.off('error', onError);
@@ -245,16 +248,34 @@ function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): 
       stream.on('error', ignore);
       reject(error);
     };
+    // Whatever a chunk is (an object-mode stream handed in by mistake), a throw here ends this body
+    // with an outcome: it must never escape from a stream's event as an uncaught exception.
     const onData = (value: Uint8Array | string) => {
-      const chunk = typeof value === 'string' ? encoder.encode(value) : value;
-      size += chunk.byteLength;
-      if (size > limit) finish(new BodyTooLargeError(limit));
-      else chunks.push(chunk);
+      try {
+        const chunk = typeof value === 'string' ? encoder.encode(value) : value;
+        if (!(chunk instanceof Uint8Array)) throw new TypeError('a body chunk is not bytes');
+        size += chunk.byteLength;
+        if (size > limit) finish(new BodyTooLargeError(limit));
+        else chunks.push(chunk);
+      } catch (error) {
+        finish(error);
+      }
     };
-    const onEnd = () => finish(undefined, joined(chunks, size));
+    const onEnd = () => {
+      try {
+        finish(undefined, joined(chunks, size));
+      } catch (error) {
+        finish(error);
+      }
+    };
     const onError = (error: unknown) => finish(error);
+    // A stream may emit 'close' right after its last push, before its (next-tick) 'end': only a
+    // close that no 'end' follows is the sender going away.
     const onClose = () =>
-      finish(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      setTimeout(
+        () => finish(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })),
+        0,
+      );
     if (timeoutMs !== undefined) {
       deadline = wheel.add(timeoutMs, () => finish(new BodyTimeoutError(timeoutMs)), true);
     }

@@ -127,7 +127,14 @@ export function byteLength(body: Uint8Array | string): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
 }
 
-/** A reply body as Node frameworks take it: the text as is, bytes as a Buffer over the same memory. */
+/** A reply body as bytes (a Buffer over the same memory, or the text's UTF-8). */
+export function nodeBytes(body: Uint8Array | string): Buffer {
+  return typeof body === 'string'
+    ? Buffer.from(body)
+    : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
+/** A reply body as Koa takes it: the text as is, bytes as a Buffer over the same memory. */
 export function nodeBody(body: Uint8Array | string): string | Buffer {
   return typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }

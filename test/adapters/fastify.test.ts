@@ -86,6 +86,25 @@ for (const [label, Fastify] of [
     });
   });
 
+  describe(`${label}: an app hook that sets a reply serializer`, () => {
+    it('the outcome JSON is sent as it is, not serialized again (bytes skip the serializer, text would not)', async () => {
+      const f = fixture();
+      const server = await start(async (app) => {
+        app.addHook('onRequest', async (_request, reply) => {
+          reply.serializer((payload: unknown) => JSON.stringify(payload));
+        });
+        await app.register(webhook(f.receiver), { prefix: '/webhooks' });
+      });
+      try {
+        const res = await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }));
+        assert.equal(res.status, 200);
+        assert.equal(res.json?.outcome, 'processed');
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
   describe(`${label}: a hook that read the payload before the route`, () => {
     it('refuses with 500 body_already_parsed naming the fix, never a signature mismatch', async () => {
       const f = fixture();
