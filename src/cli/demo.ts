@@ -43,7 +43,11 @@ export const demoFlags = {
   'inbox-workers': { type: 'number', default: 2, help: 'inbox worker processes (inbox and hybrid modes)' },
   inline: { type: 'number', default: 500, help: 'hybrid: the inline budget in ms' },
   'max-attempts': { type: 'number', default: 10, help: 'inbox: runs of an entry before it is dead' },
-  'kill-rate': { type: 'number', default: 0.01, help: 'share of handler runs killed with SIGKILL mid-work' },
+  'kill-rate': {
+    type: 'number',
+    default: 0.01,
+    help: 'share of handler runs killed with SIGKILL mid-work (and, when over 0, the first run, so every run has a kill)',
+  },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
   timeout: { type: 'number', default: 1000, help: 'handler deadline in ms' },
@@ -219,8 +223,18 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   );
   cluster.setupPrimary({ exec: workerFile, silent: false });
   const roles = new Map<number, DemoRole>();
+  // With kills on, the first process that runs handlers kills its first run: every such run has at
+  // least one kill (the rest are random), so a short run cannot pass without its chaos.
+  let firstKill = killRate > 0;
   const fork = (role: DemoRole) => {
-    const w = cluster.fork({ ONCEONLY_DEMO_WORKER: JSON.stringify(config), ONCEONLY_DEMO_ROLE: role });
+    const kills = mode === 'inline' || role === 'worker';
+    const killFirst = firstKill && kills;
+    if (killFirst) firstKill = false;
+    const w = cluster.fork({
+      ONCEONLY_DEMO_WORKER: JSON.stringify(config),
+      ONCEONLY_DEMO_ROLE: role,
+      ONCEONLY_DEMO_KILL_FIRST: killFirst ? '1' : '0',
+    });
     roles.set(w.id, role);
   };
   // The port is picked when the web processes are ready to listen, and handed to them (and to restarts).

@@ -53,6 +53,8 @@ const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
 // Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
 const killRate = config.mode === 'inline' || role === 'worker' ? config.killRate : 0;
+// The first process to run handlers kills its first run (see demo.ts), the others by chance.
+let killFirst = killRate > 0 && process.env.ONCEONLY_DEMO_KILL_FIRST === '1';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -130,7 +132,8 @@ const receiver = createReceiver({
     if (key !== undefined) eventOfKey.set(key, id);
     recordRun.run(id, attempt, process.pid);
     const dice = Math.random();
-    if (dice < killRate) {
+    if (killFirst || dice < killRate) {
+      killFirst = false;
       await sleep(Math.random() * 20);
       await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
     }
