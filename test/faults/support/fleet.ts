@@ -46,6 +46,11 @@ export interface FleetReport {
   deliveries: number;
   processes: number;
   workersKilled: number;
+  /**
+   * Processes that recorded a crash and then exited by SIGKILL, whenever the exit came (a kill at
+   * the very end of a run lands after the fleet has started stopping, and is not a restart).
+   */
+  killsLanded: number;
   handlerRuns: number;
   effects: number;
   eventsLost: number;
@@ -121,8 +126,14 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     listening.add(w.id);
     everListened.add(w.id);
   };
-  const onExit = (w: { id: number }, code: number | null, signal: string | null) => {
+  const sigkilled = new Set<number>();
+  const onExit = (
+    w: { id: number; process: { pid?: number } },
+    code: number | null,
+    signal: string | null,
+  ) => {
     listening.delete(w.id);
+    if (signal === 'SIGKILL' && w.process.pid !== undefined) sigkilled.add(w.process.pid);
     if (stopping) return;
     // A restarted worker can be handed queued connections, and killed by one, before the primary
     // hears it listen: SIGKILL is always a fault to restart from.
@@ -251,6 +262,17 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       n: number;
     }[])
       crashes[row.step] = row.n;
+    // Each process that recorded a crash killed itself right after: wait for every such exit.
+    const crashPids = (ledger.prepare('SELECT DISTINCT pid FROM crashes').all() as { pid: number }[]).map(
+      (row) => row.pid,
+    );
+    await until(
+      () => crashPids.every((pid) => sigkilled.has(pid)),
+      5_000,
+      'crashed processes exit',
+      25,
+    ).catch(() => {});
+    const killsLanded = crashPids.filter((pid) => sigkilled.has(pid)).length;
     const crashedEvents = (
       ledger
         .prepare('SELECT DISTINCT event_id AS id, step FROM crashes WHERE event_id IS NOT NULL')
@@ -269,6 +291,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       deliveries: sim.deliveries,
       processes: forked,
       workersKilled: killed,
+      killsLanded,
       handlerRuns: count('SELECT COUNT(*) AS n FROM runs'),
       effects: applied,
       eventsLost: lost,
