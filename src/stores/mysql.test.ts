@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { reachable, servers } from '../../test/support/servers.js';
+import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import { mysqlMigration, mysqlStore } from './mysql.js';
@@ -137,28 +138,8 @@ if (up) {
 
   describe('mysqlStore purgeExpired and retention', () => {
     it("keeps a released or run-out row for its claim's retentionMs past leaseGraceMs, then deletes it", async () => {
-      // Prepare: two takeable rows claimed with a long retention, one with a short one.
       const store = mysqlStore({ client: pool, table: table('retention') });
-      await store.claim('ran-out', { leaseMs: 1, retentionMs: 60_000, fingerprint: 'a' });
-      const failed = await store.claim('released', { leaseMs: 60_000, retentionMs: 60_000 });
-      assert.ok(failed.status === 'acquired' && (await store.release(failed.lease)));
-      await store.claim('short', { leaseMs: 1, retentionMs: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      // Act
-      const deleted = await store.purgeExpired({ leaseGraceMs: 0 });
-      // Assess: only the short one; the others still raise the attempt.
-      assert.equal(deleted, 1);
-      assert.equal(await store.inspect('short'), undefined);
-      assert.equal((await store.inspect('released'))?.state, 'released');
-      const takeover = await store.claim('ran-out', { leaseMs: 60_000, fingerprint: 'a' });
-      assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
-      const retry = await store.claim('released', { leaseMs: 60_000 });
-      assert.equal(retry.status === 'acquired' && retry.lease.attempt, 2);
-      // leaseGraceMs stays a floor for rows whose retention is shorter.
-      await store.claim('floor', { leaseMs: 1, retentionMs: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
-      assert.equal((await store.inspect('floor'))?.attempt, 1);
+      await purgeKeepsRetention(store);
     });
   });
 

@@ -7,6 +7,7 @@ import { Kysely, sql as kyselySql, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import postgres from 'postgres';
 import { reachable, servers } from '../../test/support/servers.js';
+import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import {
@@ -276,28 +277,8 @@ else
       });
 
       it("keeps a released or run-out row for its claim's retentionMs past leaseGraceMs, then deletes it", async () => {
-        // Prepare: two takeable rows claimed with a long retention, one with a short one.
         const store = postgresStore({ client: pool, table: uniqueTable('retention') });
-        await store.claim('ran-out', { leaseMs: 1, retentionMs: 60_000, fingerprint: 'a' });
-        const failed = await store.claim('released', { leaseMs: 60_000, retentionMs: 60_000 });
-        assert.ok(failed.status === 'acquired' && (await store.release(failed.lease)));
-        await store.claim('short', { leaseMs: 1, retentionMs: 1 });
-        await new Promise((r) => setTimeout(r, 20));
-        // Act
-        const deleted = await store.purgeExpired({ leaseGraceMs: 0 });
-        // Assess: only the short one; the others still raise the attempt.
-        assert.equal(deleted, 1);
-        assert.equal(await store.inspect('short'), undefined);
-        assert.equal((await store.inspect('released'))?.state, 'released');
-        const takeover = await store.claim('ran-out', { leaseMs: 60_000, fingerprint: 'a' });
-        assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
-        const retry = await store.claim('released', { leaseMs: 60_000 });
-        assert.equal(retry.status === 'acquired' && retry.lease.attempt, 2);
-        // leaseGraceMs stays a floor for rows whose retention is shorter.
-        await store.claim('floor', { leaseMs: 1, retentionMs: 1 });
-        await new Promise((r) => setTimeout(r, 20));
-        assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
-        assert.equal((await store.inspect('floor'))?.attempt, 1);
+        await purgeKeepsRetention(store);
       });
 
       it('forgets versions unused for longer than asked, only when asked', async () => {

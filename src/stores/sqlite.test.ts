@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import { sqliteMigration, sqliteStore } from './sqlite.js';
@@ -155,28 +156,8 @@ describe('sqliteStore purgeExpired', () => {
 
 describe('sqliteStore purgeExpired and retention', () => {
   it("keeps a released or run-out row for its claim's retentionMs past leaseGraceMs, then deletes it", async () => {
-    // Prepare: two takeable rows claimed with a long retention, one with a short one.
     const store = storeOn(join(dir, 'retention.db')).store;
-    await store.claim('ran-out', { leaseMs: 1, retentionMs: 60_000, fingerprint: 'a' });
-    const failed = await store.claim('released', { leaseMs: 60_000, retentionMs: 60_000 });
-    assert.ok(failed.status === 'acquired' && (await store.release(failed.lease)));
-    await store.claim('short', { leaseMs: 1, retentionMs: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // Act
-    const deleted = await store.purgeExpired({ leaseGraceMs: 0 });
-    // Assess: only the short one; the others still raise the attempt.
-    assert.equal(deleted, 1);
-    assert.equal(await store.inspect('short'), undefined);
-    assert.equal((await store.inspect('released'))?.state, 'released');
-    const takeover = await store.claim('ran-out', { leaseMs: 60_000, fingerprint: 'a' });
-    assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
-    const retry = await store.claim('released', { leaseMs: 60_000 });
-    assert.equal(retry.status === 'acquired' && retry.lease.attempt, 2);
-    // leaseGraceMs stays a floor for rows whose retention is shorter.
-    await store.claim('floor', { leaseMs: 1, retentionMs: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.equal(await store.purgeExpired({ leaseGraceMs: 60_000 }), 0);
-    assert.equal((await store.inspect('floor'))?.attempt, 1);
+    await purgeKeepsRetention(store);
     await store.close();
   });
 });
