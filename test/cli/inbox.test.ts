@@ -10,13 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
-import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
 import { createReceiver, hmac } from '../../src/index.js';
 import { runCli } from '../support/cli.js';
-import { reachable, servers } from '../support/servers.js';
+import { dropStoreData, sharedStores } from '../support/probes.js';
+import { reachable } from '../support/servers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-cli-inbox-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -144,52 +142,12 @@ cases(
   () => join(dir, 'inbox.db'),
   async () => {},
 );
-if (
-  await reachable('inbox CLI on Redis', servers.redis, async () =>
-    (await createClient({ url: servers.redis }).connect()).quit(),
-  )
-) {
-  cases(
-    'Redis',
-    () => servers.redis,
-    async (name) => {
-      const client = await createClient({ url: servers.redis }).connect();
-      for await (const keys of client.scanIterator({ MATCH: `${name}:*` }))
-        if (keys.length) await client.del(keys);
-      await client.quit();
-    },
-  );
-}
-if (
-  await reachable('inbox CLI on PostgreSQL', servers.postgres, async () => {
-    const c = new pg.Client({ connectionString: servers.postgres });
-    await c.connect();
-    await c.end();
-  })
-) {
-  cases(
-    'PostgreSQL',
-    () => servers.postgres,
-    async (name) => {
-      const c = new pg.Client({ connectionString: servers.postgres });
-      await c.connect();
-      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions, ${name}_inbox`);
-      await c.end();
-    },
-  );
-}
-if (
-  await reachable('inbox CLI on MariaDB/MySQL', servers.mysql, async () =>
-    (await mysql.createConnection(servers.mysql)).end(),
-  )
-) {
-  cases(
-    'MariaDB/MySQL',
-    () => servers.mysql,
-    async (name) => {
-      const c = await mysql.createConnection(servers.mysql);
-      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions, ${name}_inbox`);
-      await c.end();
-    },
-  );
+for (const [label, url, probe] of sharedStores) {
+  if (await reachable(`inbox CLI on ${label}`, url, probe)) {
+    cases(
+      label,
+      () => url,
+      (name) => dropStoreData(label, name, ['', '_versions', '_inbox']),
+    );
+  }
 }

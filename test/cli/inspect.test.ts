@@ -4,12 +4,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
-import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
 import { cliArgv, root, run } from '../support/cli.js';
-import { reachable, servers } from '../support/servers.js';
+import { dropStoreData, sharedStores } from '../support/probes.js';
+import { reachable } from '../support/servers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-inspect-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -211,52 +209,12 @@ describe('onceonly inspect errors', () => {
   });
 });
 
-if (
-  await reachable('inspect on Redis', servers.redis, async () =>
-    (await createClient({ url: servers.redis }).connect()).quit(),
-  )
-) {
-  cases(
-    'Redis',
-    () => servers.redis,
-    async (name) => {
-      const client = await createClient({ url: servers.redis }).connect();
-      for await (const keys of client.scanIterator({ MATCH: `${name}:*` }))
-        if (keys.length) await client.del(keys);
-      await client.quit();
-    },
-  );
-}
-if (
-  await reachable('inspect on PostgreSQL', servers.postgres, async () => {
-    const c = new pg.Client({ connectionString: servers.postgres });
-    await c.connect();
-    await c.end();
-  })
-) {
-  cases(
-    'PostgreSQL',
-    () => servers.postgres,
-    async (name) => {
-      const c = new pg.Client({ connectionString: servers.postgres });
-      await c.connect();
-      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions`);
-      await c.end();
-    },
-  );
-}
-if (
-  await reachable('inspect on MariaDB/MySQL', servers.mysql, async () =>
-    (await mysql.createConnection(servers.mysql)).end(),
-  )
-) {
-  cases(
-    'MariaDB/MySQL',
-    () => servers.mysql,
-    async (name) => {
-      const c = await mysql.createConnection(servers.mysql);
-      await c.query(`DROP TABLE IF EXISTS ${name}, ${name}_versions`);
-      await c.end();
-    },
-  );
+for (const [label, url, probe] of sharedStores) {
+  if (await reachable(`inspect on ${label}`, url, probe)) {
+    cases(
+      label,
+      () => url,
+      (name) => dropStoreData(label, name, ['', '_versions']),
+    );
+  }
 }
