@@ -186,10 +186,13 @@ export const conformanceCases: readonly ConformanceCase[] = [
     name: 'takeover after expiry gives attempt + 1, every time',
     async run(store, ctx) {
       const key = ctx.key();
-      const first = acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
+      // A long lease first, so the in-flight check holds however slow the host is; the owner then
+      // shortens it (extend sets the end to now + lease) and it runs out on the store's clock.
+      const first = acquired(await store.claim(key, { leaseMs: LONG, retentionMs: LONG }));
       assert.equal(first.attempt, 1);
       const live = await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG });
       assert.equal(live.status, 'in-flight', 'before expiry the key is in-flight');
+      assert.equal(await store.extend(first, { leaseMs: ctx.shortMs }), true);
       await ctx.waitOut();
       const second = acquired(await store.claim(key, { leaseMs: ctx.shortMs, retentionMs: LONG }));
       assert.equal(second.attempt, 2);

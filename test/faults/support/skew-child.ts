@@ -15,10 +15,14 @@ const { url, name, key, leaseMs, liveKey, lapsedKey } = JSON.parse(process.env.O
   lapsedKey: string;
 };
 const opened = await openStore(url, name);
+// The extend's end may be later than the claim's by at most the time between them, measured here
+// on the monotonic clock (the preload shifts only Date).
+const started = performance.now();
 const claim = await opened.store.claim(key, { leaseMs });
 if (claim.status !== 'acquired')
   throw new Error(`skew child: expected to acquire ${key}, got ${claim.status}`);
 const extended = await opened.store.extend(claim.lease, { leaseMs });
+const between = performance.now() - started;
 const view = await opened.store.inspect(key);
 const live = await opened.store.claim(liveKey, { leaseMs });
 const lapsed = await opened.store.claim(lapsedKey, { leaseMs });
@@ -28,6 +32,7 @@ process.stdout.write(
     extended,
     claimedUntil: claim.lease.expiresAt.getTime(),
     viewUntil: view?.expiresAt.getTime(),
+    between,
     live: live.status,
     lapsed: lapsed.status === 'acquired' ? `acquired ${lapsed.lease.attempt}` : lapsed.status,
   })}\n`,
