@@ -4,6 +4,7 @@ import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } 
 import { keyPart } from './lease/keys.js';
 import { causeOf, emit, type Logger, resolveLogger } from './lease/logger.js';
 import { resolveTelemetry, storeKind, type Telemetry } from './lease/telemetry.js';
+import { callDeadlineMs } from './lease/timers.js';
 import { resolveTimings } from './lease/timings.js';
 import type { Store } from './lease/types.js';
 
@@ -102,7 +103,7 @@ export async function once<T>(
   const engine = {
     leaseMs,
     timeoutMs,
-    storeTimeoutMs,
+    storeTimeoutMs: callDeadlineMs(store, storeTimeoutMs),
     retentionMs: retentionMs ?? parseDuration(DEFAULT_RETENTION),
     fingerprint: options.fingerprint,
   };

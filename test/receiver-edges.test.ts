@@ -19,6 +19,7 @@ import {
   type Store,
   StoreMisconfiguredError,
 } from '../src/index.js';
+import { wheel } from '../src/lease/timers.js';
 import { github, sendgrid, shopify } from '../src/providers/index.js';
 import { twilioSignature } from './support/twilio-signature.js';
 
@@ -543,6 +544,38 @@ describe('storeTimeout: a store call that never answers is a store error', () =>
     assert.equal(res.status, 503);
     assert.equal((await res.json()).code, 'store_timeout');
     assert.ok(took >= 190 && took < 1_500, `answered after ${took} ms`);
+  });
+
+  it('the memory store (every call answered before it returns) gets no deadline; one with a method swapped in does', async (t) => {
+    // Arrange: count the deadlines armed on the shared timer wheel.
+    const add = t.mock.method(wheel, 'add');
+    const plain = createReceiver({
+      provider: acme(),
+      store: memoryStore(),
+      handler: () => {},
+      logger: false,
+    });
+    // Act
+    const first = await plain.receive(await asInput(signed(JSON.stringify({ id: 'evt_i1', type: 't' }))));
+    // Assert: claim and confirm ran with no timer.
+    assert.equal(first.outcome, 'processed');
+    assert.equal(add.mock.callCount(), 0, 'no deadline for the memory store');
+
+    // A memory store whose claim was replaced (a test double that hangs) is not answered inline.
+    const patched = memoryStore();
+    patched.claim = hanging;
+    const receiver = createReceiver({
+      provider: acme('secret-patched'),
+      name: 'patched',
+      store: patched,
+      handler: () => {},
+      storeTimeout: '200ms',
+      logger: false,
+    });
+    const res = await receiver.fetch(signed(JSON.stringify({ id: 'evt_i2', type: 't' }), 'secret-patched'));
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).code, 'store_timeout');
+    assert.ok(add.mock.callCount() >= 1, 'the swapped-in claim got its deadline');
   });
 
   it('fail-open: a claim that hangs runs the handler degraded', async () => {

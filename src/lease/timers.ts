@@ -4,6 +4,7 @@
  * shorter timers instead. Also the one place store calls get their deadline.
  */
 import { StoreTimeoutError } from './errors.js';
+import type { Store } from './types.js';
 
 /** The longest delay one Node timer can wait: 2^31 − 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -130,10 +131,51 @@ class Wheel {
 /** The process's one {@link Wheel}. */
 export const wheel = new Wheel();
 
+const INLINE = Symbol.for('onceonly.settlesInline');
+type LeaseMethods = Pick<Store, 'claim' | 'confirm' | 'release' | 'extend'>;
+
+/**
+ * Marks a store whose calls do all their work before they return (the memory store: no I/O, no
+ * waiting). Such a call cannot outlive a deadline: no timer can fire before its answer is there.
+ */
+export function markSettlesInline<S extends LeaseMethods>(store: S): S {
+  const own: LeaseMethods = {
+    claim: store.claim,
+    confirm: store.confirm,
+    release: store.release,
+    extend: store.extend,
+  };
+  // Configurable: a Proxy around the store may answer it with anything of its own.
+  Object.defineProperty(store, INLINE, { value: own, enumerable: false, configurable: true });
+  return store;
+}
+
+/**
+ * The deadline for a store's calls: `storeTimeoutMs`, or none (`Infinity`) for a store marked by
+ * {@link markSettlesInline} whose lease methods are still its own (a test that swaps one in for a
+ * hanging stub gets the deadline back).
+ */
+export function callDeadlineMs(store: LeaseMethods, storeTimeoutMs: number): number {
+  try {
+    const own = (store as { [INLINE]?: LeaseMethods })[INLINE];
+    return typeof own === 'object' &&
+      own !== null &&
+      store.claim === own.claim &&
+      store.confirm === own.confirm &&
+      store.release === own.release &&
+      store.extend === own.extend
+      ? Number.POSITIVE_INFINITY
+      : storeTimeoutMs;
+  } catch {
+    // A wrapper whose reads throw: its calls get the deadline.
+    return storeTimeoutMs;
+  }
+}
+
 /**
  * Runs one store call under its deadline: past `ms` the returned promise rejects with a
  * {@link StoreTimeoutError} (a store error), whatever the call does afterwards. A call that throws
- * synchronously rejects the same way as one that fails.
+ * synchronously rejects the same way as one that fails. `Infinity` sets no deadline.
  */
 export function withDeadline<T>(operation: string, ms: number, call: () => PromiseLike<T>): Promise<T> {
   let pending: PromiseLike<T>;
@@ -142,6 +184,7 @@ export function withDeadline<T>(operation: string, ms: number, call: () => Promi
   } catch (error) {
     return Promise.reject(error);
   }
+  if (ms === Number.POSITIVE_INFINITY) return Promise.resolve(pending);
   return new Promise<T>((resolve, reject) => {
     const tick = wheel.add(ms, () => reject(new StoreTimeoutError(operation, ms)), true);
     pending.then(

@@ -2,6 +2,7 @@ import { ConfigError, StoreFullError } from '../errors.js';
 import { newToken } from '../lease/crypto.js';
 import type { InboxStore } from '../lease/inbox.js';
 import { markKind } from '../lease/telemetry.js';
+import { markSettlesInline } from '../lease/timers.js';
 import {
   assertVersion,
   type Claim,
@@ -171,190 +172,196 @@ export function memoryStore(
 
   const inbox: InboxStore = memoryInbox(now);
 
-  return markKind('memory', {
-    inbox,
+  // Every call does its work before it returns: no store-call deadline is needed (or set).
+  return markSettlesInline(
+    markKind('memory', {
+      inbox,
 
-    get size() {
-      return processing.size + completed.size;
-    },
+      get size() {
+        return processing.size + completed.size;
+      },
 
-    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
-      const at = now();
-      const packed = completed.get(key);
-      if (packed !== undefined) {
-        if (expiresAtOf(packed) > at)
-          return { status: 'completed', sameFingerprint: packedFingerprintIs(packed, fingerprint) };
-        completed.delete(key);
-      }
-      const held = heldEntry(key, at);
-      if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint))) {
-        // A live owner; or a released or run-out record of another body, which keeps its
-        // fingerprint: the same key with another fingerprint is a conflict, never a takeover.
-        return {
-          status: 'in-flight',
-          attempt: held.attempt,
-          expiresAt: new Date(held.expiresAt),
-          sameFingerprint: sameFingerprint(held.fingerprint, fingerprint),
-        };
-      }
-      // Absent, released, or a lease that ran out: take it, raising the attempt over the last owner's.
-      if (!held) makeRoom(at);
-      const entry: Entry = held ?? {
-        token: '',
-        attempt: 0,
-        fingerprint,
-        expiresAt: 0,
-        updatedAt: 0,
-        graceMs: 0,
-      };
-      entry.token = newToken();
-      entry.attempt += 1;
-      entry.fingerprint = fingerprint;
-      entry.expiresAt = at + leaseMs;
-      entry.updatedAt = at;
-      entry.graceMs = retentionMs ?? DEFAULT_GRACE_MS;
-      processing.set(key, entry);
-      schedule(key, dropAtOf(entry));
-      return {
-        status: 'acquired',
-        lease: createLease({
-          key,
-          token: entry.token,
-          attempt: entry.attempt,
+      async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
+        const at = now();
+        const packed = completed.get(key);
+        if (packed !== undefined) {
+          if (expiresAtOf(packed) > at)
+            return { status: 'completed', sameFingerprint: packedFingerprintIs(packed, fingerprint) };
+          completed.delete(key);
+        }
+        const held = heldEntry(key, at);
+        if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint))) {
+          // A live owner; or a released or run-out record of another body, which keeps its
+          // fingerprint: the same key with another fingerprint is a conflict, never a takeover.
+          return {
+            status: 'in-flight',
+            attempt: held.attempt,
+            expiresAt: new Date(held.expiresAt),
+            sameFingerprint: sameFingerprint(held.fingerprint, fingerprint),
+          };
+        }
+        // Absent, released, or a lease that ran out: take it, raising the attempt over the last owner's.
+        if (!held) makeRoom(at);
+        const entry: Entry = held ?? {
+          token: '',
+          attempt: 0,
           fingerprint,
-          expiresAt: new Date(entry.expiresAt),
-        }),
-      };
-    },
+          expiresAt: 0,
+          updatedAt: 0,
+          graceMs: 0,
+        };
+        entry.token = newToken();
+        entry.attempt += 1;
+        entry.fingerprint = fingerprint;
+        entry.expiresAt = at + leaseMs;
+        entry.updatedAt = at;
+        entry.graceMs = retentionMs ?? DEFAULT_GRACE_MS;
+        processing.set(key, entry);
+        schedule(key, dropAtOf(entry));
+        return {
+          status: 'acquired',
+          lease: createLease({
+            key,
+            token: entry.token,
+            attempt: entry.attempt,
+            fingerprint,
+            expiresAt: new Date(entry.expiresAt),
+          }),
+        };
+      },
 
-    async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
-      // No real token is empty: '' marks a released record, which nobody owns.
-      if (lease.token === '') return false;
-      const at = now();
-      const held = heldEntry(lease.key, at);
-      if (held) {
-        if (held.token !== lease.token) return false;
-        complete(lease.key, held, retentionMs, at);
+      async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
+        // No real token is empty: '' marks a released record, which nobody owns.
+        if (lease.token === '') return false;
+        const at = now();
+        const held = heldEntry(lease.key, at);
+        if (held) {
+          if (held.token !== lease.token) return false;
+          complete(lease.key, held, retentionMs, at);
+          return true;
+        }
+        const done = liveCompleted(lease.key, at);
+        if (done) {
+          if (done.token !== lease.token) return false;
+          complete(lease.key, done, retentionMs, at);
+          return true;
+        }
+        // The record vanished (its lease ran out and its grace passed, nobody took over): the work is
+        // done, so write it as completed; a later retry must see a duplicate.
+        makeRoom(at);
+        const entry: Entry = {
+          token: lease.token,
+          attempt: lease.attempt,
+          fingerprint: lease.fingerprint,
+          expiresAt: 0,
+          updatedAt: at,
+          graceMs: 0,
+        };
+        complete(lease.key, entry, retentionMs, at);
         return true;
-      }
-      const done = liveCompleted(lease.key, at);
-      if (done) {
-        if (done.token !== lease.token) return false;
-        complete(lease.key, done, retentionMs, at);
+      },
+
+      async release(lease: Lease): Promise<boolean> {
+        const at = now();
+        const held = heldEntry(lease.key, at);
+        if (!held || lease.token === '' || held.token !== lease.token) return false;
+        // Released: nobody owns it, takeable at once, attempt and fingerprint kept for its grace.
+        held.token = '';
+        held.expiresAt = at;
+        held.updatedAt = at;
+        schedule(lease.key, dropAtOf(held));
         return true;
-      }
-      // The record vanished (its lease ran out and its grace passed, nobody took over): the work is
-      // done, so write it as completed; a later retry must see a duplicate.
-      makeRoom(at);
-      const entry: Entry = {
-        token: lease.token,
-        attempt: lease.attempt,
-        fingerprint: lease.fingerprint,
-        expiresAt: 0,
-        updatedAt: at,
-        graceMs: 0,
-      };
-      complete(lease.key, entry, retentionMs, at);
-      return true;
-    },
+      },
 
-    async release(lease: Lease): Promise<boolean> {
-      const at = now();
-      const held = heldEntry(lease.key, at);
-      if (!held || lease.token === '' || held.token !== lease.token) return false;
-      // Released: nobody owns it, takeable at once, attempt and fingerprint kept for its grace.
-      held.token = '';
-      held.expiresAt = at;
-      held.updatedAt = at;
-      schedule(lease.key, dropAtOf(held));
-      return true;
-    },
+      async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+        const at = now();
+        const held = heldEntry(lease.key, at);
+        if (!held || lease.token === '' || held.token !== lease.token) return false;
+        held.expiresAt = at + leaseMs;
+        held.updatedAt = at;
+        schedule(lease.key, dropAtOf(held));
+        return true;
+      },
 
-    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      const at = now();
-      const held = heldEntry(lease.key, at);
-      if (!held || lease.token === '' || held.token !== lease.token) return false;
-      held.expiresAt = at + leaseMs;
-      held.updatedAt = at;
-      schedule(lease.key, dropAtOf(held));
-      return true;
-    },
+      async record(
+        key: string,
+        { retentionMs, fingerprint }: RecordOptions,
+      ): Promise<{ duplicate: boolean }> {
+        const at = now();
+        const packed = completed.get(key);
+        if (packed !== undefined) {
+          if (expiresAtOf(packed) > at) return { duplicate: true };
+          completed.delete(key);
+        }
+        const held = heldEntry(key, at);
+        // A live lease, or a takeable record of another body (it keeps its fingerprint), is a duplicate.
+        if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint)))
+          return { duplicate: true };
+        if (!held) makeRoom(at);
+        const entry: Entry = {
+          token: newToken(),
+          attempt: (held?.attempt ?? 0) + 1,
+          fingerprint,
+          expiresAt: 0,
+          updatedAt: at,
+          graceMs: 0,
+        };
+        complete(key, entry, retentionMs, at);
+        return { duplicate: false };
+      },
 
-    async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {
-      const at = now();
-      const packed = completed.get(key);
-      if (packed !== undefined) {
-        if (expiresAtOf(packed) > at) return { duplicate: true };
-        completed.delete(key);
-      }
-      const held = heldEntry(key, at);
-      // A live lease, or a takeable record of another body (it keeps its fingerprint), is a duplicate.
-      if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint)))
-        return { duplicate: true };
-      if (!held) makeRoom(at);
-      const entry: Entry = {
-        token: newToken(),
-        attempt: (held?.attempt ?? 0) + 1,
-        fingerprint,
-        expiresAt: 0,
-        updatedAt: at,
-        graceMs: 0,
-      };
-      complete(key, entry, retentionMs, at);
-      return { duplicate: false };
-    },
+      async advance(entity: string, version: number): Promise<boolean> {
+        assertVersion(version);
+        const current = versions.get(entity);
+        if (current !== undefined && version <= current) return false;
+        versions.delete(entity);
+        if (versions.size >= maxEntries) {
+          const oldest = versions.keys().next();
+          if (!oldest.done) versions.delete(oldest.value);
+        }
+        versions.set(entity, version);
+        return true;
+      },
 
-    async advance(entity: string, version: number): Promise<boolean> {
-      assertVersion(version);
-      const current = versions.get(entity);
-      if (current !== undefined && version <= current) return false;
-      versions.delete(entity);
-      if (versions.size >= maxEntries) {
-        const oldest = versions.keys().next();
-        if (!oldest.done) versions.delete(oldest.value);
-      }
-      versions.set(entity, version);
-      return true;
-    },
+      async inspect(key: string): Promise<RecordView | undefined> {
+        const at = now();
+        const done = liveCompleted(key, at);
+        if (done) return view(key, done, 'completed');
+        const held = heldEntry(key, at);
+        if (!held) return undefined;
+        return view(key, held, held.token === '' ? 'released' : 'processing');
+      },
 
-    async inspect(key: string): Promise<RecordView | undefined> {
-      const at = now();
-      const done = liveCompleted(key, at);
-      if (done) return view(key, done, 'completed');
-      const held = heldEntry(key, at);
-      if (!held) return undefined;
-      return view(key, held, held.token === '' ? 'released' : 'processing');
-    },
+      async stats(): Promise<StoreStats> {
+        const at = now();
+        let live = 0;
+        let takeable = 0;
+        for (const entry of processing.values()) {
+          if (isLive(entry, at)) live++;
+          else if (dropAtOf(entry) > at) takeable++;
+        }
+        let done = 0;
+        for (const packed of completed.values()) if (expiresAtOf(packed) > at) done++;
+        return { processing: live, takeable, completed: done };
+      },
 
-    async stats(): Promise<StoreStats> {
-      const at = now();
-      let live = 0;
-      let takeable = 0;
-      for (const entry of processing.values()) {
-        if (isLive(entry, at)) live++;
-        else if (dropAtOf(entry) > at) takeable++;
-      }
-      let done = 0;
-      for (const packed of completed.values()) if (expiresAtOf(packed) > at) done++;
-      return { processing: live, takeable, completed: done };
-    },
+      async oldestLeases(limit: number): Promise<RecordView[]> {
+        const at = now();
+        return [...processing]
+          .filter(([, entry]) => dropAtOf(entry) > at)
+          .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
+          .slice(0, limit)
+          .map(([key, entry]) => view(key, entry, entry.token === '' ? 'released' : 'processing'));
+      },
 
-    async oldestLeases(limit: number): Promise<RecordView[]> {
-      const at = now();
-      return [...processing]
-        .filter(([, entry]) => dropAtOf(entry) > at)
-        .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
-        .slice(0, limit)
-        .map(([key, entry]) => view(key, entry, entry.token === '' ? 'released' : 'processing'));
-    },
-
-    async close(): Promise<void> {
-      processing.clear();
-      completed.clear();
-      versions.clear();
-      expiries.clear();
-    },
-  });
+      async close(): Promise<void> {
+        processing.clear();
+        completed.clear();
+        versions.clear();
+        expiries.clear();
+      },
+    }),
+  );
 }
 
 /**
@@ -424,11 +431,17 @@ class ExpiryQueue {
 // where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 4-byte
 // length + UTF-8 text otherwise (any length a string can have), or 0x00 when absent. Built through a Buffer so the string is flat
 // (concatenation would leave a rope of many small strings).
-const HEX_FIELD = /^(?:[0-9a-f]{2}){1,255}$/;
+const HEX_DIGITS = /^[0-9a-f]+$/;
 
 /** Whether a field is written as hex bytes (lowercase hex, 1 to 255 bytes). */
 function isHexField(value: string | undefined): boolean {
-  return value !== undefined && value.length <= 510 && HEX_FIELD.test(value);
+  return (
+    value !== undefined &&
+    value.length <= 510 &&
+    value.length % 2 === 0 &&
+    value.length > 0 &&
+    HEX_DIGITS.test(value)
+  );
 }
 
 /** The size of a field as written by {@link writeField}. */
