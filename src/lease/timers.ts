@@ -63,15 +63,31 @@ export interface Tick {
   ref: boolean;
 }
 
+/** A tick as the wheel keeps it: a node of its list (no hashing per add or cancel, as a Set of objects has). */
+class Node implements Tick {
+  prev: Node | undefined = undefined;
+  next: Node | undefined = undefined;
+  /** In the wheel's list (false once fired or cancelled). */
+  linked = true;
+  constructor(
+    public at: number,
+    public fn: () => void,
+    public ref: boolean,
+  ) {}
+}
+
 /**
  * One shared coarse clock for the many short-lived deadlines of deliveries (store calls, handler
  * deadlines, lease renewals, late confirms): a single timer, armed while anything waits, instead of
  * a timer (or two) per delivery. Events fire within a tick (10 ms) after their time; any duration
  * works, 2^31 ms and beyond included. The timer keeps the process alive only while some waiting
- * event does.
+ * event does. Pending events are a doubly linked list: adding and cancelling are a few pointer
+ * writes, on the path of every store call.
  */
 class Wheel {
-  private readonly pending = new Set<Tick>();
+  private head: Node | undefined = undefined;
+  private tail: Node | undefined = undefined;
+  private size = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
   private refs = 0;
   /** Whether the timer is ref'd now; brought in line with `refs` on add and at each tick. */
@@ -79,8 +95,13 @@ class Wheel {
   static readonly TICK_MS = 10;
 
   add(ms: number, fn: () => void, ref: boolean): Tick {
-    const tick: Tick = { at: performance.now() + ms, fn, ref };
-    this.pending.add(tick);
+    const tick = new Node(performance.now() + ms, fn, ref);
+    if (this.tail) {
+      this.tail.next = tick;
+      tick.prev = this.tail;
+    } else this.head = tick;
+    this.tail = tick;
+    this.size++;
     if (ref) this.refs++;
     if (!this.timer) {
       this.timer = setInterval(() => this.fire(), Wheel.TICK_MS);
@@ -96,7 +117,19 @@ class Wheel {
    * timer per delivery. An idle one stays alive at most one tick longer.
    */
   cancel(tick: Tick): void {
-    if (this.pending.delete(tick) && tick.ref) this.refs--;
+    if (tick instanceof Node && tick.linked) this.unlink(tick);
+  }
+
+  private unlink(node: Node): void {
+    node.linked = false;
+    if (node.prev) node.prev.next = node.next;
+    else this.head = node.next;
+    if (node.next) node.next.prev = node.prev;
+    else this.tail = node.prev;
+    node.prev = undefined;
+    node.next = undefined;
+    this.size--;
+    if (node.ref) this.refs--;
   }
 
   private keepAlive(): void {
@@ -113,17 +146,20 @@ class Wheel {
 
   private fire(): void {
     const now = performance.now();
-    for (const tick of this.pending) {
-      if (tick.at > now) continue;
-      this.pending.delete(tick);
-      if (tick.ref) this.refs--;
+    // Those due now, found first (an event may add or cancel others while it runs); one cancelled
+    // by an earlier one's run does not fire.
+    const due: Node[] = [];
+    for (let node = this.head; node; node = node.next) if (node.at <= now) due.push(node);
+    for (const node of due) {
+      if (!node.linked) continue;
+      this.unlink(node);
       try {
-        tick.fn();
+        node.fn();
       } catch {
         // An event's own failure is its own; the others still fire.
       }
     }
-    if (this.pending.size === 0) this.stop();
+    if (this.size === 0) this.stop();
     else if (this.refed !== this.refs > 0) this.keepAlive();
   }
 }

@@ -92,7 +92,7 @@ if (
   });
 
   describe('redisStore on the Redis server', () => {
-    it('claims a free key with one plain SET NX PX GET, answers a completed key the same way, scripts only a held one', async () => {
+    it('claims a free key with one plain SET NX PX GET, answers a completed key the same way and a held one with a PTTL, scripts only a lapsed or released one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];
       const counting: NodeRedisLike = {
@@ -112,14 +112,45 @@ if (
       // The next free key is the SET alone.
       acquired(await store.claim('one-trip-2', { leaseMs: LONG }));
       assert.deepEqual(sent.splice(0), ['SET']);
-      // A key being processed: the SET NX fails, then the script decides.
+      // A key being processed: the SET NX fails, and a PTTL tells the lease is live (no script).
       assert.equal((await store.claim('one-trip', { leaseMs: LONG })).status, 'in-flight');
-      assert.deepEqual(sent.splice(0), ['SET', 'EVALSHA']);
+      assert.deepEqual(sent.splice(0), ['SET', 'PTTL']);
+      // A released key: the script takes it over.
+      const second = acquired(await store.claim('one-trip-3', { leaseMs: LONG }));
+      sent.splice(0);
+      assert.equal(await store.release(second), true);
+      assert.deepEqual(sent.splice(0), ['EVALSHA']);
+      const taken = acquired(await store.claim(second.key, { leaseMs: LONG }));
+      assert.equal(taken.attempt, 2);
+      assert.deepEqual(sent.splice(0), ['SET', 'EVALSHA'], 'a released key goes to the script, no PTTL');
       // Confirm is one script; a completed key is answered by the SET's GET, no script.
       assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
       assert.deepEqual(sent.splice(0), ['EVALSHA']);
       assert.equal((await store.claim('one-trip', { leaseMs: LONG })).status, 'completed');
       assert.deepEqual(sent.splice(0), ['SET']);
+    });
+
+    it('a lease released between the SET and its PTTL is taken over by the script, not reported in flight', async () => {
+      // Prepare: a client that releases the lease just before the PTTL reaches the server.
+      const owner = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
+      const lease = acquired(await owner.claim('between', { leaseMs: LONG, retentionMs: LONG }));
+      const sent: string[] = [];
+      const releasing: NodeRedisLike = {
+        evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
+        sendCommand: (async (args: string[]) => {
+          sent.push(args[0]!);
+          if (args[0] === 'PTTL') assert.equal(await owner.release(lease), true);
+          return nodeRedis.sendCommand(args);
+        }) as NodeRedisLike['sendCommand'],
+      };
+      const store = redisStore({ client: releasing, prefix, checkEvictionPolicy: false });
+      await store.claim('warm-clock', { leaseMs: LONG });
+      sent.splice(0);
+      // Act
+      const claim = await store.claim('between', { leaseMs: LONG });
+      // Assert: the release landed between the two (the PTTL was sent), and the claim took over.
+      assert.deepEqual(sent, ['SET', 'PTTL', 'EVALSHA']);
+      assert.equal(acquired(claim).attempt, 2);
     });
 
     it('lays keys out as prefix + k: + key (state|token|attempt|grace|ttl|fingerprint) and prefix + v: + entity', async () => {
@@ -270,10 +301,18 @@ if (
             early >= 0 && early <= Math.ceil(slowest) + 1,
             `lease end ${early} ms before the key's (slowest claim ${slowest.toFixed(1)} ms)`,
           );
-          // inspect() and an in-flight claim read the key's own expiry, exactly.
+          // inspect() reads the key's own expiry, exactly; an in-flight claim (told by a PTTL) from
+          // the server's clock as this process reads it: off by at most a round trip either way.
           assert.equal((await store.inspect(key))?.expiresAt.getTime(), exact);
+          const sentHeld = performance.now();
           const held = await store.claim(key, { leaseMs: LONG });
-          assert.equal(held.status === 'in-flight' && held.expiresAt.getTime(), exact);
+          slowest = Math.max(slowest, performance.now() - sentHeld);
+          assert.equal(held.status, 'in-flight');
+          const off = held.status === 'in-flight' ? held.expiresAt.getTime() - exact : Number.NaN;
+          assert.ok(
+            Math.abs(off) <= Math.ceil(slowest) + 1,
+            `in-flight expiry ${off} ms off the key's (slowest claim ${slowest.toFixed(1)} ms)`,
+          );
         }
       }
     });

@@ -152,6 +152,8 @@ interface Wire extends InboxWire {
   setNx(key: string, value: string, px: number): Promise<unknown>;
   /** `TIME` on the node that holds `key`: [seconds, microseconds]. */
   time(key: string): Promise<unknown>;
+  /** `PTTL key`: the key's time to live in ms, -1 without one, -2 when it is gone. */
+  pttl(key: string): Promise<unknown>;
 }
 
 function isNoScript(err: unknown): boolean {
@@ -208,6 +210,7 @@ function adapt(client: RedisClientLike): Wire {
         }),
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
+      pttl: (key) => send(key, ['PTTL', key]),
       script: (s, keys, args) =>
         sendBuffers(keys[0]!, ['EVALSHA', s.sha, String(keys.length), ...keys, ...args]).catch(
           (err: unknown) => {
@@ -228,6 +231,7 @@ function adapt(client: RedisClientLike): Wire {
         }),
       setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => Promise.resolve(c.call('TIME')),
+      pttl: (key) => Promise.resolve(c.call('PTTL', key)),
       script: async (s, keys, args) => {
         if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
         try {
@@ -269,8 +273,8 @@ const sameField = (stored: string, offered: string) => stored === '' || offered 
  * A store on Redis or Valkey, for node-redis (v5+) and ioredis clients, standalone or Redis Cluster.
  * Claiming a free key is one command: a plain `SET NX PX` (with `GET`, so a completed key is
  * answered in the same trip); the lease's end is the server's time, read with `TIME` every few
- * seconds in a claim's round trip. Only when the key is being processed does a script decide
- * between in-flight and takeover. Confirm, release, extend,
+ * seconds in a claim's round trip. A live lease found by that SET is told by one `PTTL`; only a
+ * released or run-out key needs the claim script (takeover or in-flight). Confirm, release, extend,
  * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
  * command acts on one key, so it runs on Redis Cluster, and all time is the server's. `store.inbox`
  * is the inbox for receivers in inbox mode: each of its operations is one script over the keys of
@@ -435,8 +439,8 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   /**
    * The claim of a key nobody holds: one plain SET NX PX, with GET so a completed key is answered in
-   * the same trip. Returns undefined when the key is processing (the script decides) or the server
-   * is too old for SET NX GET.
+   * the same trip, and a live lease by a PTTL. Returns undefined when the script must decide (a
+   * released or run-out key) or the server is too old for SET NX GET.
    */
   async function fastClaim(
     userKey: string,
@@ -484,8 +488,41 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (value.startsWith('c|')) {
       const match = /^c\|[^|]*\|\d+\|\d+\|\d+\|(.*)$/s.exec(value);
       if (match) return { status: 'completed', sameFingerprint: sameField(match[1]!, fp) };
+      return undefined;
     }
-    return undefined;
+    return value.startsWith('p|') ? liveLease(key, value, fp) : undefined;
+  }
+
+  /**
+   * A processing key found by the fast claim: in flight when its lease is live, told by one PTTL
+   * (live ⇔ PTTL > the grace it was written with, the script's own test) instead of the claim
+   * script. Not atomic with the SET that read the value, so only "live" is concluded here, and every
+   * way the key can change in between makes that answer late, never wrong in the costly direction:
+   * a lease confirmed or taken over meanwhile is still reported in flight (the sender retries and
+   * finds it done or running); a lease released or run out goes to the script, which decides on
+   * the key as it is then. Undefined: let the script decide.
+   */
+  async function liveLease(key: string, value: string, fp: string): Promise<Claim | undefined> {
+    const match = /^p\|([^|]*)\|(\d+)\|(\d+)\|\d+\|(.*)$/s.exec(value);
+    // Released (no owner) or unreadable: the script takes it over or refuses it.
+    if (!match || match[1] === '' || clockOffset === undefined) return undefined;
+    const grace = Number(match[3]);
+    let pttl: number;
+    try {
+      pttl = Number(await wire.pttl(key));
+    } catch (err) {
+      throw failure('claim', err);
+    }
+    if (!(pttl > grace)) return undefined;
+    // The lease's end on the server's clock, as the script reports it (expiry minus grace), from
+    // this process's reading of that clock.
+    const expiresAt = Math.floor(performance.now() + clockOffset) + pttl - grace;
+    return {
+      status: 'in-flight',
+      attempt: Number(match[2]),
+      expiresAt: new Date(expiresAt),
+      sameFingerprint: sameField(match[4]!, fp),
+    };
   }
 
   /** How long the key outlives its lease: the claim's retentionMs, else leaseGrace (at least the lease). */
@@ -538,13 +575,14 @@ export function redisStore(options: RedisStoreOptions): Store {
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
-      // No real token is empty: '' marks a released record, which nobody owns.
-      if (lease.token === '') return false;
+      // No real token is empty ('' marks a released record, which nobody owns) or holds the field
+      // separator.
+      if (lease.token === '' || lease.token.includes('|')) return false;
+      const retention = String(duration(retentionMs, 'retentionMs'));
       const reply = await call('confirm', scripts.confirm, claimKey(lease.key), [
         lease.token,
-        String(duration(retentionMs, 'retentionMs')),
-        String(lease.attempt),
-        fingerprintField(lease.fingerprint),
+        `c|${lease.token}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`,
+        retention,
       ]);
       return Number(reply) === 1;
     },

@@ -61,14 +61,21 @@ return {1, nextAttempt, expiry(key) - tonumber(grace)}
 `;
 
 /**
- * ARGV: token, retentionMs, attempt, fingerprint field. Returns 1 confirmed, 0 another owner holds it.
- * Writes the key completed when it vanished (invariant 3): the work is done, a retry must see a
- * duplicate. A repeated confirm by the same owner finds its own token on the completed record.
+ * ARGV: token, the completed value (`c|token|attempt|0|retentionMs|fingerprint field`, built by the
+ * caller), retentionMs. Returns 1 confirmed, 0 another owner holds it. Writes the key completed when
+ * it vanished (invariant 3): the work is done, a retry must see a duplicate. A repeated confirm by
+ * the same owner finds its own token on the completed record. The owner check compares bytes in
+ * place (no pattern): this runs once per processed event. The caller never sends a token with `|`.
  */
 export const CONFIRM = `
 local value = redis.call('GET', KEYS[1])
-if value and string.match(value, '^[pc]|([^|]*)|') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'c|' .. ARGV[1] .. '|' .. ARGV[3] .. '|0|' .. ARGV[2] .. '|' .. ARGV[4], 'PX', ARGV[2])
+if value then
+  local state = string.byte(value, 1)
+  if (state ~= 112 and state ~= 99) or string.byte(value, 2) ~= 124 or string.sub(value, 3, 3 + #ARGV[1]) ~= ARGV[1] .. '|' then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
 `;
 

@@ -1,0 +1,95 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { memoryStore } from '../stores/memory.js';
+import { StoreTimeoutError } from './errors.js';
+import { callDeadlineMs, wheel, withDeadline } from './timers.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the shared timer wheel', () => {
+  it('fires each event once, after its time, and never a cancelled one', async () => {
+    const fired: string[] = [];
+    const started = performance.now();
+    const times: Record<string, number> = {};
+    const at = (name: string) => () => {
+      fired.push(name);
+      times[name] = performance.now() - started;
+    };
+    wheel.add(30, at('a'), true);
+    const b = wheel.add(30, at('b'), true);
+    wheel.add(60, at('c'), true);
+    wheel.cancel(b);
+    wheel.cancel(b); // twice is harmless
+    await sleep(150);
+    assert.deepEqual(fired, ['a', 'c']);
+    assert.ok(times.a! >= 29 && times.c! >= 59, `fired at ${JSON.stringify(times)}`);
+  });
+
+  it('does not fire an event that an earlier one of the same tick cancelled, and fires one it added later', async () => {
+    const fired: string[] = [];
+    let second: ReturnType<typeof wheel.add> | undefined;
+    wheel.add(
+      20,
+      () => {
+        fired.push('first');
+        wheel.cancel(second!);
+        wheel.add(0, () => fired.push('added'), true);
+      },
+      true,
+    );
+    second = wheel.add(20, () => fired.push('second'), true);
+    await sleep(120);
+    assert.deepEqual(fired, ['first', 'added']);
+  });
+
+  it('keeps firing the others when one throws', async () => {
+    const fired: string[] = [];
+    wheel.add(
+      10,
+      () => {
+        throw new Error('its own failure');
+      },
+      true,
+    );
+    wheel.add(10, () => fired.push('other'), true);
+    await sleep(100);
+    assert.deepEqual(fired, ['other']);
+  });
+
+  it('survives many adds and cancels in any order (a list, not a set)', async () => {
+    const fired = new Set<number>();
+    const ticks = Array.from({ length: 1_000 }, (_, i) => wheel.add(20, () => fired.add(i), true));
+    // Cancel the odd ones, from the end, the middle and the front.
+    for (let i = 999; i >= 0; i -= 2) wheel.cancel(ticks[i]!);
+    await sleep(120);
+    assert.equal(fired.size, 500);
+    assert.ok([...fired].every((i) => i % 2 === 0));
+  });
+});
+
+describe('store-call deadlines', () => {
+  it('withDeadline rejects a call that never answers with StoreTimeoutError, and Infinity sets none', async () => {
+    const never = () => new Promise<never>(() => {});
+    await assert.rejects(withDeadline('claim', 30, never), StoreTimeoutError);
+    const answered = await withDeadline('claim', Number.POSITIVE_INFINITY, async () => 'ok');
+    assert.equal(answered, 'ok');
+    await assert.rejects(
+      withDeadline('claim', Number.POSITIVE_INFINITY, () => {
+        throw new Error('sync throw');
+      }),
+      /sync throw/,
+    );
+  });
+
+  it('callDeadlineMs: none for the memory store as made, the deadline once a lease method is swapped out', () => {
+    const store = memoryStore();
+    assert.equal(callDeadlineMs(store, 2_000), Number.POSITIVE_INFINITY);
+    for (const method of ['claim', 'confirm', 'release', 'extend'] as const) {
+      const swapped = memoryStore();
+      (swapped as unknown as Record<string, unknown>)[method] = () => new Promise(() => {});
+      assert.equal(callDeadlineMs(swapped, 2_000), 2_000, method);
+    }
+    // A copy by spread has no mark (it is not enumerable): the deadline.
+    assert.equal(callDeadlineMs({ ...store }, 2_000), 2_000);
+  });
+});
