@@ -4,7 +4,6 @@ import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } 
 import { keyPart } from './lease/keys.js';
 import { causeOf, emit, type Logger, resolveLogger } from './lease/logger.js';
 import { resolveTelemetry, storeKind, type Telemetry } from './lease/telemetry.js';
-import { callDeadlineMs } from './lease/timers.js';
 import { resolveTimings } from './lease/timings.js';
 import type { Store } from './lease/types.js';
 
@@ -103,14 +102,14 @@ export async function once<T>(
   const engine = {
     leaseMs,
     timeoutMs,
-    storeTimeoutMs: callDeadlineMs(store, storeTimeoutMs),
+    storeTimeoutMs,
     retentionMs: retentionMs ?? parseDuration(DEFAULT_RETENTION),
     fingerprint: options.fingerprint,
   };
   // Any string is a valid key: long or unprintable ones are hashed losslessly (see lease/keys.ts).
   const result = telemetry
-    ? await traced(telemetry, store, keyPart(key), work, engine)
-    : await runClaimed(store, keyPart(key), work, engine);
+    ? await traced(telemetry, store, keyPart(key), visible(work), engine)
+    : await runClaimed(store, keyPart(key), visible(work), engine);
   logOnce(logger, key, result);
   return result;
 }
@@ -194,4 +193,33 @@ function logOnce(logger: Logger | undefined, key: string, result: EngineResult<u
     default:
       return;
   }
+}
+
+const RUN = Symbol('onceonly.run');
+
+/** `ctx.signal` of once()'s work: an own enumerable accessor (a spread keeps it), from one descriptor. */
+const SIGNAL_PROPERTY: PropertyDescriptor = {
+  get(this: { [RUN]: WorkContext }): AbortSignal {
+    return this[RUN].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
+
+/** The work context as the user's work sees it: attempt, lease, and `signal` read through to the run. */
+class OnceContext implements WorkContext {
+  readonly attempt: number;
+  readonly lease: WorkContext['lease'];
+  declare readonly signal: AbortSignal;
+  readonly [RUN]: WorkContext;
+  constructor(run: WorkContext) {
+    this.attempt = run.attempt;
+    this.lease = run.lease;
+    this[RUN] = run;
+    Object.defineProperty(this, 'signal', SIGNAL_PROPERTY);
+  }
+}
+
+function visible<T>(work: (ctx: WorkContext) => T | Promise<T>): (ctx: WorkContext) => T | Promise<T> {
+  return (run) => work(new OnceContext(run));
 }

@@ -11,6 +11,7 @@ import {
   ConfigError,
   createReceiver,
   type DeliveryResult,
+  type HandlerContext,
   hmac,
   type Logger,
   memoryStore,
@@ -526,6 +527,58 @@ describe('durations past 2^31 - 1 ms', () => {
   });
 });
 
+describe("the handler's context is a plain object to the handler", () => {
+  async function contextOf(): Promise<{ ctx: HandlerContext<unknown> }> {
+    let seen: HandlerContext<unknown> | undefined;
+    const receiver = createReceiver({
+      provider: acme('secret-ctx'),
+      name: 'ctx-shape',
+      store: memoryStore(),
+      logger: false,
+      handler: (ctx) => {
+        seen = ctx;
+      },
+    });
+    const result = await receiver.receive(
+      await asInput(signed(JSON.stringify({ id: `evt_ctx_${Math.random()}`, type: 't' }), 'secret-ctx')),
+    );
+    assert.equal(result.outcome, 'processed');
+    return { ctx: seen! };
+  }
+
+  it('signal and delivery.headers are own enumerable properties: a spread, Object.keys, a Proxy and Object.create see them', async () => {
+    const { ctx } = await contextOf();
+    assert.ok({ ...ctx }.signal instanceof AbortSignal, 'a spread keeps signal');
+    assert.ok({ ...ctx.delivery }.headers instanceof Headers, 'a spread keeps headers');
+    assert.ok(Object.keys(ctx).includes('signal'));
+    assert.ok(Object.keys(ctx.delivery).includes('headers'));
+    assert.ok(new Proxy(ctx, {}).signal instanceof AbortSignal, 'through a Proxy');
+    assert.ok(
+      (Object.create(ctx) as HandlerContext<unknown>).signal instanceof AbortSignal,
+      'through a child',
+    );
+    assert.ok(
+      (Object.create(ctx.delivery) as HandlerContext<unknown>['delivery']).headers instanceof Headers,
+      'a child of delivery',
+    );
+    assert.deepEqual(
+      Object.keys(JSON.parse(JSON.stringify({ ...ctx, signal: undefined, delivery: undefined }))).sort(),
+      ['attempt', 'event', 'id', 'key', 'lease', 'type'],
+      'nothing else shows',
+    );
+  });
+
+  it("once()'s work context too", async () => {
+    let seen: { signal: AbortSignal } | undefined;
+    await once(memoryStore(), 'ctx-shape', (ctx) => {
+      seen = ctx;
+    });
+    assert.ok({ ...seen! }.signal instanceof AbortSignal);
+    assert.ok((Object.create(seen!) as { signal: AbortSignal }).signal instanceof AbortSignal);
+    assert.ok(Object.keys(seen!).includes('signal'));
+  });
+});
+
 describe('storeTimeout: a store call that never answers is a store error', () => {
   const hanging = () => new Promise<never>(() => {});
 
@@ -576,6 +629,27 @@ describe('storeTimeout: a store call that never answers is a store error', () =>
     assert.equal(res.status, 503);
     assert.equal((await res.json()).code, 'store_timeout');
     assert.ok(add.mock.callCount() >= 1, 'the swapped-in claim got its deadline');
+  });
+
+  it('decides the deadline at each call: a memory store whose confirm is swapped while the handler runs gets it', async () => {
+    // Arrange: the store's confirm goes away mid-delivery, as a test double or an outage injector does.
+    const store = memoryStore();
+    const receiver = createReceiver({
+      provider: acme('secret-swap'),
+      name: 'swap',
+      store,
+      storeTimeout: '200ms',
+      logger: false,
+      handler: async () => {
+        store.confirm = hanging;
+      },
+    });
+    // Act
+    const started = Date.now();
+    const res = await receiver.fetch(signed(JSON.stringify({ id: 'evt_sw', type: 't' }), 'secret-swap'));
+    // Assert: answered within the deadline, degraded, not hung.
+    assert.equal(res.headers.get('onceonly-degraded'), 'confirm-failed');
+    assert.ok(Date.now() - started < 2_000, `answered after ${Date.now() - started} ms`);
   });
 
   it('fail-open: a claim that hangs runs the handler degraded', async () => {

@@ -4,7 +4,7 @@
  */
 import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
 import { type TelemetryRun, timedPhase } from './telemetry.js';
-import { sleep, type Tick, wheel, withDeadline } from './timers.js';
+import { callDeadlineMs, sleep, type Tick, wheel, withDeadline } from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
 
 /** What the work receives. */
@@ -106,7 +106,7 @@ export async function runClaimed<T>(
   try {
     claim = await withDeadline(
       'claim',
-      options.storeTimeoutMs,
+      callDeadlineMs(store, 'claim', options.storeTimeoutMs),
       options.telemetry ? () => timedPhase(options.telemetry, 'claim', () => pending) : () => pending,
     );
   } catch (error) {
@@ -143,7 +143,16 @@ export interface LeaseOps {
   extend(lease: Lease, leaseMs: number): PromiseLike<boolean>;
   settle(lease: Lease): PromiseLike<boolean>;
   giveUp(lease: Lease, error: unknown): PromiseLike<boolean>;
+  /** The deadline of a call of `op`, given the store-call deadline (see `callDeadlineMs`). @default ms */
+  deadlineMs?(op: 'extend' | 'settle' | 'giveUp', ms: number): number;
 }
+
+/** The deadline of one call through `ops`, decided at the call (a store's methods may change meanwhile). */
+function deadlineOf(ops: LeaseOps, op: 'extend' | 'settle' | 'giveUp', ms: number): number {
+  return ops.deadlineMs ? ops.deadlineMs(op, ms) : ms;
+}
+
+const STORE_METHOD = { extend: 'extend', settle: 'confirm', giveUp: 'release' } as const;
 
 /** The claim store's {@link LeaseOps}: one object per run, its methods on the prototype (no closures). */
 class StoreOps implements LeaseOps {
@@ -163,6 +172,10 @@ class StoreOps implements LeaseOps {
   // false means another owner took over: nothing of ours to release, and theirs is left alone.
   giveUp(lease: Lease): PromiseLike<boolean> {
     return this.store.release(lease);
+  }
+
+  deadlineMs(op: 'extend' | 'settle' | 'giveUp', ms: number): number {
+    return callDeadlineMs(this.store, STORE_METHOD[op], ms);
   }
 }
 
@@ -191,7 +204,9 @@ export async function runLeased<T>(
       const started = performance.now();
       try {
         confirmed = {
-          status: await withDeadline('confirm', options.storeTimeoutMs, () => ops.settle(lease)),
+          status: await withDeadline('confirm', deadlineOf(ops, 'settle', options.storeTimeoutMs), () =>
+            ops.settle(lease),
+          ),
         };
       } catch (error) {
         confirmed = await confirmTries(ops, lease, options, clock, started, { error });
@@ -217,7 +232,7 @@ export async function runLeased<T>(
   let degraded = run.degraded;
   let cause: unknown;
   try {
-    await withDeadline('release', options.storeTimeoutMs, () =>
+    await withDeadline('release', deadlineOf(ops, 'giveUp', options.storeTimeoutMs), () =>
       timedPhase(options.telemetry, 'release', () => ops.giveUp(lease, run.error)),
     );
   } catch (error) {
@@ -259,22 +274,27 @@ class LazySignal {
   }
 }
 
+const ABORT = Symbol('onceonly.abort');
+
 /**
- * What the work receives: a class, not an object literal with a getter (V8 builds such a literal
- * at run time, about half a microsecond each); `signal` is read through to the lazy abort.
+ * What the work receives. Not an object literal with a getter (V8 builds such a literal at run
+ * time, about half a microsecond each); `signal` reads through to the lazy abort, which lives under
+ * a symbol (so a Proxy or a child object reads it too). The getter is the prototype's: the
+ * receiver's handlers get their own context, and `once()` hands its work a copy whose `signal` is an
+ * own property (see once.ts).
  */
 class RunContext implements WorkContext {
-  readonly #abort: LazySignal;
+  readonly [ABORT]: LazySignal;
   constructor(
     readonly attempt: number,
     readonly lease: Lease,
     abort: LazySignal,
   ) {
-    this.#abort = abort;
+    this[ABORT] = abort;
   }
 
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this[ABORT].signal;
   }
 }
 
@@ -351,7 +371,7 @@ function runWithDeadline<T>(
       if (beating) return; // the last extend is still out (a slow store): do not pile up calls
       beating = true;
       const sent = performance.now();
-      withDeadline('extend', options.storeTimeoutMs, () =>
+      withDeadline('extend', deadlineOf(ops, 'extend', options.storeTimeoutMs), () =>
         timedPhase(options.telemetry, 'extend', () => ops.extend(lease, options.leaseMs)),
       )
         .then(
@@ -419,8 +439,10 @@ async function confirmTries(
       const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - performance.now();
       try {
         // Safe to repeat: a confirm that landed before its answer was lost is still ours.
-        const settled = await withDeadline('confirm', Math.min(options.storeTimeoutMs, left), () =>
-          ops.settle(lease),
+        const settled = await withDeadline(
+          'confirm',
+          Math.min(deadlineOf(ops, 'settle', options.storeTimeoutMs), left),
+          () => ops.settle(lease),
         );
         return { status: settled };
       } catch (caught) {
@@ -461,7 +483,9 @@ function confirmLater(
   const attempt = () => {
     const left = clock.boundAt - margin - performance.now();
     if (left <= 0) return;
-    withDeadline('confirm', Math.min(options.storeTimeoutMs, left), () => ops.settle(lease)).then(
+    withDeadline('confirm', Math.min(deadlineOf(ops, 'settle', options.storeTimeoutMs), left), () =>
+      ops.settle(lease),
+    ).then(
       () => {},
       () => schedule(),
     );

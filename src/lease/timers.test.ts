@@ -81,15 +81,20 @@ describe('store-call deadlines', () => {
     );
   });
 
-  it('callDeadlineMs: none for the memory store as made, the deadline once a lease method is swapped out', () => {
+  it('callDeadlineMs: none for the memory store as made, the deadline for a lease method swapped out', () => {
+    const methods = ['claim', 'confirm', 'release', 'extend'] as const;
     const store = memoryStore();
-    assert.equal(callDeadlineMs(store, 2_000), Number.POSITIVE_INFINITY);
-    for (const method of ['claim', 'confirm', 'release', 'extend'] as const) {
+    for (const method of methods)
+      assert.equal(callDeadlineMs(store, method, 2_000), Number.POSITIVE_INFINITY);
+    for (const method of methods) {
       const swapped = memoryStore();
       (swapped as unknown as Record<string, unknown>)[method] = () => new Promise(() => {});
-      assert.equal(callDeadlineMs(swapped, 2_000), 2_000, method);
+      assert.equal(callDeadlineMs(swapped, method, 2_000), 2_000, method);
+      // The others keep none.
+      for (const other of methods.filter((m) => m !== method))
+        assert.equal(callDeadlineMs(swapped, other, 2_000), Number.POSITIVE_INFINITY, other);
     }
     // A copy by spread has no mark (it is not enumerable): the deadline.
-    assert.equal(callDeadlineMs({ ...store }, 2_000), 2_000);
+    assert.equal(callDeadlineMs({ ...store }, 'claim', 2_000), 2_000);
   });
 });

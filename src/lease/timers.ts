@@ -175,31 +175,31 @@ type LeaseMethods = Pick<Store, 'claim' | 'confirm' | 'release' | 'extend'>;
  * waiting). Such a call cannot outlive a deadline: no timer can fire before its answer is there.
  */
 export function markSettlesInline<S extends LeaseMethods>(store: S): S {
-  const own: LeaseMethods = {
+  const own: LeaseMethods = Object.freeze({
     claim: store.claim,
     confirm: store.confirm,
     release: store.release,
     extend: store.extend,
-  };
-  // Configurable: a Proxy around the store may answer it with anything of its own.
+  });
+  // Configurable (a Proxy around the store may answer it with anything of its own), not writable;
+  // checked at every call, so a method swapped in later gets its deadline from then on.
   Object.defineProperty(store, INLINE, { value: own, enumerable: false, configurable: true });
   return store;
 }
 
 /**
- * The deadline for a store's calls: `storeTimeoutMs`, or none (`Infinity`) for a store marked by
- * {@link markSettlesInline} whose lease methods are still its own (a test that swaps one in for a
- * hanging stub gets the deadline back).
+ * The deadline for a call of `method` on `store`: `storeTimeoutMs`, or none (`Infinity`) for a
+ * store marked by {@link markSettlesInline} whose `method` is still its own (a test that swaps one
+ * in for a hanging stub gets the deadline back, from that call on).
  */
-export function callDeadlineMs(store: LeaseMethods, storeTimeoutMs: number): number {
+export function callDeadlineMs(
+  store: LeaseMethods,
+  method: keyof LeaseMethods,
+  storeTimeoutMs: number,
+): number {
   try {
     const own = (store as { [INLINE]?: LeaseMethods })[INLINE];
-    return typeof own === 'object' &&
-      own !== null &&
-      store.claim === own.claim &&
-      store.confirm === own.confirm &&
-      store.release === own.release &&
-      store.extend === own.extend
+    return typeof own === 'object' && own !== null && store[method] === own[method]
       ? Number.POSITIVE_INFINITY
       : storeTimeoutMs;
   } catch {

@@ -25,7 +25,7 @@ import {
   TRACE_HEADER,
   timedPhase,
 } from '../lease/telemetry.js';
-import { callDeadlineMs, later, timeoutSignal, withDeadline } from '../lease/timers.js';
+import { later, timeoutSignal, withDeadline } from '../lease/timers.js';
 import { resolveTimings } from '../lease/timings.js';
 import { backendOf, type Lease, type Store } from '../lease/types.js';
 import type {
@@ -819,7 +819,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     return {
       leaseMs: timings.leaseMs,
       timeoutMs: timings.timeoutMs,
-      storeTimeoutMs: callDeadlineMs(store, timings.storeTimeoutMs),
+      storeTimeoutMs: timings.storeTimeoutMs,
       retentionMs,
       fingerprint,
       telemetry: run,
@@ -1462,33 +1462,56 @@ function rejection(
  * conflict) when one of them makes the provider retry or is refused; else 200, `processed` when any
  * event ran. Each event's own result is in `batch`.
  */
+const READER = Symbol('onceonly.headerReader');
+const WEB_HEADERS = Symbol('onceonly.webHeaders');
+const WORK = Symbol('onceonly.work');
+
+/** `delivery.headers`: an own, enumerable accessor, as a literal's getter is, defined from one shared descriptor. */
+const HEADERS_PROPERTY: PropertyDescriptor = {
+  get(this: Delivery): Headers {
+    // A web Headers only when the handler asks for one (Node's header objects stay as they are).
+    this[WEB_HEADERS] ??= asWebHeaders(this[READER]);
+    return this[WEB_HEADERS];
+  },
+  enumerable: true,
+  configurable: true,
+};
+
+/** `ctx.signal`: read through to the run, so the abort machinery exists only for a handler that looks. */
+const SIGNAL_PROPERTY: PropertyDescriptor = {
+  get(this: Context): AbortSignal {
+    return this[WORK].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
+
 /**
- * The raw delivery a handler sees. Classes here, not object literals with getters: V8 builds such a
- * literal at run time, about half a microsecond each on the path of every delivery.
+ * The raw delivery a handler sees, and below the handler's context. Not object literals with
+ * getters: V8 builds such a literal at run time, about half a microsecond each, on the path of every
+ * delivery. Their getters are still own enumerable properties (a spread or `Object.keys` sees them,
+ * as before), defined from shared descriptors; what they read is under symbols.
  */
 class Delivery {
-  #webHeaders: Headers | undefined;
-  readonly #reader: HeaderReader;
+  [WEB_HEADERS]: Headers | undefined = undefined;
+  readonly [READER]: HeaderReader;
+  declare readonly headers: Headers;
   constructor(
     readonly rawBody: Uint8Array,
     readonly receivedAt: Date,
     reader: HeaderReader,
   ) {
-    this.#reader = reader;
-  }
-
-  /** A web Headers, made only when the handler asks for one (Node's header objects stay as they are). */
-  get headers(): Headers {
-    this.#webHeaders ??= asWebHeaders(this.#reader);
-    return this.#webHeaders;
+    this[READER] = reader;
+    Object.defineProperty(this, 'headers', HEADERS_PROPERTY);
   }
 }
 
-/** The handler's context; `signal` is read through, so the abort machinery exists only for a handler that looks at it. */
+/** The handler's context; `signal` is read through (see {@link SIGNAL_PROPERTY}). */
 class Context implements HandlerContext<unknown> {
   readonly attempt: number;
   readonly lease: Lease;
-  readonly #work: WorkContext;
+  declare readonly signal: AbortSignal;
+  readonly [WORK]: WorkContext;
   constructor(
     readonly event: unknown,
     readonly type: string | undefined,
@@ -1499,11 +1522,8 @@ class Context implements HandlerContext<unknown> {
   ) {
     this.attempt = work.attempt;
     this.lease = work.lease;
-    this.#work = work;
-  }
-
-  get signal(): AbortSignal {
-    return this.#work.signal;
+    this[WORK] = work;
+    Object.defineProperty(this, 'signal', SIGNAL_PROPERTY);
   }
 }
 
