@@ -1457,11 +1457,6 @@ function rejection(
   return done('rejected', 400, { code: 'invalid_body', error });
 }
 
-/**
- * The one answer for a batch: its worst event (store unavailable, then failed, then in flight, then
- * conflict) when one of them makes the provider retry or is refused; else 200, `processed` when any
- * event ran. Each event's own result is in `batch`.
- */
 const READER = Symbol('onceonly.headerReader');
 const WEB_HEADERS = Symbol('onceonly.webHeaders');
 const WORK = Symbol('onceonly.work');
@@ -1527,6 +1522,11 @@ class Context implements HandlerContext<unknown> {
   }
 }
 
+/**
+ * The one answer for a batch: its worst event (store unavailable, then failed, then in flight, then
+ * conflict) when one of them makes the provider retry or is refused; else 200, `processed` when any
+ * event ran. Each event's own result is in `batch`.
+ */
 function batchResult(results: readonly DeliveryResult[], durationMs: number): DeliveryResult {
   const rank = (r: DeliveryResult) =>
     r.outcome === 'store-unavailable' && r.status >= 500
