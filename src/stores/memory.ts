@@ -151,8 +151,8 @@ export function memoryStore(
   }
 
   function complete(key: string, entry: Entry, retentionMs: number, at: number): void {
+    // A key lives in one map at most: set() replaces a completed record in place.
     processing.delete(key);
-    completed.delete(key);
     entry.expiresAt = at + retentionMs;
     entry.updatedAt = at;
     completed.set(key, pack(entry));
