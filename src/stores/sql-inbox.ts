@@ -461,6 +461,14 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
     `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL`,
   );
   const retrySt = ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`);
+  /** The values of {@link retrySt}, in its placeholders' order: delay, error line, then the owner check. */
+  const retryValues = (delayMs: number, error: string, stored: string, token: string, attempt: number) => [
+    delayMs,
+    inboxErrorLine(error),
+    stored,
+    token,
+    attempt,
+  ];
   const burySt = ownedWrite(
     'bury',
     `state = ${STATE.dead}, token = '', due_at = ${NOW}, updated_at = ${NOW}, last_error = ?`,
@@ -588,13 +596,11 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
           // Written (durable: accepted), but its lease could not be read back, so not ours to run.
           // Handed to the workers at once, best effort, so its first run is not a takeover of a
           // claim that nobody ran (which on a last attempt would bury it unrun).
-          await exec('retry an inbox entry', retrySt, [
-            0,
-            inboxErrorLine('accepted, but its claim could not be read back'),
-            stored,
-            token,
-            1,
-          ]).catch(() => undefined);
+          await exec(
+            'retry an inbox entry',
+            retrySt,
+            retryValues(0, 'accepted, but its claim could not be read back', stored, token, 1),
+          ).catch(() => undefined);
           return { status: 'accepted' };
         }
         // The claim ran out before it was read back (a claimMs shorter than a round trip) and a
@@ -667,13 +673,13 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
 
     async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
       if (lease.token === '') return false;
-      const values = [
+      const values = retryValues(
         ms(delayMs, 'delayMs', store, 0),
-        inboxErrorLine(error),
+        error,
         storedOf(lease),
         lease.token,
         lease.attempt,
-      ];
+      );
       return (await exec('retry an inbox entry', retrySt, values)).changes > 0;
     },
 
