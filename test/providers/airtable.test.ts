@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { airtable } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Airtable's documented algorithm (https://airtable.com/developers/web/api/webhooks-overview,
 // "Webhook notification delivery"): X-Airtable-Content-MAC: hmac-sha256=<hex HMAC-SHA256 of the
@@ -20,10 +20,7 @@ function sign(payload: string, key: string): Delivery {
 describe('airtable provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'airtable',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => airtable({ secret: config }),
     body,
     sign,

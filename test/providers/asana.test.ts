@@ -13,7 +13,7 @@ import { ConfigError } from '../../src/index.js';
 import { asana } from '../../src/providers/index.js';
 import type { HandshakeRequest } from '../../src/providers/types.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
-import { type Delivery, type ProviderSpec, providerCases, TRICKY_JSON, verifyAt } from './kit.js';
+import { type Delivery, oneSecret, type ProviderSpec, providerCases, TRICKY_JSON, verifyAt } from './kit.js';
 
 const secret = () => randomBytes(16).toString('hex');
 const body = () =>
@@ -34,10 +34,7 @@ const spec = (
   malformed: string[],
 ): ProviderSpec<string> => ({
   name: 'asana',
-  credential: () => {
-    const k = secret();
-    return { signer: k, config: k };
-  },
+  credential: oneSecret(secret),
   make,
   body,
   sign: (payload, key) => sign(payload, key),

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { bitbucket } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Bitbucket's documented algorithm (https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/,
 // "Secure webhooks"): X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>.
@@ -25,10 +25,7 @@ function sign(payload: string, key: string): Delivery {
 describe('bitbucket provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'bitbucket',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => bitbucket({ secret: config }),
     body,
     sign,

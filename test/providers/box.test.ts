@@ -6,6 +6,7 @@ import {
   acceptsBoth,
   type Delivery,
   NOW,
+  oneSecret,
   providerCases,
   rejectsBoth,
   TRICKY_JSON,
@@ -41,10 +42,7 @@ function sign(payload: string, primary: string, at: Date, secondary = key()): De
 describe('box provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'box',
-    credential: () => {
-      const k = key();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(key),
     make: (config) => box({ secret: config }),
     body,
     sign: (payload, k, at) => sign(payload, k, at),

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { calCom } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Cal.com's documented algorithm (https://cal.com/docs/developing/guides/automation/webhooks,
 // "Verifying the authenticity"): X-Cal-Signature-256: <hex HMAC-SHA256 of the raw body>.
@@ -20,10 +20,7 @@ function sign(payload: string, key: string): Delivery {
 describe('calCom provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'calcom',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => calCom({ secret: config }),
     body,
     sign,

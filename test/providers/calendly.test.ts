@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { calendly } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Calendly's documented algorithm
 // (https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures):
@@ -20,10 +20,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('calendly provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'calendly',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => calendly({ secret: config }),
     body,
     sign,

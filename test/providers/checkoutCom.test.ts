@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { checkoutCom } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Checkout.com's documented algorithm
 // (https://www.checkout.com/docs/developer-resources/webhooks/manage-webhooks/set-up-your-webhook-receiver):
@@ -21,10 +21,7 @@ function sign(payload: string, key: string): Delivery {
 describe('checkoutCom provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'checkout-com',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => checkoutCom({ secret: config }),
     body,
     sign,

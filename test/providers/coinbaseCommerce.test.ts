@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { coinbaseCommerce } from '../../src/providers/index.js';
-import { type Delivery, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
+import { type Delivery, oneSecret, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
 
 // Coinbase Commerce's documented algorithm (https://docs.cdp.coinbase.com/commerce/docs/webhooks-security):
 // X-CC-Webhook-Signature: <hex HMAC-SHA256 of the raw body, keyed with the shared secret>.
@@ -20,10 +20,7 @@ function sign(payload: string, key: string): Delivery {
 describe('coinbaseCommerce provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'coinbase-commerce',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => coinbaseCommerce({ secret: config }),
     body: () => body(),
     sign,

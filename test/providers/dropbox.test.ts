@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { dropbox } from '../../src/providers/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 const secret = () => randomBytes(12).toString('base64url');
 const body = () =>
@@ -26,10 +26,7 @@ function sign(payload: string, key: string): Delivery {
 describe('dropbox provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'dropbox',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => dropbox({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),

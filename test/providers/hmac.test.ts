@@ -10,6 +10,7 @@ import {
   type Delivery,
   NOT_JSON,
   NOW,
+  oneSecret,
   providerCases,
   rejects,
   TRICKY_JSON,
@@ -42,10 +43,7 @@ const acme = (config: string | string[]) =>
 describe('generic hmac provider (signed with node:crypto as the configured scheme says)', () => {
   providerCases<string>({
     name: 'acme',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: acme,
     body,
     sign,

@@ -4,7 +4,16 @@ import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { hubspotUri } from '../../src/providers/hubspot.js';
 import { hubspot } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, receiveAll, rejectsBoth, TRICKY_JSON, verifyAt } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  oneSecret,
+  providerCases,
+  receiveAll,
+  rejectsBoth,
+  TRICKY_JSON,
+  verifyAt,
+} from './kit.js';
 
 // HubSpot's documented v3 algorithm
 // (https://developers.hubspot.com/docs/guides/apps/authentication/validating-requests):
@@ -37,10 +46,7 @@ function sign(payload: string, key: string, at: Date, url = URL): Delivery {
 describe('hubspot provider (signature v3, signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'hubspot',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => hubspot({ secret: config }),
     body,
     sign: (payload, key, at) => sign(payload, key, at),

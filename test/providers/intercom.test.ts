@@ -3,7 +3,15 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { intercom } from '../../src/providers/index.js';
 import type { Verified } from '../../src/providers/types.js';
-import { type Delivery, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import {
+  type Delivery,
+  oneSecret,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+} from './kit.js';
 
 // Intercom's documented algorithm: X-Hub-Signature: sha1=hex(HMAC-SHA1(client secret, raw body)).
 const secret = () => randomBytes(16).toString('hex');
@@ -23,10 +31,7 @@ function sign(payload: string, key: string): Delivery {
 describe('intercom provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'intercom',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => intercom({ secret: config }),
     body: () => body(),
     sign,

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { jira } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON, withHeader } from './kit.js';
 
 // Jira's documented algorithm (https://developer.atlassian.com/cloud/jira/platform/webhooks/,
 // "Secure admin webhooks"): X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>, WebSub style.
@@ -24,10 +24,7 @@ function sign(payload: string, key: string): Delivery {
 describe('jira provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'jira',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => jira({ secret: config }),
     body,
     sign,

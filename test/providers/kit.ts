@@ -189,6 +189,14 @@ function defaultTamper(d: Delivery): Delivery {
   return { ...d, body: changed };
 }
 
+/** A credential whose signer and configured secret are one string, fresh from `make` each time. */
+export function oneSecret(make: () => string): () => { signer: string; config: string } {
+  return () => {
+    const k = make();
+    return { signer: k, config: k };
+  };
+}
+
 /** The shared cases, registered with node:test under the caller's `describe`. */
 export function providerCases<S>(spec: ProviderSpec<S>): void {
   const a = spec.credential();

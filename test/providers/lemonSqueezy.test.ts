@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { lemonSqueezy } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
 
 // Lemon Squeezy's documented algorithm: hex(HMAC-SHA256(signing secret, raw body)) in X-Signature.
 const secret = () => randomBytes(12).toString('base64url');
@@ -23,10 +23,7 @@ function sign(payload: string, key: string): Delivery {
 describe('lemonSqueezy provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'lemonsqueezy',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => lemonSqueezy({ secret: config }),
     body,
     sign,

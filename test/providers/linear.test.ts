@@ -6,6 +6,7 @@ import type { Verified } from '../../src/providers/types.js';
 import {
   type Delivery,
   NOW,
+  oneSecret,
   providerCases,
   receiveAll,
   rejects,
@@ -34,10 +35,7 @@ function sign(payload: string, key: string): Delivery {
 describe('linear provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'linear',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => linear({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { lob } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Lob's documented algorithm (https://help.lob.com/print-and-mail/getting-data-and-results/using-webhooks,
 // "Securing your webhooks"): Lob-Signature = hex(HMAC-SHA256(secret, timestamp + '.' + body)),
@@ -25,10 +25,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('lob provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'lob',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => lob({ secret: config }),
     body,
     sign,

@@ -2,7 +2,16 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { mailgun } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  oneSecret,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+} from './kit.js';
 
 // Mailgun's documented algorithm: hex(HMAC-SHA256(webhook signing key, timestamp + token)), sent in
 // the body next to the (unsigned) event data.
@@ -29,10 +38,7 @@ const tamperToken = (d: Delivery): Delivery => ({
 describe('mailgun provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'mailgun',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => mailgun({ secret: config }),
     body: eventData,
     sign,

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { meta } from '../../src/providers/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 const secret = () => randomBytes(16).toString('hex');
 const body = () =>
@@ -34,10 +34,7 @@ const subscribe = (token: string, challenge = '1158201444') =>
 describe('meta provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'meta',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => meta({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),

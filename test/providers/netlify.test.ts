@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { netlify } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Netlify's documented scheme (https://docs.netlify.com/site-deploys/deploy-notifications/#payload-signature):
 // X-Webhook-Signature is a JWS signed with the JWS secret token (HS256), claims { iss: 'netlify',
@@ -35,10 +35,7 @@ function sign(payload: string, key: string): Delivery {
 describe('netlify provider (JWS HS256, signed with the documented scheme over node:crypto)', () => {
   providerCases<string>({
     name: 'netlify',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => netlify({ secret: config }),
     body,
     sign,

@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createReceiver } from '../../src/index.js';
 import { notion } from '../../src/providers/index.js';
-import { type Delivery, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
+import { type Delivery, oneSecret, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
 import { countingStore } from './storeSpy.js';
 
 // Notion's documented algorithm (https://developers.notion.com/reference/webhooks#step-3-validating-event-payloads-recommended):
@@ -22,10 +22,7 @@ function sign(payload: string, key: string): Delivery {
 describe('notion provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'notion',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => notion({ secret: config }),
     body: () => body(),
     sign,

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { paddle } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, NOW, oneSecret, providerCases, rejects, TRICKY_JSON, withHeader } from './kit.js';
 
 // Paddle's documented algorithm: Paddle-Signature: ts=<ts>;h1=hex(HMAC-SHA256(secret, ts + ":" + raw body)).
 const secret = () => `pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_${randomBytes(24).toString('base64url')}`;
@@ -20,10 +20,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('paddle provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'paddle',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => paddle({ secret: config }),
     body,
     sign,

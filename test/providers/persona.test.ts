@@ -2,7 +2,15 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { persona } from '../../src/providers/index.js';
-import { acceptsBoth, type Delivery, NOW, providerCases, rejectsBoth, TRICKY_JSON } from './kit.js';
+import {
+  acceptsBoth,
+  type Delivery,
+  NOW,
+  oneSecret,
+  providerCases,
+  rejectsBoth,
+  TRICKY_JSON,
+} from './kit.js';
 
 // Persona's documented algorithm (https://docs.withpersona.com/webhooks#checking-signatures):
 // Persona-Signature: t=<seconds>,v1=<hex HMAC-SHA256 of `t.body`>; while a secret rotates, two
@@ -22,10 +30,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('persona provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'persona',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => persona({ secret: config }),
     body,
     sign,

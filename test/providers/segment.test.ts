@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { segment } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Segment's documented algorithm (https://segment.com/docs/connections/destinations/catalog/webhooks/,
 // "Authentication"): X-Signature: <hex HMAC-SHA1 of the raw body, keyed with the shared secret>.
@@ -20,10 +20,7 @@ function sign(payload: string, key: string): Delivery {
 describe('segment provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'segment',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => segment({ secret: config }),
     body,
     sign,

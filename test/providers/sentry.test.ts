@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sentry } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Sentry's documented algorithm (https://docs.sentry.io/organization/integrations/integration-platform/webhooks/,
 // "Verifying the signature"): Sentry-Hook-Signature: <hex HMAC-SHA256 of the body, client secret>.
@@ -26,10 +26,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('sentry provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'sentry',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => sentry({ secret: config }),
     body,
     sign,

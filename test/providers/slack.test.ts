@@ -2,7 +2,16 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { slack } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, receiveAll, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  oneSecret,
+  providerCases,
+  receiveAll,
+  rejects,
+  TRICKY_JSON,
+  verifyAt,
+} from './kit.js';
 
 // Slack's documented algorithm: v0=hex(HMAC-SHA256(signing secret, "v0:" + ts + ":" + raw body)).
 const secret = () => randomBytes(16).toString('hex');
@@ -25,10 +34,7 @@ function sign(payload: string, key: string, at: Date, contentType = 'application
 describe('slack provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'slack',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => slack({ secret: config }),
     body,
     sign: (payload, key, at) => sign(payload, key, at),

@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { square } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
 // Square's documented algorithm: base64(HMAC-SHA256(signature key, notification URL + raw body)).
 const URL = 'https://example.com/webhooks/square';
@@ -21,10 +21,7 @@ function sign(payload: string, key: string, url = URL): Delivery {
 describe('square provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'square',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => square({ secret: config }),
     body,
     sign: (payload, key) => sign(payload, key),

@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { twitch } from '../../src/providers/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
-import { type Delivery, NOW, providerCases, receiveAll, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, NOW, oneSecret, providerCases, receiveAll, TRICKY_JSON, withHeader } from './kit.js';
 
 const secret = () => randomBytes(24).toString('base64url');
 const MESSAGE_ID = 'befa7b53-d79d-478f-86b9-120f112b044e';
@@ -44,10 +44,7 @@ function sign(payload: string, key: string, at: Date, type = 'notification', id 
 describe('twitch provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'twitch',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => twitch({ secret: config }),
     body: notification,
     sign: (payload, key, at) => sign(payload, key, at),

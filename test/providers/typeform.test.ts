@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { typeform } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Typeform's documented algorithm (https://www.typeform.com/developers/webhooks/secure-your-webhooks/):
 // Typeform-Signature: sha256=<base64 HMAC-SHA256 of the raw body>.
@@ -19,10 +19,7 @@ function sign(payload: string, key: string): Delivery {
 describe('typeform provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'typeform',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => typeform({ secret: config }),
     body,
     sign,

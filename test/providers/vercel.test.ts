@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { vercel } from '../../src/providers/index.js';
-import { type Delivery, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Vercel's documented algorithm (https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks):
 // x-vercel-signature: <hex HMAC-SHA1 of the raw body>.
@@ -20,10 +20,7 @@ function sign(payload: string, key: string): Delivery {
 describe('vercel provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'vercel',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => vercel({ secret: config }),
     body,
     sign,

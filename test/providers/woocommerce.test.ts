@@ -3,7 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createReceiver } from '../../src/index.js';
 import { woocommerce } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON, withHeader } from './kit.js';
+import { type Delivery, oneSecret, providerCases, TRICKY_JSON, withHeader } from './kit.js';
 import { countingStore } from './storeSpy.js';
 
 // WooCommerce's algorithm (WC_Webhook::generate_signature, https://woocommerce.com/document/webhooks/):
@@ -29,10 +29,7 @@ function sign(payload: string, key: string): Delivery {
 describe('woocommerce provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'woocommerce',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => woocommerce({ secret: config }),
     body,
     sign,

@@ -2,7 +2,16 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { zendesk } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, rejectsBoth, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
+import {
+  type Delivery,
+  NOW,
+  oneSecret,
+  providerCases,
+  rejectsBoth,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from './kit.js';
 
 // Zendesk's documented algorithm
 // (https://developer.zendesk.com/documentation/webhooks/verifying/): X-Zendesk-Webhook-Signature:
@@ -29,10 +38,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('zendesk provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'zendesk',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => zendesk({ secret: config }),
     body,
     sign,

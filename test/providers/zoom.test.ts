@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { zoom, zoomUrlValidation } from '../../src/providers/index.js';
-import { type Delivery, NOW, providerCases, receiveAll, TRICKY_JSON } from './kit.js';
+import { type Delivery, NOW, oneSecret, providerCases, receiveAll, TRICKY_JSON } from './kit.js';
 
 // Zoom's documented algorithm: x-zm-signature: v0=hex(HMAC-SHA256(secret token, "v0:" + ts + ":" + raw body)).
 const secret = () => randomBytes(16).toString('base64url');
@@ -18,10 +18,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('zoom provider (signed with the documented algorithm over node:crypto)', () => {
   providerCases<string>({
     name: 'zoom',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => zoom({ secret: config }),
     body,
     sign,

@@ -7,6 +7,7 @@ import { adyen } from '../../src/providers/index.js';
 import {
   type Delivery,
   NOW,
+  oneSecret,
   providerCases,
   receiveAll,
   rejectsBoth,
@@ -41,10 +42,7 @@ function sign(payload: string, hmacKey: string): Delivery {
 describe("adyen provider (signed by @adyen/api-library's HmacValidator)", () => {
   providerCases<string>({
     name: 'adyen',
-    credential: () => {
-      const k = key();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(key),
     make: (config) => adyen({ secret: config }),
     body,
     sign,

@@ -5,6 +5,7 @@ import Mux from '@mux/mux-node';
 import { mux } from '../../src/providers/index.js';
 import {
   type Delivery,
+  oneSecret,
   providerCases,
   receiveAll,
   TRICKY_JSON,
@@ -29,10 +30,7 @@ function sign(payload: string, key: string, at: Date): Delivery {
 describe('mux provider (signed as @mux/mux-node computes it)', () => {
   providerCases<string>({
     name: 'mux',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => mux({ secret: config }),
     body: () => body(),
     sign,

@@ -3,7 +3,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import Razorpay from 'razorpay';
 import { razorpay } from '../../src/providers/index.js';
-import { type Delivery, providerCases, TRICKY_JSON, verifyAt, withHeader } from '../providers/kit.js';
+import {
+  type Delivery,
+  oneSecret,
+  providerCases,
+  TRICKY_JSON,
+  verifyAt,
+  withHeader,
+} from '../providers/kit.js';
 
 // Razorpay's documented algorithm (https://razorpay.com/docs/webhooks/validate-test/):
 // X-Razorpay-Signature: <hex HMAC-SHA256 of the raw body>; checked below against the SDK's own
@@ -25,10 +32,7 @@ function sign(payload: string, key: string): Delivery {
 describe('razorpay provider (signed with the documented algorithm, agreed by the razorpay SDK)', () => {
   providerCases<string>({
     name: 'razorpay',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => razorpay({ secret: config }),
     body,
     sign,

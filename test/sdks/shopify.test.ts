@@ -7,6 +7,7 @@ import { getHmac } from '@shopify/shopify-api/test-helpers';
 import { shopify } from '../../src/providers/index.js';
 import {
   type Delivery,
+  oneSecret,
   providerCases,
   receiveAll,
   TRICKY_JSON,
@@ -36,10 +37,7 @@ function sign(payload: string, key: string): Delivery {
 describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper)", () => {
   providerCases<string>({
     name: 'shopify',
-    credential: () => {
-      const k = secret();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(secret),
     make: (config) => shopify({ secret: config }),
     body,
     sign,

@@ -9,6 +9,7 @@ import {
   authenticateRejects,
   type Delivery,
   NOT_JSON,
+  oneSecret,
   providerCases,
   rejects,
   TRICKY_JSON,
@@ -44,10 +45,7 @@ function signForm(payload: string, key: string, url = URL): Delivery {
 describe('twilio provider, form callbacks (signed by twilio getExpectedTwilioSignature)', () => {
   providerCases<string>({
     name: 'twilio',
-    credential: () => {
-      const k = token();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(token),
     make: (config) => twilio({ secret: config }),
     body: () => formBody(params()),
     sign: (payload, key) => signForm(payload, key),
@@ -291,10 +289,7 @@ function signJson(payload: string, key: string): Delivery {
 describe('twilio provider, JSON bodies (bodySHA256, signed by twilio getExpectedTwilioSignature + getExpectedBodyHash)', () => {
   providerCases<string>({
     name: 'twilio',
-    credential: () => {
-      const k = token();
-      return { signer: k, config: k };
-    },
+    credential: oneSecret(token),
     make: (config) => twilio({ secret: config }),
     body: () => `{"event": "call.completed", "note": ${TRICKY_JSON}}`,
     sign: (payload, key) => signJson(payload, key),
