@@ -288,7 +288,9 @@ if (
       for (const client of [nodeRedis, ioredis]) {
         const store = redisStore({ client, prefix: `${prefix}exp:`, checkEvictionPolicy: false });
         // The lease end can be early by the SET's trip to the server plus the TIME reply's trip
-        // back (that TIME may have come with an earlier claim): bounded by the slowest claim seen.
+        // back (that TIME came with an earlier claim): each within its own claim's round trip, so
+        // within twice the slowest claim seen (a loaded host delays either way on its own: CI saw
+        // 8 ms early with a slowest claim of 4.1 ms).
         let slowest = 0;
         for (let i = 0; i < 20; i++) {
           const key = `expiry-${client === nodeRedis ? 'nr' : 'io'}-${i}`;
@@ -298,11 +300,11 @@ if (
           const exact = Number(await nodeRedis.pExpireTime(`${prefix}exp:k:${key}`)) - 3_600_000;
           const early = exact - lease.expiresAt.getTime();
           assert.ok(
-            early >= 0 && early <= Math.ceil(slowest) + 1,
+            early >= 0 && early <= 2 * Math.ceil(slowest) + 1,
             `lease end ${early} ms before the key's (slowest claim ${slowest.toFixed(1)} ms)`,
           );
           // inspect() reads the key's own expiry, exactly; an in-flight claim (told by a PTTL) from
-          // the server's clock as this process reads it: off by at most a round trip either way.
+          // the server's clock as this process reads it: off by the same round trips either way.
           assert.equal((await store.inspect(key))?.expiresAt.getTime(), exact);
           const sentHeld = performance.now();
           const held = await store.claim(key, { leaseMs: LONG });
@@ -310,7 +312,7 @@ if (
           assert.equal(held.status, 'in-flight');
           const off = held.status === 'in-flight' ? held.expiresAt.getTime() - exact : Number.NaN;
           assert.ok(
-            Math.abs(off) <= Math.ceil(slowest) + 1,
+            Math.abs(off) <= 2 * Math.ceil(slowest) + 1,
             `in-flight expiry ${off} ms off the key's (slowest claim ${slowest.toFixed(1)} ms)`,
           );
         }
