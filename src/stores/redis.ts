@@ -411,7 +411,8 @@ export function redisStore(options: RedisStoreOptions): Store {
   // sent in the same tick as a claim's SET (so in its round trip), and a free key's lease end is
   // the server time the SET was sent at plus the lease. The offset is taken at the reply, so it is
   // never ahead of the server, and the lease end never later than the key's real one (it is earlier
-  // by at most a round trip). The process's own wall clock plays no part.
+  // by at most the SET's trip out plus the TIME reply's trip back). The process's own wall clock
+  // plays no part.
   let clockOffset: number | undefined; // server ms minus performance.now()
   let clockReadAt = Number.NEGATIVE_INFINITY;
   let clockReading: Promise<void> | undefined;
