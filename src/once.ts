@@ -1,6 +1,12 @@
 import { ConfigError } from './errors.js';
 import { type Duration, parseDuration } from './lease/duration.js';
-import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } from './lease/engine.js';
+import {
+  type DegradedReason,
+  type EngineResult,
+  runClaimed,
+  signalFrom,
+  type WorkContext,
+} from './lease/engine.js';
 import { keyPart } from './lease/keys.js';
 import { causeOf, emit, type Logger, resolveLogger } from './lease/logger.js';
 import { resolveTelemetry, storeKind, type Telemetry } from './lease/telemetry.js';
@@ -195,28 +201,15 @@ function logOnce(logger: Logger | undefined, key: string, result: EngineResult<u
   }
 }
 
-const RUN = Symbol('onceonly.run');
-
-/** `ctx.signal` of once()'s work: an own enumerable accessor (a spread keeps it), from one descriptor. */
-const SIGNAL_PROPERTY: PropertyDescriptor = {
-  get(this: { [RUN]: WorkContext }): AbortSignal {
-    return this[RUN].signal;
-  },
-  enumerable: true,
-  configurable: true,
-};
-
 /** The work context as the user's work sees it: attempt, lease, and `signal` read through to the run. */
 class OnceContext implements WorkContext {
   readonly attempt: number;
   readonly lease: WorkContext['lease'];
   declare readonly signal: AbortSignal;
-  readonly [RUN]: WorkContext;
   constructor(run: WorkContext) {
     this.attempt = run.attempt;
     this.lease = run.lease;
-    this[RUN] = run;
-    Object.defineProperty(this, 'signal', SIGNAL_PROPERTY);
+    signalFrom(this, run);
   }
 }
 

@@ -275,13 +275,33 @@ class LazySignal {
 }
 
 const ABORT = Symbol('onceonly.abort');
+const WORK = Symbol('onceonly.work');
+
+/** A context's `signal`: an own enumerable accessor (as a literal's getter), from one shared descriptor. */
+const SIGNAL_PROPERTY: PropertyDescriptor = {
+  get(this: { [WORK]: WorkContext }): AbortSignal {
+    return this[WORK].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
+
+/**
+ * Gives a context handed to user code (a handler's, once()'s work's) an own enumerable `signal` read
+ * through to `work` when read, so the abort machinery exists only for code that looks at it, and a
+ * spread, `Object.keys`, a Proxy or a child object sees it. `work` is kept under a symbol.
+ */
+export function signalFrom(target: object, work: WorkContext): void {
+  (target as { [WORK]: WorkContext })[WORK] = work;
+  Object.defineProperty(target, 'signal', SIGNAL_PROPERTY);
+}
 
 /**
  * What the work receives. Not an object literal with a getter (V8 builds such a literal at run
  * time, about half a microsecond each); `signal` reads through to the lazy abort, which lives under
  * a symbol (so a Proxy or a child object reads it too). The getter is the prototype's: the
  * receiver's handlers get their own context, and `once()` hands its work a copy whose `signal` is an
- * own property (see once.ts).
+ * own property (both by {@link signalFrom}).
  */
 class RunContext implements WorkContext {
   readonly [ABORT]: LazySignal;

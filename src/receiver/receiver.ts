@@ -11,7 +11,7 @@ import {
 } from '../errors.js';
 import { newToken, sha256Hex } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
-import { type DegradedReason, runClaimed, type WorkContext } from '../lease/engine.js';
+import { type DegradedReason, runClaimed, signalFrom, type WorkContext } from '../lease/engine.js';
 import { checkHealth, type HealthReport } from '../lease/health.js';
 import type { InboxJob, InboxState } from '../lease/inbox.js';
 import { checkSpace, digestKey, idKey } from '../lease/keys.js';
@@ -1459,7 +1459,6 @@ function rejection(
 
 const READER = Symbol('onceonly.headerReader');
 const WEB_HEADERS = Symbol('onceonly.webHeaders');
-const WORK = Symbol('onceonly.work');
 
 /** `delivery.headers`: an own, enumerable accessor, as a literal's getter is, defined from one shared descriptor. */
 const HEADERS_PROPERTY: PropertyDescriptor = {
@@ -1467,15 +1466,6 @@ const HEADERS_PROPERTY: PropertyDescriptor = {
     // A web Headers only when the handler asks for one (Node's header objects stay as they are).
     this[WEB_HEADERS] ??= asWebHeaders(this[READER]);
     return this[WEB_HEADERS];
-  },
-  enumerable: true,
-  configurable: true,
-};
-
-/** `ctx.signal`: read through to the run, so the abort machinery exists only for a handler that looks. */
-const SIGNAL_PROPERTY: PropertyDescriptor = {
-  get(this: Context): AbortSignal {
-    return this[WORK].signal;
   },
   enumerable: true,
   configurable: true,
@@ -1501,12 +1491,11 @@ class Delivery {
   }
 }
 
-/** The handler's context; `signal` is read through (see {@link SIGNAL_PROPERTY}). */
+/** The handler's context; `signal` is read through to the run (see `signalFrom`). */
 class Context implements HandlerContext<unknown> {
   readonly attempt: number;
   readonly lease: Lease;
   declare readonly signal: AbortSignal;
-  readonly [WORK]: WorkContext;
   constructor(
     readonly event: unknown,
     readonly type: string | undefined,
@@ -1517,8 +1506,7 @@ class Context implements HandlerContext<unknown> {
   ) {
     this.attempt = work.attempt;
     this.lease = work.lease;
-    this[WORK] = work;
-    Object.defineProperty(this, 'signal', SIGNAL_PROPERTY);
+    signalFrom(this, work);
   }
 }
 

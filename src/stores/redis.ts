@@ -267,6 +267,13 @@ const fingerprintField = (fingerprint: string | undefined) =>
   fingerprint === undefined ? '' : `=${fingerprint}`;
 
 /** Stored and offered fingerprint fields match when equal or when either side has none (''). */
+/**
+ * A claim key's value, `state|token|attempt|graceMs|ttlMs|fingerprint field` (see redis/scripts.ts),
+ * as the store reads it: [1] state (`p` or `c`), [2] token, [3] attempt, [4] grace, [5] ttl,
+ * [6] fingerprint field.
+ */
+const VALUE = /^([pc])\|([^|]*)\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s;
+
 const sameField = (stored: string, offered: string) => stored === '' || offered === '' || stored === offered;
 
 /**
@@ -485,13 +492,9 @@ export function redisStore(options: RedisStoreOptions): Store {
         lease: createLease({ key: userKey, token, attempt: 1, fingerprint, expiresAt: new Date(expiresAt) }),
       };
     }
-    const value = String(held);
-    if (value.startsWith('c|')) {
-      const match = /^c\|[^|]*\|\d+\|\d+\|\d+\|(.*)$/s.exec(value);
-      if (match) return { status: 'completed', sameFingerprint: sameField(match[1]!, fp) };
-      return undefined;
-    }
-    return value.startsWith('p|') ? liveLease(key, value, fp) : undefined;
+    const fields = VALUE.exec(String(held));
+    if (fields?.[1] === 'c') return { status: 'completed', sameFingerprint: sameField(fields[6]!, fp) };
+    return fields?.[1] === 'p' ? liveLease(key, fields, fp) : undefined;
   }
 
   /**
@@ -503,11 +506,10 @@ export function redisStore(options: RedisStoreOptions): Store {
    * finds it done or running); a lease released or run out goes to the script, which decides on
    * the key as it is then. Undefined: let the script decide.
    */
-  async function liveLease(key: string, value: string, fp: string): Promise<Claim | undefined> {
-    const match = /^p\|([^|]*)\|(\d+)\|(\d+)\|\d+\|(.*)$/s.exec(value);
-    // Released (no owner) or unreadable: the script takes it over or refuses it.
-    if (!match || match[1] === '' || clockOffset === undefined) return undefined;
-    const grace = Number(match[3]);
+  async function liveLease(key: string, fields: RegExpExecArray, fp: string): Promise<Claim | undefined> {
+    // Released (no owner): the script takes it over or refuses it.
+    if (fields[2] === '' || clockOffset === undefined) return undefined;
+    const grace = Number(fields[4]);
     let pttl: number;
     try {
       pttl = Number(await wire.pttl(key));
@@ -520,9 +522,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     const expiresAt = Math.floor(performance.now() + clockOffset) + pttl - grace;
     return {
       status: 'in-flight',
-      attempt: Number(match[2]),
+      attempt: Number(fields[3]),
       expiresAt: new Date(expiresAt),
-      sameFingerprint: sameField(match[4]!, fp),
+      sameFingerprint: sameField(fields[6]!, fp),
     };
   }
 
@@ -626,7 +628,7 @@ export function redisStore(options: RedisStoreOptions): Store {
 }
 
 function parseView(key: string, value: string, keyExpiresAt: number): RecordView | undefined {
-  const match = /^([pc])\|([^|]*)\|(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
+  const match = VALUE.exec(value);
   if (!match) return undefined;
   const [, state, token, attempt, graceMs, ttlMs, fp] = match as unknown as [
     string,
