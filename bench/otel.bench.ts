@@ -19,6 +19,7 @@
  * Target (issue 14): full telemetry at least 0.9x of off.
  */
 import { createHmac } from 'node:crypto';
+import { context, SpanKind, trace } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -205,21 +206,85 @@ function oneRun(telemetry: ReturnType<typeof otel>, first: boolean): void {
   telemetry.outcome(result, 'receiver');
   traced.end(result);
 }
-console.log(
-  `telemetry calls alone (CPU per delivery; a delivery without telemetry: ${offCpuUs.toFixed(1)} µs):`,
-);
-for (const [name, telemetry] of [
-  ['metrics', metricsOnly],
-  ['traces', tracesOnly],
-  ['full', full],
-] as const) {
+
+// The SDK alone: what onceonly asks of it per delivery, made straight on the SDK with no onceonly
+// code between (the same instruments, attribute sets made once, the same spans and attributes).
+// The floor of any instrumentation that reports these metrics and spans: the best ratio to `off`
+// it allows is printed beside it.
+function sdkAlone(meterProvider: MeterProvider | undefined, tracerProvider: BasicTracerProvider | undefined) {
+  const meter = meterProvider?.getMeter('sdk-alone');
+  const tracer = tracerProvider?.getTracer('sdk-alone');
+  const seconds = { unit: 's' };
+  const delivery = meter?.createHistogram('onceonly.delivery.duration', seconds);
+  const handler = meter?.createHistogram('onceonly.handler.duration', seconds);
+  const store = meter?.createHistogram('onceonly.store.operation.duration', seconds);
+  const where = { 'onceonly.provider': 'stripe', 'onceonly.receiver': 'sdk' };
+  const run = { ...where, 'onceonly.run.kind': 'delivery' };
+  const handled = { ...run, 'onceonly.handler.result': 'ok' };
+  const op = (name: string) => ({
+    'onceonly.store.operation': name,
+    'onceonly.store.kind': 'memory',
+    'onceonly.store.result': 'ok',
+  });
+  const claimed = op('claim');
+  const confirmed = op('confirm');
+  const outcomes = {
+    processed: { ...where, 'onceonly.outcome': 'processed' },
+    duplicate: { ...where, 'onceonly.outcome': 'duplicate' },
+  };
+  const spanAttributes = { ...run, 'onceonly.store.kind': 'memory' };
+  return (first: boolean) => {
+    const root = tracer?.startSpan('onceonly.delivery', { attributes: spanAttributes });
+    const inside = root ? trace.setSpan(context.active(), root) : undefined;
+    const child = (name: string) => tracer?.startSpan(name, { kind: SpanKind.INTERNAL }, inside);
+    child('onceonly.verify')?.end();
+    child('onceonly.claim')?.end();
+    store?.record(0.0001, claimed);
+    if (first) {
+      child('onceonly.handler')?.end();
+      handler?.record(0.0001, handled);
+      const confirm = child('onceonly.confirm');
+      confirm?.setAttribute('onceonly.lease.held', true);
+      confirm?.end();
+      store?.record(0.0001, confirmed);
+    }
+    const outcome = first ? outcomes.processed : outcomes.duplicate;
+    delivery?.record(0.001, outcome);
+    if (root) {
+      root.setAttributes(outcome);
+      root.setAttribute('onceonly.status', 200);
+      root.setAttribute('onceonly.attempt', 1);
+      root.setAttribute('onceonly.event.id', 'evt_calls');
+      root.setAttribute('onceonly.event.type', 'invoice.paid');
+      root.end();
+    }
+  };
+}
+const sdkDropped = new DropExporter();
+const sdkTracer = () => new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(sdkDropped)] });
+const sdkMeter = () => new MeterProvider({ readers: [new IdleReader()] });
+
+/** CPU µs per call of `one(first)`, alternating first and duplicate deliveries. */
+function cpuPerCall(one: (first: boolean) => void): number {
   const calls = small ? 50_000 : 200_000;
-  for (let i = 0; i < calls; i++) oneRun(telemetry, i % 2 === 0);
+  for (let i = 0; i < calls; i++) one(i % 2 === 0);
   const cpu = process.cpuUsage();
-  for (let i = 0; i < calls; i++) oneRun(telemetry, i % 2 === 0);
+  for (let i = 0; i < calls; i++) one(i % 2 === 0);
   const used = process.cpuUsage(cpu);
-  const us = (used.user + used.system) / calls;
+  return (used.user + used.system) / calls;
+}
+console.log(
+  `telemetry calls alone (CPU per delivery; a delivery without telemetry: ${offCpuUs.toFixed(1)} µs), against the SDK alone doing the same records and spans:`,
+);
+for (const [name, telemetry, floor] of [
+  ['metrics', metricsOnly, sdkAlone(sdkMeter(), undefined)],
+  ['traces', tracesOnly, sdkAlone(undefined, sdkTracer())],
+  ['full', full, sdkAlone(sdkMeter(), sdkTracer())],
+] as const) {
+  const us = cpuPerCall((first) => oneRun(telemetry, first));
+  const sdkUs = cpuPerCall(floor);
+  const ratio = (extra: number) => (offCpuUs / (offCpuUs + extra)).toFixed(2);
   console.log(
-    `  ${name.padEnd(8)} +${us.toFixed(2)} µs   => ${(offCpuUs / (offCpuUs + us)).toFixed(2)}x of off`,
+    `  ${name.padEnd(8)} onceonly +${us.toFixed(2)} µs => ${ratio(us)}x of off;  SDK alone +${sdkUs.toFixed(2)} µs => at best ${ratio(sdkUs)}x;  onceonly's own share ${(us - sdkUs).toFixed(2)} µs`,
   );
 }
