@@ -92,7 +92,7 @@ if (
   });
 
   describe('redisStore on the Redis server', () => {
-    it('claims a free key with one plain SET NX PX GET, answers a completed key the same way and a held one with a PTTL, scripts only a lapsed or released one', async () => {
+    it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];
       const counting: NodeRedisLike = {
@@ -112,9 +112,14 @@ if (
       // The next free key is the SET alone.
       acquired(await store.claim('one-trip-2', { leaseMs: LONG }));
       assert.deepEqual(sent.splice(0), ['SET']);
-      // A key being processed: the SET NX fails, and a PTTL tells the lease is live (no script).
+      // A key being processed, claimed before the store had read the server's clock (as an older
+      // version wrote every token): the SET NX fails, and a PTTL tells the lease is live (no script).
+      assert.ok(!lease.token.includes('.'), 'the first claim knew no server time to carry');
       assert.equal((await store.claim('one-trip', { leaseMs: LONG })).status, 'in-flight');
       assert.deepEqual(sent.splice(0), ['SET', 'PTTL']);
+      // Claimed with the clock known, the token carries the lease's end: the SET alone tells it.
+      assert.equal((await store.claim('one-trip-2', { leaseMs: LONG })).status, 'in-flight');
+      assert.deepEqual(sent.splice(0), ['SET']);
       // A released key: the script takes it over.
       const second = acquired(await store.claim('one-trip-3', { leaseMs: LONG }));
       sent.splice(0);
@@ -131,9 +136,11 @@ if (
     });
 
     it('a lease released between the SET and its PTTL is taken over by the script, not reported in flight', async () => {
-      // Prepare: a client that releases the lease just before the PTTL reaches the server.
+      // Prepare: a client that releases the lease just before the PTTL reaches the server. The
+      // owner's first claim knows no server time, so its token carries no lease end: a PTTL is asked.
       const owner = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false });
       const lease = acquired(await owner.claim('between', { leaseMs: LONG, retentionMs: LONG }));
+      assert.ok(!lease.token.includes('.'));
       const sent: string[] = [];
       const releasing: NodeRedisLike = {
         evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
@@ -151,6 +158,101 @@ if (
       // Assert: the release landed between the two (the PTTL was sent), and the claim took over.
       assert.deepEqual(sent, ['SET', 'PTTL', 'EVALSHA']);
       assert.equal(acquired(claim).attempt, 2);
+    });
+
+    describe('the lease end a token carries', () => {
+      /** A store on a client that records the commands it sends, its clock read by a first claim. */
+      async function counted(): Promise<{ store: ReturnType<typeof redisStore>; sent: string[] }> {
+        const sent: string[] = [];
+        const client: NodeRedisLike = {
+          evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
+          sendCommand: ((args: string[]) => {
+            sent.push(args[0]!);
+            return nodeRedis.sendCommand(args);
+          }) as NodeRedisLike['sendCommand'],
+        };
+        const store = redisStore({ client, prefix: `${prefix}end:`, checkEvictionPolicy: false });
+        await store.claim(`clock-${randomBytes(4).toString('hex')}`, { leaseMs: LONG });
+        sent.splice(0);
+        return { store, sent };
+      }
+
+      it('is written after the owner id, no later than the lease end; a copy is told in flight by the SET alone', async () => {
+        // Prepare
+        const { store, sent } = await counted();
+        const before = performance.now();
+        const lease = acquired(await store.claim('carried', { leaseMs: LONG, fingerprint: 'fp' }));
+        const took = performance.now() - before;
+        // Assess: the token is the id, then the lease end (ms on the server's clock) before the key's.
+        const m = /^([0-9a-f]{32})\.(\d+)$/.exec(lease.token);
+        assert.ok(m, `token ${lease.token}`);
+        const exact = Number(await nodeRedis.pExpireTime(`${prefix}end:k:carried`)) - 3_600_000;
+        const carried = Number(m[2]);
+        assert.ok(
+          carried <= exact && exact - carried <= 2 * Math.ceil(took) + 10,
+          `${exact - carried} ms early`,
+        );
+        sent.splice(0);
+        // Act: a copy, then a copy with another body.
+        const copy = await store.claim('carried', { leaseMs: LONG, fingerprint: 'fp' });
+        const other = await store.claim('carried', { leaseMs: LONG, fingerprint: 'other' });
+        // Assert: both told by the SET alone, with the carried end and the attempt.
+        assert.deepEqual(sent, ['SET', 'SET']);
+        assert.deepEqual(copy, {
+          status: 'in-flight',
+          attempt: 1,
+          expiresAt: new Date(carried),
+          sameFingerprint: true,
+        });
+        assert.equal(other.status === 'in-flight' && other.sameFingerprint, false);
+        // The owner's id alone is compared: the owner confirms, and the completed record keeps the id.
+        assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+        assert.equal(await nodeRedis.get(`${prefix}end:k:carried`), `c|${m[1]}|1|0|${LONG}|=fp`);
+        assert.equal(
+          await store.confirm(lease, { retentionMs: LONG }),
+          true,
+          'a repeated confirm finds its id',
+        );
+        assert.equal(
+          await store.confirm({ ...lease, token: `${'0'.repeat(32)}.${carried}` }, { retentionMs: LONG }),
+          false,
+          'another id with the same end owns nothing',
+        );
+      });
+
+      it('is not trusted within a second of its end: the PTTL tells', async () => {
+        const { store, sent } = await counted();
+        acquired(await store.claim('near-end', { leaseMs: 900 }));
+        sent.splice(0);
+        assert.equal((await store.claim('near-end', { leaseMs: 900 })).status, 'in-flight');
+        assert.deepEqual(sent, ['SET', 'PTTL']);
+      });
+
+      it('is dropped by extend: a lease shortened below it is taken over once the shorter lease ran out', async () => {
+        // Prepare: a long lease, then shortened by its owner to 300 ms.
+        const { store, sent } = await counted();
+        const lease = acquired(await store.claim('shortened', { leaseMs: LONG }));
+        assert.ok(lease.token.includes('.'));
+        assert.equal(await store.extend(lease, { leaseMs: 300 }), true);
+        const value = await nodeRedis.get(`${prefix}end:k:shortened`);
+        assert.equal(value?.split('|')[1], lease.token.split('.')[0], 'extend writes the id alone');
+        sent.splice(0);
+        // A copy within the shortened lease: in flight, told by the PTTL now.
+        assert.equal((await store.claim('shortened', { leaseMs: LONG })).status, 'in-flight');
+        assert.deepEqual(sent.splice(0), ['SET', 'PTTL']);
+        // Act: a copy after the shortened lease ran out (the carried end is still ~60 s ahead).
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        const taken = await store.claim('shortened', { leaseMs: LONG });
+        // Assert: taken over, attempt 2; the first owner's lease is lost, its id compared in each script.
+        assert.equal(acquired(taken).attempt, 2);
+        assert.equal(await store.extend(lease, { leaseMs: LONG }), false);
+        assert.equal(await store.confirm(lease, { retentionMs: LONG }), false);
+        assert.equal(await store.release(lease), false);
+        // The owner of the extended lease still confirms it.
+        const kept = acquired(await store.claim('extended', { leaseMs: LONG }));
+        assert.equal(await store.extend(kept, { leaseMs: LONG }), true);
+        assert.equal(await store.confirm(kept, { retentionMs: LONG }), true);
+      });
     });
 
     it('lays keys out as prefix + k: + key (state|token|attempt|grace|ttl|fingerprint) and prefix + v: + entity', async () => {

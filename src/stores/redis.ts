@@ -124,6 +124,24 @@ const DEFAULT_GRACE = '1h';
 const MAX_MS = 1e13;
 /** How often the server's clock is read again (one `TIME`, in a claim's round trip). */
 const CLOCK_REFRESH_MS = 10_000;
+/**
+ * How far ahead of this process's reading of the server's clock the lease end a token carries must
+ * lie for a claim to answer "in flight" on it alone: more than any error of that reading (a `TIME`
+ * reply's trip). Nearer the end, the claim asks the key's `PTTL`.
+ */
+const LIVE_MARGIN_MS = 1_000;
+/** The lease end after a token's owner id: decimal ms on the server's clock. */
+const TOKEN_END = /^[0-9a-f]+\.(\d{1,15})$/;
+
+/**
+ * The owner id of a token (what the scripts compare): the token up to its `.`, or undefined for a
+ * token no claim of this store made (empty, or with the field separator).
+ */
+function ownerId(token: string): string | undefined {
+  const dot = token.indexOf('.');
+  const id = dot === -1 ? token : token.slice(0, dot);
+  return id === '' || id.includes('|') ? undefined : id;
+}
 
 interface Script {
   body: string;
@@ -280,8 +298,9 @@ const sameField = (stored: string, offered: string) => stored === '' || offered 
  * A store on Redis or Valkey, for node-redis (v5+) and ioredis clients, standalone or Redis Cluster.
  * Claiming a free key is one command: a plain `SET NX PX` (with `GET`, so a completed key is
  * answered in the same trip); the lease's end is the server's time, read with `TIME` every few
- * seconds in a claim's round trip. A live lease found by that SET is told by one `PTTL`; only a
- * released or run-out key needs the claim script (takeover or in-flight). Confirm, release, extend,
+ * seconds in a claim's round trip. A live lease found by that SET is told by the lease end its
+ * token carries (or, without one, by one `PTTL`); only a released or run-out key needs the claim
+ * script (takeover or in-flight). Confirm, release, extend,
  * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
  * command acts on one key, so it runs on Redis Cluster, and all time is the server's. `store.inbox`
  * is the inbox for receivers in inbox mode: each of its operations is one script over the keys of
@@ -498,7 +517,8 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   /**
-   * A processing key found by the fast claim: in flight when its lease is live, told by one PTTL
+   * A processing key found by the fast claim: in flight when its lease is live, told by the lease
+   * end its token carries when that lies surely ahead, else by one PTTL
    * (live ⇔ PTTL > the grace it was written with, the script's own test) instead of the claim
    * script. Not atomic with the SET that read the value, so only "live" is concluded here, and every
    * way the key can change in between makes that answer late, never wrong in the costly direction:
@@ -509,6 +529,20 @@ export function redisStore(options: RedisStoreOptions): Store {
   async function liveLease(key: string, fields: RegExpExecArray, fp: string): Promise<Claim | undefined> {
     // Released (no owner): the script takes it over or refuses it.
     if (fields[2] === '' || clockOffset === undefined) return undefined;
+    // The lease end the claim wrote after its owner id: never later than the key's own, so a lease
+    // whose end lies surely ahead of the server's now was live when the SET read it. No PTTL needed.
+    const carried = TOKEN_END.exec(fields[2]!);
+    if (carried) {
+      const end = Number(carried[1]);
+      if (end - (performance.now() + clockOffset) > LIVE_MARGIN_MS) {
+        return {
+          status: 'in-flight',
+          attempt: Number(fields[3]),
+          expiresAt: new Date(end),
+          sameFingerprint: sameField(fields[6]!, fp),
+        };
+      }
+    }
     const grace = Number(fields[4]);
     let pttl: number;
     try {
@@ -551,7 +585,13 @@ export function redisStore(options: RedisStoreOptions): Store {
     async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const lease = duration(leaseMs, 'leaseMs');
       const g = grace(lease, retentionMs);
-      const token = newToken();
+      // The owner id, and after it the lease's end as the server's clock will have it at the SET at
+      // the earliest (this process's reading of that clock is never ahead of it): a later claim
+      // that finds the key answers "in flight" on it without asking the key's PTTL.
+      const token =
+        clockOffset === undefined
+          ? newToken()
+          : `${newToken()}.${Math.floor(performance.now() + clockOffset) + lease}`;
       const fp = fingerprintField(fingerprint);
       if (fastClaims) {
         const fast = await fastClaim(key, token, g, fp, lease, fingerprint);
@@ -579,25 +619,29 @@ export function redisStore(options: RedisStoreOptions): Store {
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
       // No real token is empty ('' marks a released record, which nobody owns) or holds the field
-      // separator.
-      if (lease.token === '' || lease.token.includes('|')) return false;
+      // separator. The completed record keeps the owner id (a repeated confirm finds it).
+      const id = ownerId(lease.token);
+      if (id === undefined) return false;
       const retention = String(duration(retentionMs, 'retentionMs'));
       const reply = await call('confirm', scripts.confirm, claimKey(lease.key), [
-        lease.token,
-        `c|${lease.token}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`,
+        id,
+        `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`,
         retention,
       ]);
       return Number(reply) === 1;
     },
 
     async release(lease: Lease): Promise<boolean> {
-      if (lease.token === '') return false;
-      return Number(await call('release', scripts.release, claimKey(lease.key), [lease.token])) === 1;
+      const id = ownerId(lease.token);
+      if (id === undefined) return false;
+      return Number(await call('release', scripts.release, claimKey(lease.key), [id])) === 1;
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       const ms = duration(leaseMs, 'leaseMs');
-      const reply = await call('extend', scripts.extend, claimKey(lease.key), [lease.token, String(ms)]);
+      const id = ownerId(lease.token);
+      if (id === undefined) return false;
+      const reply = await call('extend', scripts.extend, claimKey(lease.key), [id, String(ms)]);
       return Number(reply) === 1;
     },
 

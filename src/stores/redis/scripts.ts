@@ -4,8 +4,11 @@
  *
  * A claim key holds one string: `state|token|attempt|graceMs|ttlMs|fingerprint`
  * - state: `p` (processing) or `c` (completed);
- * - token: the owner's; empty once released (no real token is empty): a released record is
- *   takeable at once and keeps its attempt and fingerprint;
+ * - token: the owner's id (128 random bits in hex), followed by `.` and the lease's end in ms on the
+ *   server's clock as the claimant estimated it (never later than the real end) when it claimed with
+ *   the clock known; `extend` writes the id alone (the end it carried is stale then). Owner checks
+ *   compare the id, which the caller sends (ARGV[1]). Empty once released (no real token is empty):
+ *   a released record is takeable at once and keeps its attempt and fingerprint;
  * - graceMs: how long the key outlives the lease, so that a takeover after the lease ran out (or
  *   after a release) still finds the attempt to raise: the claim's retentionMs, or the store's
  *   leaseGrace. The key's TTL is leaseMs + graceMs, hence "the lease ran out" ⇔ PTTL <= graceMs,
@@ -61,17 +64,19 @@ return {1, nextAttempt, expiry(key) - tonumber(grace)}
 `;
 
 /**
- * ARGV: token, the completed value (`c|token|attempt|0|retentionMs|fingerprint field`, built by the
+ * ARGV: owner id, the completed value (`c|id|attempt|0|retentionMs|fingerprint field`, built by the
  * caller), retentionMs. Returns 1 confirmed, 0 another owner holds it. Writes the key completed when
  * it vanished (invariant 3): the work is done, a retry must see a duplicate. A repeated confirm by
- * the same owner finds its own token on the completed record. The owner check compares bytes in
- * place (no pattern): this runs once per processed event. The caller never sends a token with `|`.
+ * the same owner finds its own id on the completed record. The owner check compares bytes in place
+ * (no pattern): this runs once per processed event. The id is followed by the field separator, or
+ * by `.` and the lease end the claim wrote. The caller never sends an empty id, nor one with `|` or `.`.
  */
 export const CONFIRM = `
 local value = redis.call('GET', KEYS[1])
 if value then
-  local state = string.byte(value, 1)
-  if (state ~= 112 and state ~= 99) or string.byte(value, 2) ~= 124 or string.sub(value, 3, 3 + #ARGV[1]) ~= ARGV[1] .. '|' then
+  local state, id = string.byte(value, 1), ARGV[1]
+  local after = string.byte(value, 3 + #id)
+  if (state ~= 112 and state ~= 99) or string.byte(value, 2) ~= 124 or string.sub(value, 3, 2 + #id) ~= id or (after ~= 124 and after ~= 46) then
     return 0
   end
 end
@@ -80,29 +85,31 @@ return 1
 `;
 
 /**
- * ARGV: token. Releases a processing record we own: no owner (empty token), the lease ends now, and
- * the key lives on for its grace with its attempt and fingerprint. A completed key cannot be released.
+ * ARGV: owner id. Releases a processing record we own: no owner (empty token), the lease ends now,
+ * and the key lives on for its grace with its attempt and fingerprint. A completed key cannot be
+ * released.
  */
 export const RELEASE = `
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 local token, attempt, grace, fp = string.match(value, '^p|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
-if not token or token == '' or token ~= ARGV[1] then return 0 end
+if not token or token == '' or string.match(token, '^[^.]*') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], 'p||' .. attempt .. '|' .. grace .. '|' .. grace .. '|' .. fp, 'PX', grace)
 return 1
 `;
 
 /**
- * ARGV: token, leaseMs. Pushes the lease's end to now + leaseMs if we own it, keeping the grace the
- * claim stored.
+ * ARGV: owner id, leaseMs. Moves the lease's end to now + leaseMs if we own it, keeping the grace
+ * the claim stored. The token is written back as the id alone: the end the claim put after it no
+ * longer holds (the new end may even be earlier), so a claim that finds the key asks its PTTL.
  */
 export const EXTEND = `
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 local token, attempt, grace, fp = string.match(value, '^p|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
-if not token or token == '' or token ~= ARGV[1] then return 0 end
+if not token or token == '' or string.match(token, '^[^.]*') ~= ARGV[1] then return 0 end
 local px = string.format('%d', tonumber(ARGV[2]) + tonumber(grace))
-redis.call('SET', KEYS[1], 'p|' .. token .. '|' .. attempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
+redis.call('SET', KEYS[1], 'p|' .. ARGV[1] .. '|' .. attempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
 return 1
 `;
 
