@@ -228,6 +228,74 @@ if (
         assert.deepEqual(sent, ['SET', 'PTTL']);
       });
 
+      it("is trusted no further than the reading of the server's clock vouches: a stall while TIME's reply waited widens the margin", async () => {
+        // Prepare: a reader whose TIME and SET replies wait behind a 2.5 s busy stretch (a GC pause,
+        // CPU-bound work), so its reading of the server's clock is 2.5 s behind; then a 1.5 s lease
+        // of another process that crashes.
+        const owner = redisStore({ client: nodeRedis, prefix: `${prefix}end:`, checkEvictionPolicy: false });
+        await owner.claim(`clock-${randomBytes(4).toString('hex')}`, { leaseMs: LONG });
+        const sent: string[] = [];
+        const readerClient = await createClient({ url: servers.redis }).connect();
+        const reader = redisStore({
+          client: {
+            evalSha: (sha, o) => readerClient.evalSha(sha, o),
+            sendCommand: ((args: string[]) => {
+              sent.push(args[0]!);
+              return readerClient.sendCommand(args);
+            }) as NodeRedisLike['sendCommand'],
+          },
+          prefix: `${prefix}end:`,
+          checkEvictionPolicy: false,
+        });
+        try {
+          const firstKey = `stall-${randomBytes(4).toString('hex')}`;
+          const first = reader.claim(firstKey, { leaseMs: LONG });
+          assert.deepEqual(sent.splice(0), ['TIME', 'SET'], 'the reading is on its way');
+          // node-redis writes its queue in a setImmediate: once that ran, the commands are out.
+          await new Promise((resolve) => setImmediate(resolve));
+          const stalled = performance.now();
+          while (performance.now() - stalled < 2_500);
+          const firstLease = acquired(await first);
+          // The fault landed: the reading lags the server by the stall, as the first lease's end
+          // (the SET's send time on that reading, plus the lease) shows against the key's own.
+          const exact = Number(await nodeRedis.pExpireTime(`${prefix}end:k:${firstKey}`)) - 3_600_000;
+          assert.ok(exact - firstLease.expiresAt.getTime() >= 2_000, 'the reading lags by the stall');
+          const lease = acquired(await owner.claim('stalled', { leaseMs: 1_500 }));
+          assert.ok(lease.token.includes('.'), 'the crashed lease carries its end');
+          await new Promise((resolve) => setTimeout(resolve, 1_700));
+          sent.splice(0);
+          // Act: the retry, 0.2 s after the lease's end (2.3 s ahead of the reader's late reading).
+          const retry = await reader.claim('stalled', { leaseMs: LONG });
+          // Assert: the carried end was not trusted (the PTTL was asked), and the retry took over.
+          assert.deepEqual(sent, ['SET', 'PTTL', 'EVALSHA']);
+          assert.equal(acquired(retry).attempt, 2);
+        } finally {
+          await readerClient.quit();
+        }
+      });
+
+      it("is not trusted once this host's wall and monotonic clocks part (a suspend): the PTTL tells, and the clock is read again", async () => {
+        // Prepare: a live lease with its end a minute ahead.
+        const { store, sent } = await counted();
+        acquired(await store.claim('parted', { leaseMs: LONG }));
+        assert.equal((await store.claim('parted', { leaseMs: LONG })).status, 'in-flight');
+        assert.deepEqual(sent.splice(0), ['SET', 'SET'], 'trusted while the clocks agree');
+        // Act: the wall clock moves 5 s while the monotonic clock does not (as across a suspend).
+        const realNow = Date.now.bind(Date);
+        const suspend = mock.method(Date, 'now', () => realNow() + 5_000);
+        try {
+          assert.equal((await store.claim('parted', { leaseMs: LONG })).status, 'in-flight');
+          // Assert: told by the PTTL; the next claim reads the server's clock again, then trusts.
+          assert.deepEqual(sent.splice(0), ['SET', 'PTTL']);
+          assert.equal((await store.claim('parted', { leaseMs: LONG })).status, 'in-flight');
+          assert.deepEqual(sent.splice(0), ['TIME', 'SET']);
+          assert.equal((await store.claim('parted', { leaseMs: LONG })).status, 'in-flight');
+          assert.deepEqual(sent.splice(0), ['SET']);
+        } finally {
+          suspend.mock.restore();
+        }
+      });
+
       it('is dropped by extend: a lease shortened below it is taken over once the shorter lease ran out', async () => {
         // Prepare: a long lease, then shortened by its owner to 300 ms.
         const { store, sent } = await counted();

@@ -125,11 +125,13 @@ const MAX_MS = 1e13;
 /** How often the server's clock is read again (one `TIME`, in a claim's round trip). */
 const CLOCK_REFRESH_MS = 10_000;
 /**
- * How far ahead of this process's reading of the server's clock the lease end a token carries must
- * lie for a claim to answer "in flight" on it alone: more than any error of that reading (a `TIME`
- * reply's trip). Nearer the end, the claim asks the key's `PTTL`.
+ * How far past the latest the server's now can be (this process's reading of its clock plus that
+ * reading's round trip) the lease end a token carries must lie for a claim to answer "in flight" on
+ * it alone: room for the clocks' rates to differ. Nearer the end, the claim asks the key's `PTTL`.
  */
 const LIVE_MARGIN_MS = 1_000;
+/** How far this host's wall and monotonic clocks may part before its reading of the server's is redone. */
+const CLOCK_PARTED_MS = 100;
 /** The lease end after a token's owner id: decimal ms on the server's clock. */
 const TOKEN_END = /^[0-9a-f]+\.(\d{1,15})$/;
 
@@ -172,6 +174,8 @@ interface Wire extends InboxWire {
   time(key: string): Promise<unknown>;
   /** `PTTL key`: the key's time to live in ms, -1 without one, -2 when it is gone. */
   pttl(key: string): Promise<unknown>;
+  /** A Redis Cluster client: its nodes' clocks are several, and `TIME` reads one of them. */
+  readonly cluster: boolean;
 }
 
 function isNoScript(err: unknown): boolean {
@@ -203,24 +207,24 @@ function ioBuffers(): never {
 function adapt(client: RedisClientLike): Wire {
   if (typeof (client as NodeRedisLike).evalSha === 'function') {
     const cluster = client as unknown as NodeRedisClusterLike;
+    const isCluster = Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function';
     // A cluster routes by the key given first; a client takes the arguments alone.
-    const send: (key: string, args: string[]) => Promise<unknown> =
-      Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function'
-        ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args))
-        : (_key, args) =>
-            Promise.resolve(
-              (client as unknown as { sendCommand(a: string[]): PromiseLike<unknown> }).sendCommand(args),
-            );
-    const sendBuffers: (key: string, args: (string | Buffer)[]) => Promise<unknown> =
-      Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function'
-        ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args, BUFFERS))
-        : (_key, args) =>
-            Promise.resolve(
-              (
-                client as unknown as { sendCommand(a: (string | Buffer)[], o: object): PromiseLike<unknown> }
-              ).sendCommand(args, BUFFERS),
-            );
+    const send: (key: string, args: string[]) => Promise<unknown> = isCluster
+      ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args))
+      : (_key, args) =>
+          Promise.resolve(
+            (client as unknown as { sendCommand(a: string[]): PromiseLike<unknown> }).sendCommand(args),
+          );
+    const sendBuffers: (key: string, args: (string | Buffer)[]) => Promise<unknown> = isCluster
+      ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args, BUFFERS))
+      : (_key, args) =>
+          Promise.resolve(
+            (
+              client as unknown as { sendCommand(a: (string | Buffer)[], o: object): PromiseLike<unknown> }
+            ).sendCommand(args, BUFFERS),
+          );
     return {
+      cluster: isCluster,
       run: (s, key, args) =>
         send(key, ['EVALSHA', s.sha, '1', key, ...args]).catch((err: unknown) => {
           if (!isNoScript(err)) throw err;
@@ -242,6 +246,7 @@ function adapt(client: RedisClientLike): Wire {
   if (typeof (client as IoRedisLike).evalsha === 'function') {
     const c = client as IoRedisLike;
     return {
+      cluster: (client as { isCluster?: unknown }).isCluster === true,
       run: (s, key, args) =>
         Promise.resolve(c.evalsha(s.sha, 1, key, ...args)).catch((err: unknown) => {
           if (!isNoScript(err)) throw err;
@@ -442,8 +447,16 @@ export function redisStore(options: RedisStoreOptions): Store {
   let clockOffset: number | undefined; // server ms minus performance.now()
   let clockReadAt = Number.NEGATIVE_INFINITY;
   let clockReading: Promise<void> | undefined;
+  // How far behind the server's now the reading may be: its TIME's whole round trip as this process
+  // saw it (an event-loop stall while the reply waited counts). And this host's wall clock at the
+  // reading: a suspend stops the monotonic clock (not the server's), a step moves the wall clock,
+  // and either shows as the two clocks parting.
+  let clockSlack = Number.POSITIVE_INFINITY;
+  let clockWallAt = 0;
   function readClock(key: string): Promise<void> {
-    clockReading ??= wire
+    if (clockReading) return clockReading;
+    const asked = performance.now();
+    clockReading = wire
       .time(key)
       .then(
         (reply) => {
@@ -454,6 +467,8 @@ export function redisStore(options: RedisStoreOptions): Store {
           if (Number.isFinite(offset)) {
             clockOffset = offset;
             clockReadAt = at;
+            clockSlack = at - asked;
+            clockWallAt = Date.now();
           }
         },
         () => {},
@@ -462,6 +477,25 @@ export function redisStore(options: RedisStoreOptions): Store {
         clockReading = undefined;
       });
     return clockReading;
+  }
+
+  /**
+   * The latest the server's now can be, by this process's reading of its clock, to trust a lease
+   * end another claim carried in its token; undefined when the reading cannot vouch for that: none
+   * yet, older than two refresh periods, or this host's wall and monotonic clocks have parted since
+   * (a suspend or a clock step: the clock is read again at the next claim). On Redis Cluster ends are
+   * neither carried nor read: `TIME` reads one node's clock, not the key's.
+   */
+  function serverNowCeiling(): number | undefined {
+    if (clockOffset === undefined) return undefined;
+    const now = performance.now();
+    const since = now - clockReadAt;
+    if (since > 2 * CLOCK_REFRESH_MS) return undefined;
+    if (Math.abs(Date.now() - clockWallAt - since) > CLOCK_PARTED_MS) {
+      clockReadAt = Number.NEGATIVE_INFINITY;
+      return undefined;
+    }
+    return now + clockOffset + clockSlack;
   }
 
   /**
@@ -532,9 +566,10 @@ export function redisStore(options: RedisStoreOptions): Store {
     // The lease end the claim wrote after its owner id: never later than the key's own, so a lease
     // whose end lies surely ahead of the server's now was live when the SET read it. No PTTL needed.
     const carried = TOKEN_END.exec(fields[2]!);
-    if (carried) {
+    const ceiling = carried ? serverNowCeiling() : undefined;
+    if (carried && ceiling !== undefined) {
       const end = Number(carried[1]);
-      if (end - (performance.now() + clockOffset) > LIVE_MARGIN_MS) {
+      if (end - ceiling > LIVE_MARGIN_MS) {
         return {
           status: 'in-flight',
           attempt: Number(fields[3]),
@@ -589,7 +624,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // the earliest (this process's reading of that clock is never ahead of it): a later claim
       // that finds the key answers "in flight" on it without asking the key's PTTL.
       const token =
-        clockOffset === undefined
+        clockOffset === undefined || wire.cluster
           ? newToken()
           : `${newToken()}.${Math.floor(performance.now() + clockOffset) + lease}`;
       const fp = fingerprintField(fingerprint);

@@ -141,6 +141,11 @@ if (
           `keys on every master: ${dbsizes.join(', ')}`,
         );
         for (const key of keys) assert.equal((await store.inspect(key))?.state, 'completed');
+        // With the clock read, a token on a cluster still carries no lease end: TIME reads one
+        // master's clock, not the key's, so a copy asks the key's PTTL.
+        const later = await store.claim('after-clock', { leaseMs: LONG });
+        assert.ok(later.status === 'acquired' && /^[0-9a-f]{32}$/.test(later.lease.token));
+        assert.equal((await store.claim('after-clock', { leaseMs: LONG })).status, 'in-flight');
       });
     }
 
