@@ -100,16 +100,19 @@ return 1
 
 /**
  * ARGV: owner id, leaseMs. Moves the lease's end to now + leaseMs if we own it, keeping the grace
- * the claim stored. The token is written back as the id alone: the end the claim put after it no
- * longer holds (the new end may even be earlier), so a claim that finds the key asks its PTTL.
+ * the claim stored. The token is written back as the id and the new end, read on this server's own
+ * clock and set as the key's absolute expiry (PXAT, Redis 6.2+), so the end it carries is exact: the
+ * end the claim carried no longer holds (the new one may even be earlier).
  */
 export const EXTEND = `
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 local token, attempt, grace, fp = string.match(value, '^p|([^|]*)|(%d+)|(%d+)|%d+|(.*)$')
 if not token or token == '' or string.match(token, '^[^.]*') ~= ARGV[1] then return 0 end
-local px = string.format('%d', tonumber(ARGV[2]) + tonumber(grace))
-redis.call('SET', KEYS[1], 'p|' .. ARGV[1] .. '|' .. attempt .. '|' .. grace .. '|' .. px .. '|' .. fp, 'PX', px)
+local ttl = tonumber(ARGV[2]) + tonumber(grace)
+local now = redis.call('TIME')
+local ends = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[2])
+redis.call('SET', KEYS[1], 'p|' .. ARGV[1] .. '.' .. string.format('%d', ends) .. '|' .. attempt .. '|' .. grace .. '|' .. string.format('%d', ttl) .. '|' .. fp, 'PXAT', string.format('%d', ends + tonumber(grace)))
 return 1
 `;
 
