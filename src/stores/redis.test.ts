@@ -18,6 +18,20 @@ const createClient4 = (createRequire(import.meta.url)('redis4') as { createClien
 const Redis5 = (createRequire(import.meta.url)('ioredis5') as { Redis: typeof Redis }).Redis;
 
 const LONG = 60_000;
+
+/** A client that records each command's name in `sent`, then passes it on to `client`. */
+function recording(
+  client: Pick<NodeRedisLike, 'evalSha'> & { sendCommand(args: string[]): PromiseLike<unknown> },
+  sent: string[],
+): NodeRedisLike {
+  return {
+    evalSha: (sha, o) => client.evalSha(sha, o),
+    sendCommand: ((args: string[]) => {
+      sent.push(args[0]!);
+      return client.sendCommand(args);
+    }) as NodeRedisLike['sendCommand'],
+  };
+}
 const prefix = `oo-test-${randomBytes(4).toString('hex')}:`;
 
 function acquired(claim: Awaited<ReturnType<ReturnType<typeof redisStore>['claim']>>): Lease {
@@ -95,14 +109,7 @@ if (
     it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];
-      const counting: NodeRedisLike = {
-        evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
-        sendCommand: ((args: string[]) => {
-          sent.push(args[0]!);
-          return nodeRedis.sendCommand(args);
-        }) as NodeRedisLike['sendCommand'],
-      };
-      const store = redisStore({ client: counting, prefix, checkEvictionPolicy: false });
+      const store = redisStore({ client: recording(nodeRedis, sent), prefix, checkEvictionPolicy: false });
       // Act, Assess: a free key.
       const claim = store.claim('one-trip', { leaseMs: LONG });
       // The first claim also reads the server's clock, in the same tick: one round trip.
@@ -168,14 +175,11 @@ if (
         warm: number;
       }> {
         const sent: string[] = [];
-        const client: NodeRedisLike = {
-          evalSha: (sha, o) => nodeRedis.evalSha(sha, o),
-          sendCommand: ((args: string[]) => {
-            sent.push(args[0]!);
-            return nodeRedis.sendCommand(args);
-          }) as NodeRedisLike['sendCommand'],
-        };
-        const store = redisStore({ client, prefix: `${prefix}end:`, checkEvictionPolicy: false });
+        const store = redisStore({
+          client: recording(nodeRedis, sent),
+          prefix: `${prefix}end:`,
+          checkEvictionPolicy: false,
+        });
         const started = performance.now();
         await store.claim(`clock-${randomBytes(4).toString('hex')}`, { leaseMs: LONG });
         sent.splice(0);
@@ -244,13 +248,7 @@ if (
         const sent: string[] = [];
         const readerClient = await createClient({ url: servers.redis }).connect();
         const reader = redisStore({
-          client: {
-            evalSha: (sha, o) => readerClient.evalSha(sha, o),
-            sendCommand: ((args: string[]) => {
-              sent.push(args[0]!);
-              return readerClient.sendCommand(args);
-            }) as NodeRedisLike['sendCommand'],
-          },
+          client: recording(readerClient, sent),
           prefix: `${prefix}end:`,
           checkEvictionPolicy: false,
         });
