@@ -301,6 +301,61 @@ if (
         }
       });
 
+      for (const kind of ['node-redis', 'ioredis'] as const) {
+        it(`is not carried nor trusted across a reconnect (perhaps to another server): the clock is read again (${kind})`, async () => {
+          // Prepare: a client of its own, its clock read, a lease that carries its end.
+          const sent: string[] = [];
+          let store: ReturnType<typeof redisStore>;
+          let close: () => Promise<unknown>;
+          let id: number;
+          let reconnected: Promise<unknown>;
+          if (kind === 'node-redis') {
+            const own = await createClient({ url: servers.redis }).connect();
+            own.on('error', () => {});
+            // The client itself (its events are what the store listens to), its commands recorded.
+            const send = own.sendCommand.bind(own);
+            own.sendCommand = ((args: string[]) => {
+              sent.push(args[0]!);
+              return send(args);
+            }) as typeof own.sendCommand;
+            store = redisStore({ client: own, prefix: `${prefix}end:`, checkEvictionPolicy: false });
+            id = Number(await own.clientId());
+            reconnected = new Promise((resolve) => own.once('ready', resolve));
+            close = () => own.quit();
+          } else {
+            const own = new Redis(servers.redis);
+            own.on('error', () => {});
+            const call = own.call.bind(own);
+            own.call = ((...args: [string, ...string[]]) => {
+              sent.push(args[0]);
+              return call(...args);
+            }) as typeof own.call;
+            store = redisStore({ client: own, prefix: `${prefix}end:`, checkEvictionPolicy: false });
+            id = Number(await own.client('ID'));
+            reconnected = new Promise((resolve) => own.once('ready', resolve));
+            close = async () => own.disconnect();
+          }
+          try {
+            await store.claim(`clock-${randomBytes(4).toString('hex')}`, { leaseMs: LONG });
+            const lease = acquired(await store.claim(`reconnect-${kind}`, { leaseMs: LONG }));
+            assert.ok(lease.token.includes('.'));
+            // Act: the server drops the connection; the client reconnects.
+            assert.equal(Number(await nodeRedis.sendCommand(['CLIENT', 'KILL', 'ID', String(id)])), 1);
+            await reconnected;
+            sent.splice(0);
+            // Assert: the next claim's token carries no end and the clock is read again with it...
+            const after = acquired(await store.claim(`reconnect-${kind}-2`, { leaseMs: LONG }));
+            assert.ok(!after.token.includes('.'), 'no end carried on a reading from before the reconnect');
+            assert.deepEqual(sent.splice(0), ['TIME', 'SET']);
+            // ...after which ends are carried and trusted again.
+            assert.equal((await store.claim(`reconnect-${kind}`, { leaseMs: LONG })).status, 'in-flight');
+            assert.deepEqual(sent.splice(0), ['SET']);
+          } finally {
+            await close();
+          }
+        });
+      }
+
       it('is rewritten by extend, exact: a lease shortened below the claimed end is taken over once the shorter lease ran out', async () => {
         // Prepare: a long lease, then shortened by its owner to 300 ms.
         const { store, sent } = await counted();

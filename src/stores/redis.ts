@@ -136,6 +136,30 @@ const CLOCK_PARTED_MS = 100;
 const TOKEN_END = /^[0-9a-f]+\.(\d{1,15})$/;
 
 /**
+ * How many times each client's connection has changed state (connected, reconnecting, closed), as
+ * its own events tell (node-redis and ioredis both emit them): a store drops its reading of the
+ * server's clock when the count moved, since a reconnect may have reached another server (a
+ * failover) with another clock. One set of listeners per client, however many stores share it.
+ */
+const connectionChanges = new WeakMap<object, { count: number }>();
+const CONNECTION_EVENTS = ['ready', 'reconnecting', 'end', 'close'] as const;
+
+/** The client's connection-change count, or undefined for a client without events (a wrapper). */
+function connectionChangesOf(client: object): { count: number } | undefined {
+  const known = connectionChanges.get(client);
+  if (known) return known;
+  const emitter = client as { on?: (event: string, listener: () => void) => unknown };
+  if (typeof emitter.on !== 'function') return undefined;
+  const changes = { count: 0 };
+  const changed = () => {
+    changes.count++;
+  };
+  for (const event of CONNECTION_EVENTS) emitter.on(event, changed);
+  connectionChanges.set(client, changes);
+  return changes;
+}
+
+/**
  * The owner id of a token (what the scripts compare): the token up to its `.`, or undefined for a
  * token no claim of this store made (empty, or with the field separator).
  */
@@ -453,9 +477,14 @@ export function redisStore(options: RedisStoreOptions): Store {
   // and either shows as the two clocks parting.
   let clockSlack = Number.POSITIVE_INFINITY;
   let clockWallAt = 0;
+  // The client's connection changes when the reading was asked for: a reading from before a
+  // reconnect may be of another server's clock.
+  const connection = wire.cluster ? undefined : connectionChangesOf(client);
+  let clockConnection = connection?.count ?? 0;
   function readClock(key: string): Promise<void> {
     if (clockReading) return clockReading;
     const asked = performance.now();
+    const askedOn = connection?.count ?? 0;
     clockReading = wire
       .time(key)
       .then(
@@ -469,6 +498,7 @@ export function redisStore(options: RedisStoreOptions): Store {
             clockReadAt = at;
             clockSlack = at - asked;
             clockWallAt = Date.now();
+            clockConnection = askedOn;
           }
         },
         () => {},
@@ -480,14 +510,25 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   /**
+   * Whether the client's connection is the one the clock was read on; else the reading is redone at
+   * the next claim and vouches for nothing meanwhile.
+   */
+  function sameConnection(): boolean {
+    if (connection === undefined || connection.count === clockConnection) return true;
+    clockReadAt = Number.NEGATIVE_INFINITY;
+    return false;
+  }
+
+  /**
    * The latest the server's now can be, by this process's reading of its clock, to trust a lease
    * end another claim carried in its token; undefined when the reading cannot vouch for that: none
-   * yet, older than two refresh periods, or this host's wall and monotonic clocks have parted since
-   * (a suspend or a clock step: the clock is read again at the next claim). On Redis Cluster ends are
-   * neither carried nor read: `TIME` reads one node's clock, not the key's.
+   * yet, older than two refresh periods, taken before the client's connection last changed, or this
+   * host's wall and monotonic clocks have parted since (a suspend or a clock step); the clock is read
+   * again at the next claim. On Redis Cluster ends are neither carried nor read: `TIME` reads one
+   * node's clock, not the key's.
    */
   function serverNowCeiling(): number | undefined {
-    if (clockOffset === undefined) return undefined;
+    if (clockOffset === undefined || !sameConnection()) return undefined;
     const now = performance.now();
     const since = now - clockReadAt;
     if (since > 2 * CLOCK_REFRESH_MS) return undefined;
@@ -624,7 +665,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // the earliest (this process's reading of that clock is never ahead of it): a later claim
       // that finds the key answers "in flight" on it without asking the key's PTTL.
       const token =
-        clockOffset === undefined || wire.cluster
+        clockOffset === undefined || wire.cluster || !sameConnection()
           ? newToken()
           : `${newToken()}.${Math.floor(performance.now() + clockOffset) + lease}`;
       const fp = fingerprintField(fingerprint);
