@@ -136,27 +136,49 @@ const CLOCK_PARTED_MS = 100;
 const TOKEN_END = /^[0-9a-f]+\.(\d{1,15})$/;
 
 /**
- * How many times each client's connection has changed state (connected, reconnecting, closed), as
- * its own events tell (node-redis and ioredis both emit them): a store drops its reading of the
- * server's clock when the count moved, since a reconnect may have reached another server (a
- * failover) with another clock. One set of listeners per client, however many stores share it.
+ * Connection changes (connected, reconnecting, closed) per client that tells them by events, counted
+ * once per emitter however many stores and proxies share it.
  */
 const connectionChanges = new WeakMap<object, { count: number }>();
 const CONNECTION_EVENTS = ['ready', 'reconnecting', 'end', 'close'] as const;
 
-/** The client's connection-change count, or undefined for a client without events (a wrapper). */
-function connectionChangesOf(client: object): { count: number } | undefined {
-  const known = connectionChanges.get(client);
-  if (known) return known;
-  const emitter = client as { on?: (event: string, listener: () => void) => unknown };
-  if (typeof emitter.on !== 'function') return undefined;
-  const changes = { count: 0 };
-  const changed = () => {
-    changes.count++;
-  };
-  for (const event of CONNECTION_EVENTS) emitter.on(event, changed);
-  connectionChanges.set(client, changes);
-  return changes;
+/**
+ * How to tell that a client's connection changed since the store read the server's clock (a
+ * reconnect may reach another server, after a failover), or undefined when the store cannot tell:
+ * then no token carries a lease end and none is trusted. A node-redis 5 client counts its sockets
+ * (`socketEpoch`); a node-redis 4 client and an ioredis client (not a cluster) tell by events. Pools,
+ * sentinels, clusters and wrappers of any other shape carry no ends.
+ */
+function connectionCounter(client: object): (() => number) | undefined {
+  try {
+    const c = client as Record<string, unknown>;
+    if (typeof c.execute === 'function' || typeof c.acquire === 'function') return undefined;
+    if (typeof c.socketEpoch === 'number')
+      return () => Number((client as { socketEpoch: unknown }).socketEpoch);
+    const nodeRedis4 =
+      typeof c.isReady === 'boolean' && typeof c.duplicate === 'function' && typeof c.evalSha === 'function';
+    const ioredis = c.isCluster === false && typeof c.status === 'string';
+    if (!nodeRedis4 && !ioredis) return undefined;
+    // The emitter itself, below any proxies made with Object.create (node-redis withTypeMapping).
+    let emitter: object | null = client;
+    while (emitter !== null && !Object.hasOwn(emitter, '_events')) emitter = Object.getPrototypeOf(emitter);
+    if (emitter === null) return undefined;
+    let changes = connectionChanges.get(emitter);
+    if (!changes) {
+      const counted = { count: 0 };
+      const on = (emitter as { on: (event: string, listener: () => void) => unknown }).on;
+      for (const event of CONNECTION_EVENTS)
+        on.call(emitter, event, () => {
+          counted.count++;
+        });
+      connectionChanges.set(emitter, counted);
+      changes = counted;
+    }
+    const known = changes;
+    return () => known.count;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -477,14 +499,14 @@ export function redisStore(options: RedisStoreOptions): Store {
   // and either shows as the two clocks parting.
   let clockSlack = Number.POSITIVE_INFINITY;
   let clockWallAt = 0;
-  // The client's connection changes when the reading was asked for: a reading from before a
-  // reconnect may be of another server's clock.
-  const connection = wire.cluster ? undefined : connectionChangesOf(client);
-  let clockConnection = connection?.count ?? 0;
+  // The client's connection when the reading was asked for: a reading from before a reconnect may
+  // be of another server's clock.
+  const connectionCount = wire.cluster ? undefined : connectionCounter(client);
+  let clockConnection = connectionCount?.() ?? 0;
   function readClock(key: string): Promise<void> {
     if (clockReading) return clockReading;
     const asked = performance.now();
-    const askedOn = connection?.count ?? 0;
+    const askedOn = connectionCount?.() ?? 0;
     clockReading = wire
       .time(key)
       .then(
@@ -510,11 +532,12 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   /**
-   * Whether the client's connection is the one the clock was read on; else the reading is redone at
-   * the next claim and vouches for nothing meanwhile.
+   * Whether the client's connection is known to be the one the clock was read on; a reading from an
+   * earlier connection is redone at the next claim and vouches for nothing meanwhile.
    */
   function sameConnection(): boolean {
-    if (connection === undefined || connection.count === clockConnection) return true;
+    if (connectionCount === undefined) return false;
+    if (connectionCount() === clockConnection) return true;
     clockReadAt = Number.NEGATIVE_INFINITY;
     return false;
   }
@@ -528,7 +551,7 @@ export function redisStore(options: RedisStoreOptions): Store {
    * node's clock, not the key's.
    */
   function serverNowCeiling(): number | undefined {
-    if (clockOffset === undefined || !sameConnection()) return undefined;
+    if (clockOffset === undefined || wire.cluster || !sameConnection()) return undefined;
     const now = performance.now();
     const since = now - clockReadAt;
     if (since > 2 * CLOCK_REFRESH_MS) return undefined;
@@ -665,7 +688,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // the earliest (this process's reading of that clock is never ahead of it): a later claim
       // that finds the key answers "in flight" on it without asking the key's PTTL.
       const token =
-        clockOffset === undefined || wire.cluster || !sameConnection()
+        clockOffset === undefined || serverNowCeiling() === undefined
           ? newToken()
           : `${newToken()}.${Math.floor(performance.now() + clockOffset) + lease}`;
       const fp = fingerprintField(fingerprint);

@@ -6,7 +6,7 @@
  * - state: `p` (processing) or `c` (completed);
  * - token: the owner's id (128 random bits in hex), followed by `.` and the lease's end in ms on the
  *   server's clock as the claimant estimated it (never later than the real end) when it claimed with
- *   the clock known; `extend` writes the id alone (the end it carried is stale then). Owner checks
+ *   the clock known; `extend` writes the id and the new end, read on the server (exact). Owner checks
  *   compare the id, which the caller sends (ARGV[1]). Empty once released (no real token is empty):
  *   a released record is takeable at once and keeps its attempt and fingerprint;
  * - graceMs: how long the key outlives the lease, so that a takeover after the lease ran out (or
