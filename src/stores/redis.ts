@@ -163,22 +163,23 @@ function connectionCounter(client: object): (() => number) | undefined {
     let emitter: object | null = client;
     while (emitter !== null && !Object.hasOwn(emitter, '_events')) emitter = Object.getPrototypeOf(emitter);
     if (emitter === null) return undefined;
-    let changes = connectionChanges.get(emitter);
-    if (!changes) {
-      const counted = { count: 0 };
-      const on = (emitter as { on: (event: string, listener: () => void) => unknown }).on;
-      for (const event of CONNECTION_EVENTS)
-        on.call(emitter, event, () => {
-          counted.count++;
-        });
-      connectionChanges.set(emitter, counted);
-      changes = counted;
-    }
-    const known = changes;
-    return () => known.count;
+    const changes = connectionChanges.get(emitter) ?? countChanges(emitter);
+    return () => changes.count;
   } catch {
     return undefined;
   }
+}
+
+/** Counts an emitter's connection changes from now on, once for every store and proxy over it. */
+function countChanges(emitter: object): { count: number } {
+  const changes = { count: 0 };
+  const on = (emitter as { on: (event: string, listener: () => void) => unknown }).on;
+  for (const event of CONNECTION_EVENTS)
+    on.call(emitter, event, () => {
+      changes.count++;
+    });
+  connectionChanges.set(emitter, changes);
+  return changes;
 }
 
 /**
@@ -547,11 +548,11 @@ export function redisStore(options: RedisStoreOptions): Store {
    * end another claim carried in its token; undefined when the reading cannot vouch for that: none
    * yet, older than two refresh periods, taken before the client's connection last changed, or this
    * host's wall and monotonic clocks have parted since (a suspend or a clock step); the clock is read
-   * again at the next claim. On Redis Cluster ends are neither carried nor read: `TIME` reads one
-   * node's clock, not the key's.
+   * again at the next claim. On Redis Cluster ends are neither carried nor read (no connection count
+   * is kept there): `TIME` reads one node's clock, not the key's.
    */
   function serverNowCeiling(): number | undefined {
-    if (clockOffset === undefined || wire.cluster || !sameConnection()) return undefined;
+    if (clockOffset === undefined || !sameConnection()) return undefined;
     const now = performance.now();
     const since = now - clockReadAt;
     if (since > 2 * CLOCK_REFRESH_MS) return undefined;
