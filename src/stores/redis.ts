@@ -221,8 +221,22 @@ interface Wire extends InboxWire {
   time(key: string): Promise<unknown>;
   /** `PTTL key`: the key's time to live in ms, -1 without one, -2 when it is gone. */
   pttl(key: string): Promise<unknown>;
+  /**
+   * `SET key value IFEQ expected PX px` (Valkey 8.1+, Redis 8.4+): `OK` when the key held exactly
+   * `expected`, else null; a server without IFEQ answers a syntax error.
+   */
+  setIfEq(key: string, value: string, expected: string, px: string): Promise<unknown>;
   /** A Redis Cluster client: its nodes' clocks are several, and `TIME` reads one of them. */
   readonly cluster: boolean;
+}
+
+/**
+ * An error the server answered: Redis error replies start with an upper-case code (ERR, OOM,
+ * LOADING, BUSY, READONLY...); the clients' own errors (refused, closed, offline, retries
+ * exhausted) do not.
+ */
+function serverError(err: unknown): boolean {
+  return /^[A-Z][A-Z_-]+\b/.test(err instanceof Error ? err.message : String(err));
 }
 
 function isNoScript(err: unknown): boolean {
@@ -280,6 +294,7 @@ function adapt(client: RedisClientLike): Wire {
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
       pttl: (key) => send(key, ['PTTL', key]),
+      setIfEq: (key, value, expected, px) => send(key, ['SET', key, value, 'IFEQ', expected, 'PX', px]),
       script: (s, keys, args) =>
         sendBuffers(keys[0]!, ['EVALSHA', s.sha, String(keys.length), ...keys, ...args]).catch(
           (err: unknown) => {
@@ -302,6 +317,8 @@ function adapt(client: RedisClientLike): Wire {
       setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => Promise.resolve(c.call('TIME')),
       pttl: (key) => Promise.resolve(c.call('PTTL', key)),
+      setIfEq: (key, value, expected, px) =>
+        Promise.resolve(c.call('SET', key, value, 'IFEQ', expected, 'PX', px)),
       script: async (s, keys, args) => {
         if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
         try {
@@ -414,7 +431,35 @@ export function redisStore(options: RedisStoreOptions): Store {
   const claimKey = (key: string) => `${prefix}k:${storeKey(key)}`;
   const versionKey = (entity: string) => `${prefix}v:${storeKey(entity)}`;
 
+  // Native compare-and-set (`SET ... IFEQ`: Valkey 8.1+, Redis 8.4+), asked of the server once, with
+  // the first claim (or after the first answer to anything else): until it answers, and on a server
+  // without it, confirm runs the Lua script.
+  // With it, a confirm is one plain SET that completes the key only if it still holds exactly the
+  // value this lease's claim wrote (kept per lease here); any other value (renewed, taken over,
+  // confirmed already, gone) goes to the script, which decides as before.
+  let nativeCas: boolean | undefined;
+  let casProbe: Promise<void> | undefined;
+  const written = new WeakMap<Lease, string>();
+  function probeCas(): Promise<void> {
+    casProbe ??= wire
+      .setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000')
+      .then(
+        () => {
+          nativeCas = true;
+        },
+        (err: unknown) => {
+          // An error reply (Redis 7: "ERR syntax error") says no; a connection error says nothing.
+          if (serverError(err)) nativeCas = false;
+        },
+      )
+      .finally(() => {
+        casProbe = undefined;
+      });
+    return casProbe;
+  }
+
   function afterFirstAnswer(): void {
+    if (nativeCas === undefined && casProbe === undefined) void probeCas();
     if (!policyChecked) {
       policyChecked = true;
       // After the first answer, so a lazily connecting cluster client knows its nodes. Not awaited:
@@ -459,9 +504,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         { cause: err },
       );
     }
-    // Redis error replies start with an upper-case code (ERR, OOM, LOADING, BUSY, READONLY...); the
-    // clients' own errors (refused, closed, offline, retries exhausted) do not.
-    if (/^[A-Z][A-Z_-]+\b/.test(message)) {
+    if (serverError(err)) {
       return new StoreUnavailableError(
         `onceonly: Redis ${what} failed: the server answered an error (${message}); it may pass: if it persists, check the server's health and log`,
         { cause: err },
@@ -508,8 +551,10 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (clockReading) return clockReading;
     const asked = performance.now();
     const askedOn = connectionCount?.() ?? 0;
-    clockReading = wire
-      .time(key)
+    const time = wire.time(key);
+    // The first reading also asks whether the server compares and sets natively: in the same trip.
+    if (nativeCas === undefined && casProbe === undefined) void probeCas();
+    clockReading = time
       .then(
         (reply) => {
           const at = performance.now();
@@ -579,9 +624,10 @@ export function redisStore(options: RedisStoreOptions): Store {
     const key = claimKey(userKey);
     const sentAt = performance.now();
     const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
+    const value = `p|${token}|1|${g}|${leaseMs + g}|${fp}`;
     let held: unknown;
     try {
-      held = await wire.setNx(key, `p|${token}|1|${g}|${leaseMs + g}|${fp}`, leaseMs + g);
+      held = await wire.setNx(key, value, leaseMs + g);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (/syntax error/i.test(message)) {
@@ -605,10 +651,15 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         expiresAt = Number(reply[1]) - g;
       }
-      return {
-        status: 'acquired',
-        lease: createLease({ key: userKey, token, attempt: 1, fingerprint, expiresAt: new Date(expiresAt) }),
-      };
+      const lease = createLease({
+        key: userKey,
+        token,
+        attempt: 1,
+        fingerprint,
+        expiresAt: new Date(expiresAt),
+      });
+      if (nativeCas !== false) written.set(lease, value);
+      return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
     if (fields?.[1] === 'c') return { status: 'completed', sameFingerprint: sameField(fields[6]!, fp) };
@@ -680,7 +731,21 @@ export function redisStore(options: RedisStoreOptions): Store {
     inbox,
 
     /** Reachable, the server's clock, and a `maxmemory-policy` that cannot evict keys. */
-    health: () => redisHealth(wire, client, claimKey('~health')),
+    health: async () => {
+      const health = await redisHealth(wire, client, claimKey('~health'));
+      if (nativeCas === undefined) await probeCas();
+      const check: HealthCheck = {
+        name: 'compare-and-set',
+        ok: true,
+        detail:
+          nativeCas === true
+            ? 'native: confirm is one SET ... IFEQ'
+            : nativeCas === false
+              ? 'Lua: confirm is a script (the server has no SET ... IFEQ: Redis before 8.4, Valkey before 8.1)'
+              : 'not known yet: confirm is a script until the server answers',
+      };
+      return { ...health, checks: [...health.checks, check] };
+    },
 
     async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
       const lease = duration(leaseMs, 'leaseMs');
@@ -706,10 +771,10 @@ export function redisStore(options: RedisStoreOptions): Store {
       ])) as number[];
       const [status, a, b, c] = reply.map(Number);
       if (status === 1) {
-        return {
-          status: 'acquired',
-          lease: createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) }),
-        };
+        const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
+        // What the script wrote, field for field.
+        if (nativeCas !== false) written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
+        return { status: 'acquired', lease: acquired };
       }
       if (status === 2) {
         return { status: 'in-flight', attempt: a!, expiresAt: new Date(b!), sameFingerprint: c === 1 };
@@ -723,15 +788,25 @@ export function redisStore(options: RedisStoreOptions): Store {
       const id = ownerId(lease.token);
       if (id === undefined) return false;
       const retention = String(duration(retentionMs, 'retentionMs'));
-      const reply = await call('confirm', scripts.confirm, claimKey(lease.key), [
-        id,
-        `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`,
-        retention,
-      ]);
-      return Number(reply) === 1;
+      const key = claimKey(lease.key);
+      const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
+      const held = nativeCas === true ? written.get(lease) : undefined;
+      if (held !== undefined) {
+        // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
+        try {
+          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') return true;
+        } catch (err) {
+          // The server refused it: the script gives the answer (or the error) it always gave. A
+          // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
+          if (!serverError(err)) throw failure('confirm', err);
+          if (/syntax/i.test((err as Error).message)) nativeCas = false;
+        }
+      }
+      return Number(await call('confirm', scripts.confirm, key, [id, done, retention])) === 1;
     },
 
     async release(lease: Lease): Promise<boolean> {
+      written.delete(lease);
       const id = ownerId(lease.token);
       if (id === undefined) return false;
       return Number(await call('release', scripts.release, claimKey(lease.key), [id])) === 1;
@@ -739,6 +814,8 @@ export function redisStore(options: RedisStoreOptions): Store {
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       const ms = duration(leaseMs, 'leaseMs');
+      // A renewal rewrites the key (a new lease end): its confirm goes to the script.
+      written.delete(lease);
       const id = ownerId(lease.token);
       if (id === undefined) return false;
       const reply = await call('extend', scripts.extend, claimKey(lease.key), [id, String(ms)]);

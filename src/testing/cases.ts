@@ -130,6 +130,26 @@ export const conformanceCases: readonly ConformanceCase[] = [
     },
   },
   {
+    // Its own case: above, the stale extend comes first, and a store may treat a renewed lease
+    // apart (the Redis store's native compare-and-set does).
+    name: "a stale owner's confirm, its first call after the takeover, returns false and completes nothing",
+    async run(store, ctx) {
+      const key = ctx.key();
+      const stale = acquired(
+        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
+      );
+      await ctx.waitOut();
+      const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+      assert.equal(current.attempt, 2);
+      assert.equal(await store.confirm(stale, { retentionMs: LONG }), false, 'stale confirm');
+      const after = await store.inspect(key);
+      assert.equal(after?.state, 'processing');
+      assert.equal(after?.attempt, 2);
+      assert.equal(await store.confirm(current, { retentionMs: LONG }), true);
+      assert.equal((await store.inspect(key))?.state, 'completed');
+    },
+  },
+  {
     name: "a stale owner's confirm, release and extend return false and change nothing",
     async run(store, ctx) {
       const key = ctx.key();

@@ -9,9 +9,11 @@ import { servers } from '../support/servers.js';
 
 const prefix = (runId: string) => `oo-race:${runId}:`;
 const effectsKey = (runId: string) => `${prefix(runId)}effects`;
+// Another server for the same races (test/redis/valkey.test.ts), inherited by the worker processes.
+const url = () => process.env.ONCEONLY_RACE_REDIS_URL ?? servers.redis;
 
 export async function open(runId: string) {
-  const client = await createClient({ url: servers.redis }).connect();
+  const client = await createClient({ url: url() }).connect();
   return {
     store: redisStore({ client, prefix: prefix(runId), checkEvictionPolicy: false }),
     async effect(eventId: string, _attempt: number) {
@@ -24,7 +26,7 @@ export async function open(runId: string) {
 }
 
 export async function effects(runId: string): Promise<Map<string, number>> {
-  const client = await createClient({ url: servers.redis }).connect();
+  const client = await createClient({ url: url() }).connect();
   try {
     const all = await client.hGetAll(effectsKey(runId));
     return new Map(Object.entries(all).map(([id, n]) => [id, Number(n)]));
@@ -34,7 +36,7 @@ export async function effects(runId: string): Promise<Map<string, number>> {
 }
 
 export async function cleanup(runId: string): Promise<void> {
-  const client = await createClient({ url: servers.redis }).connect();
+  const client = await createClient({ url: url() }).connect();
   try {
     for await (const keys of client.scanIterator({ MATCH: `${prefix(runId)}*`, COUNT: 1000 })) {
       if (keys.length > 0) await client.unlink(keys);

@@ -29,7 +29,16 @@ process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
-export async function startRedisInstance(): Promise<RedisInstance> {
+export interface RedisInstanceOptions {
+  /** The server binary (a Valkey 8.1 from scripts/valkey.sh, say). @default 'redis-server' */
+  server?: string;
+  /** AOF with fsync on every write, so a stop and start keeps every key. @default true */
+  persist?: boolean;
+}
+
+export async function startRedisInstance(options: RedisInstanceOptions = {}): Promise<RedisInstance> {
+  const binary = options.server ?? 'redis-server';
+  const persist = options.persist ?? true;
   const dir = await mkdtemp(join(tmpdir(), 'onceonly-redis-fault-'));
   const port = await freePort();
   const cli = async (...args: string[]) =>
@@ -37,7 +46,7 @@ export async function startRedisInstance(): Promise<RedisInstance> {
   let child: ChildProcess | undefined;
   const start = async () => {
     const c = spawn(
-      'redis-server',
+      binary,
       [
         '--port',
         String(port),
@@ -47,10 +56,7 @@ export async function startRedisInstance(): Promise<RedisInstance> {
         dir,
         '--save',
         '',
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
+        ...(persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
         '--logfile',
         join(dir, 'redis.log'),
       ],
@@ -61,13 +67,13 @@ export async function startRedisInstance(): Promise<RedisInstance> {
     child = c;
     const end = Date.now() + 30_000;
     for (;;) {
-      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode}`);
+      if (c.exitCode !== null) throw new Error(`${binary} exited with ${c.exitCode}`);
       try {
         if ((await cli('ping')).trim() === 'PONG') return;
       } catch {
         // not up yet
       }
-      if (Date.now() > end) throw new Error(`redis-server on ${port} did not answer PING`);
+      if (Date.now() > end) throw new Error(`${binary} on ${port} did not answer PING`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
