@@ -2,8 +2,8 @@
 # Puts a Valkey 8.1 server in .tmp/valkey/ (or $ONCEONLY_VALKEY_DIR) for the suites and the benchmark
 # of the Redis store's native compare-and-set path (SET ... IFEQ, which Redis 7 lacks). It comes from
 # Debian's own packages: Debian 13 (trixie) carries valkey-server 8.1, built against trixie's C
-# library, so trixie's libc and the few libraries Valkey links come along, and the server runs
-# through trixie's dynamic loader. Nothing is installed on the system: apt reads a private copy of
+# library, so trixie's libc and every library Valkey loads come along (none from the host), and
+# the server runs through trixie's dynamic loader. Nothing is installed on the system: apt reads a private copy of
 # the machine's Debian sources (same mirrors, signature keys and checks; only the suite names
 # changed) and downloads the packages, which are unpacked here. Prints the server's path.
 #
@@ -38,20 +38,32 @@ apt_opts=(
   -qq
 )
 apt-get "${apt_opts[@]}" update
-# valkey-server's and valkey-tools' run-time dependencies in trixie, with libsystemd0's own.
+# valkey-server's and valkey-tools' run-time dependencies in trixie, and theirs: libsystemd0's
+# libcap2, jemalloc's libstdc++6 and libgcc-s1, libcrypto's zlib1g and libzstd1.
 (cd "$work/debs" && apt-get "${apt_opts[@]}" download \
-  valkey-server valkey-tools libc6 libssl3t64 libjemalloc2 liblzf1 libsystemd0 libatomic1 libcap2)
+  valkey-server valkey-tools libc6 libssl3t64 libjemalloc2 liblzf1 libsystemd0 libatomic1 libcap2 \
+  libstdc++6 libgcc-s1 zlib1g libzstd1)
 
-rm -rf "$dest"
+# Only what this script puts there is removed (the directory may be one given by hand).
+rm -rf "$dest/root" "$server"
 mkdir -p "$dest/root"
 for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$dest/root"; done
-cat >"$server" <<'EOF'
+# The loader and library directory of this machine's architecture (x86_64-linux-gnu, aarch64-...).
+loader=$(cd "$dest/root" && ls usr/lib/*-linux-gnu/ld-linux*.so.* | head -n 1)
+libdir=$(dirname "$loader")
+cat >"$server" <<EOF
 #!/bin/sh
 # Valkey 8.1 from Debian 13's packages, on the C library it was built against (scripts/valkey.sh).
-here=$(dirname "$(readlink -f "$0")")
-lib="$here/root/usr/lib/x86_64-linux-gnu"
-exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$here/root/usr/bin/valkey-server" "$@"
+here=\$(dirname "\$(readlink -f "\$0")")
+exec "\$here/root/$loader" --library-path "\$here/root/$libdir" "\$here/root/usr/bin/valkey-server" "\$@"
 EOF
 chmod +x "$server"
+# Every library the server loads must come from here, none from the host.
+root=$(readlink -f "$dest/root")
+if "$root/$loader" --library-path "$root/$libdir" --list "$root/usr/bin/valkey-server" |
+  grep '=>' | grep -v -F "$root/"; then
+  echo "scripts/valkey.sh: the libraries above come from the host, not from Debian 13's packages" >&2
+  exit 1
+fi
 "$server" --version >&2
 readlink -f "$server"

@@ -213,8 +213,10 @@ const scripts = {
 
 /** How the store talks to a client: three kinds of command, each on one key's node (and the inbox's). */
 interface Wire extends InboxWire {
-  /** A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches it. */
-  run(s: Script, key: string, args: string[]): Promise<unknown>;
+  /** A script by its SHA1 (EVALSHA); `call()` falls back to `eval` on NOSCRIPT. */
+  evalsha(s: Script, key: string, args: string[]): Promise<unknown>;
+  /** A script by its body (EVAL), which also caches it on the server. */
+  eval(s: Script, key: string, args: string[]): Promise<unknown>;
   /** `SET key value NX PX px GET`: the value the key already held, or null when the SET won. */
   setNx(key: string, value: string, px: number): Promise<unknown>;
   /** `TIME` on the node that holds `key`: [seconds, microseconds]. */
@@ -286,11 +288,8 @@ function adapt(client: RedisClientLike): Wire {
           );
     return {
       cluster: isCluster,
-      run: (s, key, args) =>
-        send(key, ['EVALSHA', s.sha, '1', key, ...args]).catch((err: unknown) => {
-          if (!isNoScript(err)) throw err;
-          return send(key, ['EVAL', s.body, '1', key, ...args]);
-        }),
+      evalsha: (s, key, args) => send(key, ['EVALSHA', s.sha, '1', key, ...args]),
+      eval: (s, key, args) => send(key, ['EVAL', s.body, '1', key, ...args]),
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
       pttl: (key) => send(key, ['PTTL', key]),
@@ -309,11 +308,8 @@ function adapt(client: RedisClientLike): Wire {
     const c = client as IoRedisLike;
     return {
       cluster: (client as { isCluster?: unknown }).isCluster === true,
-      run: (s, key, args) =>
-        Promise.resolve(c.evalsha(s.sha, 1, key, ...args)).catch((err: unknown) => {
-          if (!isNoScript(err)) throw err;
-          return c.eval(s.body, 1, key, ...args);
-        }),
+      evalsha: (s, key, args) => Promise.resolve(c.evalsha(s.sha, 1, key, ...args)),
+      eval: (s, key, args) => Promise.resolve(c.eval(s.body, 1, key, ...args)),
       setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => Promise.resolve(c.call('TIME')),
       pttl: (key) => Promise.resolve(c.call('PTTL', key)),
@@ -439,17 +435,24 @@ export function redisStore(options: RedisStoreOptions): Store {
   // confirmed already, gone) goes to the script, which decides as before.
   let nativeCas: boolean | undefined;
   let casProbe: Promise<void> | undefined;
+  let casRetryAt = 0;
   const written = new WeakMap<Lease, string>();
   function probeCas(): Promise<void> {
     casProbe ??= wire
       .setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000')
       .then(
-        () => {
-          nativeCas = true;
+        (reply) => {
+          // Only nil says the server compared (the key does not exist). OK means it ignored IFEQ
+          // and set the key (a proxy or a mock that drops options it does not know): a confirm
+          // there would be an unconditional SET.
+          nativeCas = reply === null || reply === undefined;
         },
         (err: unknown) => {
-          // An error reply (Redis 7: "ERR syntax error") says no; a connection error says nothing.
-          if (serverError(err)) nativeCas = false;
+          // A server without IFEQ refuses the command: "ERR syntax error" (any ERR). A passing
+          // reply (LOADING, OOM, BUSY, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN...) or a
+          // connection error says nothing: asked again at the next reading of the clock.
+          if (serverError(err) && /^ERR\b/.test((err as Error).message)) nativeCas = false;
+          else casRetryAt = performance.now() + CLOCK_REFRESH_MS;
         },
       )
       .finally(() => {
@@ -459,7 +462,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   function afterFirstAnswer(): void {
-    if (nativeCas === undefined && casProbe === undefined) void probeCas();
+    if (nativeCas === undefined && casProbe === undefined && performance.now() >= casRetryAt) void probeCas();
     if (!policyChecked) {
       policyChecked = true;
       // After the first answer, so a lazily connecting cluster client knows its nodes. Not awaited:
@@ -516,16 +519,22 @@ export function redisStore(options: RedisStoreOptions): Store {
     );
   }
 
+  const answered = (reply: unknown) => {
+    afterFirstAnswer();
+    return reply;
+  };
+
+  /**
+   * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
+   * it. One handler pair on the common path: this runs for every confirm on Redis 7.
+   */
   function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    return wire.run(s, key, args).then(
-      (reply) => {
-        afterFirstAnswer();
-        return reply;
-      },
-      (err: unknown) => {
-        throw failure(what, err);
-      },
-    );
+    return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
+      if (!isNoScript(err)) throw failure(what, err);
+      return wire.eval(s, key, args).then(answered, (again: unknown) => {
+        throw failure(what, again);
+      });
+    });
   }
 
   // The server's clock, carried on this process's monotonic clock: `TIME` is read now and then,
@@ -596,9 +605,8 @@ export function redisStore(options: RedisStoreOptions): Store {
    * again at the next claim. On Redis Cluster ends are neither carried nor read (no connection count
    * is kept there): `TIME` reads one node's clock, not the key's.
    */
-  function serverNowCeiling(): number | undefined {
+  function serverNowCeiling(now = performance.now()): number | undefined {
     if (clockOffset === undefined || !sameConnection()) return undefined;
-    const now = performance.now();
     const since = now - clockReadAt;
     if (since > 2 * CLOCK_REFRESH_MS) return undefined;
     if (Math.abs(Date.now() - clockWallAt - since) > CLOCK_PARTED_MS) {
@@ -610,8 +618,8 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   /**
    * The claim of a key nobody holds: one plain SET NX PX, with GET so a completed key is answered in
-   * the same trip, and a live lease by a PTTL. Returns undefined when the script must decide (a
-   * released or run-out key) or the server is too old for SET NX GET.
+   * the same trip, and a live lease by a PTTL. The claim script decides where this cannot (a
+   * released or run-out key, or a server too old for SET NX GET).
    */
   async function fastClaim(
     userKey: string,
@@ -620,9 +628,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     fp: string,
     leaseMs: number,
     fingerprint: string | undefined,
-  ): Promise<Claim | undefined> {
+    sentAt: number,
+  ): Promise<Claim> {
     const key = claimKey(userKey);
-    const sentAt = performance.now();
     const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
     const value = `p|${token}|1|${g}|${leaseMs + g}|${fp}`;
     let held: unknown;
@@ -632,7 +640,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const message = err instanceof Error ? err.message : String(err);
       if (/syntax error/i.test(message)) {
         fastClaims = false;
-        return undefined;
+        return scriptClaim(userKey, token, leaseMs, g, fp, fingerprint);
       }
       throw failure('claim', err);
     }
@@ -663,7 +671,40 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
     const fields = VALUE.exec(String(held));
     if (fields?.[1] === 'c') return { status: 'completed', sameFingerprint: sameField(fields[6]!, fp) };
-    return fields?.[1] === 'p' ? liveLease(key, fields, fp) : undefined;
+    if (fields?.[1] === 'p') {
+      const live = await liveLease(key, fields, fp);
+      if (live) return live;
+    }
+    return scriptClaim(userKey, token, leaseMs, g, fp, fingerprint);
+  }
+
+  /** The claim script: takeover of a released or run-out key, or in flight, or completed. */
+  async function scriptClaim(
+    key: string,
+    token: string,
+    lease: number,
+    g: number,
+    fp: string,
+    fingerprint: string | undefined,
+  ): Promise<Claim> {
+    const reply = (await call('claim', scripts.claim, claimKey(key), [
+      token,
+      String(lease),
+      String(g),
+      fp,
+      String(lease + g),
+    ])) as number[];
+    const [status, a, b, c] = reply.map(Number);
+    if (status === 1) {
+      const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
+      // What the script wrote, field for field.
+      if (nativeCas !== false) written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
+      return { status: 'acquired', lease: acquired };
+    }
+    if (status === 2) {
+      return { status: 'in-flight', attempt: a!, expiresAt: new Date(b!), sameFingerprint: c === 1 };
+    }
+    return { status: 'completed', sameFingerprint: a === 1 };
   }
 
   /**
@@ -747,39 +788,30 @@ export function redisStore(options: RedisStoreOptions): Store {
       return { ...health, checks: [...health.checks, check] };
     },
 
-    async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
-      const lease = duration(leaseMs, 'leaseMs');
-      const g = grace(lease, retentionMs);
-      // The owner id, and after it the lease's end as the server's clock will have it at the SET at
-      // the earliest (this process's reading of that clock is never ahead of it): a later claim
-      // that finds the key answers "in flight" on it without asking the key's PTTL.
-      const token =
-        clockOffset === undefined || serverNowCeiling() === undefined
-          ? newToken()
-          : `${newToken()}.${Math.floor(performance.now() + clockOffset) + lease}`;
-      const fp = fingerprintField(fingerprint);
-      if (fastClaims) {
-        const fast = await fastClaim(key, token, g, fp, lease, fingerprint);
-        if (fast) return fast;
+    // Not an async function: the fast claim's promise is handed back as it is (no second promise
+    // and tick around it on every delivery); nothing here may throw (a bad option rejects).
+    claim(key: string, options: ClaimOptions): Promise<Claim> {
+      try {
+        const { leaseMs, fingerprint, retentionMs } = options;
+        const lease = duration(leaseMs, 'leaseMs');
+        const g = grace(lease, retentionMs);
+        // The owner id, and after it the lease's end as the server's clock will have it at the SET
+        // at the earliest (this process's reading of that clock is never ahead of it): a later claim
+        // that finds the key answers "in flight" on it without asking the key's PTTL. One reading of
+        // the monotonic clock serves that end and the SET's send time (taken a little before the SET
+        // goes out: the lease end it gives errs early, the safe side).
+        const now = performance.now();
+        const token =
+          clockOffset === undefined || serverNowCeiling(now) === undefined
+            ? newToken()
+            : `${newToken()}.${Math.floor(now + clockOffset) + lease}`;
+        const fp = fingerprintField(fingerprint);
+        return fastClaims
+          ? fastClaim(key, token, g, fp, lease, fingerprint, now)
+          : scriptClaim(key, token, lease, g, fp, fingerprint);
+      } catch (err) {
+        return Promise.reject(err);
       }
-      const reply = (await call('claim', scripts.claim, claimKey(key), [
-        token,
-        String(lease),
-        String(g),
-        fp,
-        String(lease + g),
-      ])) as number[];
-      const [status, a, b, c] = reply.map(Number);
-      if (status === 1) {
-        const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
-        // What the script wrote, field for field.
-        if (nativeCas !== false) written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
-        return { status: 'acquired', lease: acquired };
-      }
-      if (status === 2) {
-        return { status: 'in-flight', attempt: a!, expiresAt: new Date(b!), sameFingerprint: c === 1 };
-      }
-      return { status: 'completed', sameFingerprint: a === 1 };
     },
 
     async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {

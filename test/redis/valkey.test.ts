@@ -30,15 +30,28 @@ const spec = fileURLToPath(new URL('./race-spec.ts', import.meta.url));
  * The client, with every command it sends named in `sent`: a SET ... IFEQ as such, and a script run
  * (EVALSHA, or EVAL after NOSCRIPT on a fresh server) as `script`.
  */
-function recording(client: ReturnType<typeof createClient>, sent: string[]): NodeRedisLike {
+function recording(
+  client: ReturnType<typeof createClient>,
+  sent: string[],
+  rewrite: (args: string[]) => string[] = (args) => args,
+): NodeRedisLike {
   const proxy = Object.create(client) as NodeRedisLike;
   proxy.sendCommand = ((args: string[]) => {
     const name = args[0] === 'SET' && args.includes('IFEQ') ? 'SET IFEQ' : args[0]!;
     if (name !== 'EVAL' || sent.at(-1) !== 'script') sent.push(name.startsWith('EVAL') ? 'script' : name);
-    return client.sendCommand(args);
+    return client.sendCommand(rewrite(args));
   }) as NodeRedisLike['sendCommand'];
   return proxy;
 }
+
+/**
+ * A server, proxy or mock that takes SET options it does not know and ignores them (ioredis-mock's
+ * `set` reads NX/XX/EX/PX/GET only): `IFEQ x` is dropped, so the SET is unconditional.
+ */
+const ignoringIfeq = (args: string[]) => {
+  const i = args[0] === 'SET' ? args.indexOf('IFEQ') : -1;
+  return i === -1 ? args : [...args.slice(0, i), ...args.slice(i + 2)];
+};
 
 /** What the store's health check says of its compare-and-set. */
 async function casHealth(store: Store): Promise<string> {
@@ -51,14 +64,17 @@ function acquired(claim: Awaited<ReturnType<ReturnType<typeof redisStore>['claim
   return (claim as Extract<typeof claim, { status: 'acquired' }>).lease;
 }
 
-let binary = '';
+// Fetched first (the download takes longer than reachable()'s probe allows), then judged there.
+const binary = await valkeyServer().catch((err: unknown) =>
+  err instanceof Error ? err : new Error(String(err)),
+);
 if (
   await reachable('Valkey 8.1 server (bash scripts/valkey.sh)', '.tmp/valkey/valkey-server', async () => {
-    binary = await valkeyServer();
+    if (binary instanceof Error) throw binary;
   })
 ) {
   // Starting is awaited here: a failure fails the file (it never skips once the binary is there).
-  const valkey: RedisInstance = await startRedisInstance({ server: binary, persist: false });
+  const valkey: RedisInstance = await startRedisInstance({ server: binary as string, persist: false });
   const nodeRedis = await createClient({ url: valkey.url }).connect();
   const ioredis = new Redis(valkey.url);
   const redis7 = await createClient({ url: servers.redis }).connect();
@@ -183,6 +199,144 @@ if (
       assert.deepEqual(sent.splice(0), ['SET IFEQ', 'script']);
       assert.equal((await store.inspect('gone'))?.state, 'completed');
     });
+  });
+
+  describe('redisStore: how the server is asked about IFEQ', () => {
+    it('a server that ignores IFEQ (answers OK to the probe) is not taken for native, so a stale owner cannot overwrite the new one', async () => {
+      const sent: string[] = [];
+      const store = redisStore({
+        client: recording(nodeRedis, sent, ignoringIfeq),
+        prefix: `${prefix}ignores-${randomBytes(3).toString('hex')}:`,
+        checkEvictionPolicy: false,
+      });
+      const stale = acquired(await store.claim('evt', { leaseMs: 200, retentionMs: LONG }));
+      assert.deepEqual(sent.splice(0), ['TIME', 'SET IFEQ', 'SET'], 'the probe was sent (and set its key)');
+      assert.match(await casHealth(store), /^Lua/);
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      const current = acquired(await store.claim('evt', { leaseMs: LONG, retentionMs: LONG }));
+      assert.equal(current.attempt, 2, 'the fault landed: the lease ran out and was taken over');
+      assert.equal(await store.confirm(stale, { retentionMs: LONG }), false, 'stale confirm');
+      assert.equal((await store.inspect('evt'))?.state, 'processing', 'the new owner keeps the key');
+    });
+
+    it('a passing error reply to the probe (OOM) settles nothing: asked again, native once the server is back', async () => {
+      const sent: string[] = [];
+      const store = redisStore({
+        client: recording(nodeRedis, sent),
+        prefix: `${prefix}oom-${randomBytes(3).toString('hex')}:`,
+        checkEvictionPolicy: false,
+      });
+      await valkey.cli('config', 'set', 'maxmemory', '1');
+      try {
+        await assert.rejects(
+          store.claim('first', { leaseMs: LONG }),
+          /OOM/,
+          'the fault landed: the server is full',
+        );
+      } finally {
+        await valkey.cli('config', 'set', 'maxmemory', '0');
+      }
+      assert.match(await casHealth(store), /^native/);
+      const lease = acquired(await store.claim('second', { leaseMs: LONG }));
+      sent.splice(0);
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      assert.deepEqual(sent, ['SET IFEQ']);
+    });
+
+    it('a node that answers a syntax error to a confirm (a cluster mid-upgrade) turns native off; the script answers', async () => {
+      const sent: string[] = [];
+      let old = false;
+      // After the probe, this "node" is one without IFEQ: its SET ... IFEQ is a syntax error.
+      const rewrite = (args: string[]) => (old && args.includes('IFEQ') ? [...args, 'BOGUS'] : args);
+      const store = redisStore({
+        client: recording(nodeRedis, sent, rewrite),
+        prefix: `${prefix}upgrade-${randomBytes(3).toString('hex')}:`,
+        checkEvictionPolicy: false,
+      });
+      const a = acquired(await store.claim('a', { leaseMs: LONG }));
+      const b = acquired(await store.claim('b', { leaseMs: LONG }));
+      assert.match(await casHealth(store), /^native/);
+      old = true;
+      sent.splice(0);
+      assert.equal(await store.confirm(a, { retentionMs: LONG }), true);
+      assert.deepEqual(sent.splice(0), ['SET IFEQ', 'script']);
+      assert.equal(await store.confirm(b, { retentionMs: LONG }), true);
+      assert.deepEqual(sent.splice(0), ['script']);
+      assert.match(await casHealth(store), /^Lua/);
+    });
+
+    it('ioredis takes the native path too: one SET and no script per confirm, by the server own count', async () => {
+      const store = redisStore({
+        client: ioredis,
+        prefix: `${prefix}io-native:`,
+        checkEvictionPolicy: false,
+      });
+      acquired(await store.claim('warm-up', { leaseMs: LONG }));
+      assert.match(await casHealth(store), /^native/);
+      const lease = acquired(await store.claim('evt', { leaseMs: LONG }));
+      const stats = async () => {
+        const info = await valkey.cli('info', 'commandstats');
+        const calls = (name: string) =>
+          Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+        return { set: calls('set'), scripts: calls('evalsha') + calls('eval') };
+      };
+      const before = await stats();
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      const after = await stats();
+      assert.deepEqual(
+        { set: after.set - before.set, scripts: after.scripts - before.scripts },
+        { set: 1, scripts: 0 },
+      );
+    });
+  });
+
+  describe('redisStore confirm: the native path and the script answer and write the same', () => {
+    // For each state a key can be left in, the native confirm (the lease the store handed out) and
+    // the script (a copy of it, which the store knows nothing of) start from the same value and TTL.
+    const states: [string, (key: string, lease: Lease, held: string) => Promise<unknown>][] = [
+      ['untouched', async () => {}],
+      ['gone', (key) => nodeRedis.del(key)],
+      [
+        'taken over',
+        (key, _lease, held) =>
+          nodeRedis.set(key, held.replace(/^p\|[^|]*\|1\|/, `p|${'e'.repeat(32)}|2|`), { PX: LONG }),
+      ],
+      [
+        'released',
+        (key, _lease, held) => nodeRedis.set(key, held.replace(/^p\|[^|]*\|/, 'p||'), { PX: LONG }),
+      ],
+      [
+        'confirmed by its owner',
+        (key, lease) => nodeRedis.set(key, `c|${lease.token.split('.')[0]}|1|0|${LONG}|`, { PX: LONG }),
+      ],
+      ['a foreign value', (key) => nodeRedis.set(key, 'hello', { PX: LONG })],
+    ];
+    for (const [name, prepare] of states) {
+      it(name, async () => {
+        const storePrefix = `${prefix}same-${randomBytes(3).toString('hex')}:`;
+        const sent: string[] = [];
+        const store = redisStore({
+          client: recording(nodeRedis, sent),
+          prefix: storePrefix,
+          checkEvictionPolicy: false,
+        });
+        const lease = acquired(await store.claim('evt', { leaseMs: LONG }));
+        assert.match(await casHealth(store), /^native/);
+        const key = `${storePrefix}k:evt`;
+        await prepare(key, lease, (await nodeRedis.get(key))!);
+        const before = await nodeRedis.get(key);
+        const results: unknown[] = [];
+        for (const each of [lease, { ...lease }]) {
+          if (before === null) await nodeRedis.del(key);
+          else await nodeRedis.set(key, before, { PX: LONG });
+          sent.splice(0);
+          const answer = await store.confirm(each, { retentionMs: LONG }).catch((e: Error) => e.message);
+          results.push([answer, await nodeRedis.get(key)]);
+          assert.equal(sent[0], each === lease ? 'SET IFEQ' : 'script', 'the path under test ran');
+        }
+        assert.deepEqual(results[0], results[1]);
+      });
+    }
   });
 
   describe('redisStore on Valkey 8.1 across processes', () => {
