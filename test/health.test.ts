@@ -120,6 +120,32 @@ if (redisUp) {
         await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
       });
 
+      it('an ACL user that may not run scripts makes it unhealthy: the scripts check names the refusal', async () => {
+        await redis.cli('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '+@all', '-evalsha', '-eval');
+        const limited = createClient({
+          url: redis.url,
+          username: 'noscripts',
+          password: 'pw',
+          disableOfflineQueue: true,
+        });
+        limited.on('error', () => {});
+        await limited.connect();
+        try {
+          // The refusal is real: the user's own EVALSHA fails.
+          await assert.rejects(limited.sendCommand(['EVAL', 'return 1', '0']), /NOPERM|permission/i);
+          const report = await receiverOn(redisStore({ client: limited, onWarning: () => {} })).health();
+          assert.equal(report.ok, false);
+          assert.equal(check(report, 'scripts')?.ok, false);
+          assert.match(check(report, 'scripts')?.detail ?? '', /ACL|NOPERM|permission/i);
+          assert.equal(check(report, 'reachable')?.ok, true);
+          // The server's own user runs them.
+          const ok = await receiverOn(redisStore({ client, onWarning: () => {} })).health();
+          assert.equal(check(ok, 'scripts')?.ok, true, JSON.stringify(ok));
+        } finally {
+          await limited.quit();
+        }
+      });
+
       it('a frozen server: unhealthy within the timeout', async () => {
         const receiver = receiverOn(redisStore({ client, onWarning: () => {} }));
         const frozen = redis.pause(4_000);

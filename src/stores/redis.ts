@@ -775,6 +775,16 @@ export function redisStore(options: RedisStoreOptions): Store {
     health: async () => {
       const health = await redisHealth(wire, client, claimKey('~health'));
       if (nativeCas === undefined) await probeCas();
+      // Scripts must run (release, extend, takeovers, record; every confirm on Redis 7): a server
+      // or ACL that refuses them would otherwise show only on those paths.
+      let scriptsCheck: HealthCheck;
+      try {
+        await call('health check', scripts.inspect, claimKey('~health'), []);
+        scriptsCheck = { name: 'scripts', ok: true, detail: 'EVALSHA runs' };
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        scriptsCheck = { name: 'scripts', ok: false, detail: message.slice(0, 300) };
+      }
       const check: HealthCheck = {
         name: 'compare-and-set',
         ok: true,
@@ -785,7 +795,7 @@ export function redisStore(options: RedisStoreOptions): Store {
               ? 'Lua: confirm is a script (the server has no SET ... IFEQ: Redis before 8.4, Valkey before 8.1)'
               : 'not known yet: confirm is a script until the server answers',
       };
-      return { ...health, checks: [...health.checks, check] };
+      return { ...health, checks: [...health.checks, scriptsCheck, check] };
     },
 
     // Not an async function: the fast claim's promise is handed back as it is (no second promise
