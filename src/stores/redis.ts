@@ -366,7 +366,8 @@ const sameField = (stored: string, offered: string) => stored === '' || offered 
  * seconds in a claim's round trip. A live lease found by that SET is told by the lease end its
  * token carries (or, without one, by one `PTTL`); only a released or run-out key needs the claim
  * script (takeover or in-flight). Confirm, release, extend,
- * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT). Every
+ * record and advance are owner-checked scripts (EVALSHA, falling back to EVAL on NOSCRIPT); on a
+ * server with `SET ... IFEQ` (Valkey 8.1+, Redis 8.4+) a confirm is that one command. Every
  * command acts on one key, so it runs on Redis Cluster, and all time is the server's. `store.inbox`
  * is the inbox for receivers in inbox mode: each of its operations is one script over the keys of
  * one hash tag (see redis/inbox.ts and "Inbox" in docs/redis.md).
@@ -771,7 +772,10 @@ export function redisStore(options: RedisStoreOptions): Store {
   return markBuiltin('redis', client, prefix, {
     inbox,
 
-    /** Reachable, the server's clock, and a `maxmemory-policy` that cannot evict keys. */
+    /**
+     * Reachable, the server's clock, a `maxmemory-policy` that cannot evict keys, scripts that run,
+     * and which confirm runs (`compare-and-set`: native or Lua).
+     */
     health: async () => {
       const health = await redisHealth(wire, client, claimKey('~health'));
       if (nativeCas === undefined) await probeCas();
