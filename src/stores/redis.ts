@@ -241,6 +241,15 @@ function serverError(err: unknown): boolean {
   return /^[A-Z][A-Z_-]+\b/.test(err instanceof Error ? err.message : String(err));
 }
 
+/** A command's promise; a client that refuses it by throwing at once gives a rejected one. */
+function attempt(send: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return send();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 function isNoScript(err: unknown): boolean {
   return err instanceof Error && err.message.includes('NOSCRIPT');
 }
@@ -439,8 +448,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   let casRetryAt = 0;
   const written = new WeakMap<Lease, string>();
   function probeCas(): Promise<void> {
-    casProbe ??= wire
-      .setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000')
+    casProbe ??= attempt(() => wire.setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000'))
       .then(
         (reply) => {
           // Only nil says the server compared (the key does not exist). OK means it ignored IFEQ
@@ -530,11 +538,13 @@ export function redisStore(options: RedisStoreOptions): Store {
    * it. One handler pair on the common path: this runs for every confirm on Redis 7.
    */
   function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
-      if (!isNoScript(err)) throw failure(what, err);
-      return wire.eval(s, key, args).then(answered, (again: unknown) => {
-        throw failure(what, again);
-      });
+    const mapped = (err: unknown) => {
+      throw failure(what, err);
+    };
+    // A client (a wrapper, a breaker) may refuse a command by throwing at once: mapped the same.
+    return attempt(() => wire.evalsha(s, key, args)).then(answered, (err: unknown) => {
+      if (!isNoScript(err)) mapped(err);
+      return attempt(() => wire.eval(s, key, args)).then(answered, mapped);
     });
   }
 
@@ -561,7 +571,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (clockReading) return clockReading;
     const asked = performance.now();
     const askedOn = connectionCount?.() ?? 0;
-    const time = wire.time(key);
+    const time = attempt(() => wire.time(key));
     // The first reading also asks whether the server compares and sets natively: in the same trip.
     if (nativeCas === undefined && casProbe === undefined) void probeCas();
     clockReading = time
@@ -784,7 +794,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       let scriptsCheck: HealthCheck;
       try {
         await call('health check', scripts.inspect, claimKey('~health'), []);
-        scriptsCheck = { name: 'scripts', ok: true, detail: 'EVALSHA runs' };
+        scriptsCheck = { name: 'scripts', ok: true, detail: 'Lua scripts run' };
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         scriptsCheck = { name: 'scripts', ok: false, detail: message.slice(0, 300) };
