@@ -12,7 +12,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${ONCEONLY_VALKEY_DIR:-.tmp/valkey}
 server="$dest/valkey-server"
-if [ -x "$server" ] && "$server" --version >/dev/null 2>&1; then
+# One run at a time per directory (CI, the suite and the bench may all ask at once): the others wait
+# and then find the finished install.
+mkdir -p "$dest"
+exec 9>"$dest/.lock"
+flock 9
+# The dynamic loader under root $1, relative to it: x86_64 and aarch64 name it ld-linux*, ppc64el
+# and s390x ld64.
+find_loader() {
+  local candidate
+  for candidate in "$1"/usr/lib/*-linux-gnu/ld-linux*.so.* "$1"/usr/lib/*-linux-gnu/ld64.so.*; do
+    if [ -e "$candidate" ]; then
+      echo "${candidate#"$1"/}"
+      return 0
+    fi
+  done
+  return 1
+}
+# Succeeds when every library the server under $1/root loads comes from there (the others, printed).
+own_libraries() {
+  local root loader listed
+  root=$(readlink -f "$1/root") || return 1
+  loader=$(find_loader "$root") || return 1
+  listed=$("$root/$loader" --library-path "$root/$(dirname "$loader")" --list "$root/usr/bin/valkey-server") || return 1
+  ! grep '=>' <<<"$listed" | grep -v -F "$root/"
+}
+# An install is reused only if it passes the same checks as a new one (an earlier run or an earlier
+# version of this script may have left one that loads libraries from the host).
+if [ -x "$server" ] && "$server" --version >/dev/null 2>&1 && own_libraries "$dest" >/dev/null 2>&1; then
   readlink -f "$server"
   exit 0
 fi
@@ -37,7 +64,10 @@ apt_opts=(
   -o "APT::Sandbox::User=root"
   -qq
 )
-apt-get "${apt_opts[@]}" update
+if ! apt-get "${apt_opts[@]}" update; then
+  echo "scripts/valkey.sh: apt could not read Debian 13's package lists (offline, or a keyring without Debian 13's keys: debian-archive-keyring 2023.3+deb12u1 or later has them)" >&2
+  exit 1
+fi
 # valkey-server's and valkey-tools' run-time dependencies in trixie, and theirs: libsystemd0's
 # libcap2, jemalloc's libstdc++6 and libgcc-s1, libcrypto's zlib1g and libzstd1.
 (cd "$work/debs" && apt-get "${apt_opts[@]}" download \
@@ -49,21 +79,21 @@ rm -rf "$dest/root" "$server"
 mkdir -p "$dest/root"
 for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$dest/root"; done
 # The loader and library directory of this machine's architecture (x86_64-linux-gnu, aarch64-...).
-loader=$(cd "$dest/root" && ls usr/lib/*-linux-gnu/ld-linux*.so.* | head -n 1)
+loader=$(find_loader "$dest/root")
 libdir=$(dirname "$loader")
-cat >"$server" <<EOF
+# Every library the server loads must come from here, none from the host; the wrapper is written
+# only then, so a failed run leaves nothing the next one would reuse.
+if ! own_libraries "$dest" >&2; then
+  echo "scripts/valkey.sh: the libraries above come from the host, not from Debian 13's packages" >&2
+  exit 1
+fi
+cat >"$server.new" <<EOF
 #!/bin/sh
 # Valkey 8.1 from Debian 13's packages, on the C library it was built against (scripts/valkey.sh).
 here=\$(dirname "\$(readlink -f "\$0")")
 exec "\$here/root/$loader" --library-path "\$here/root/$libdir" "\$here/root/usr/bin/valkey-server" "\$@"
 EOF
-chmod +x "$server"
-# Every library the server loads must come from here, none from the host.
-root=$(readlink -f "$dest/root")
-if "$root/$loader" --library-path "$root/$libdir" --list "$root/usr/bin/valkey-server" |
-  grep '=>' | grep -v -F "$root/"; then
-  echo "scripts/valkey.sh: the libraries above come from the host, not from Debian 13's packages" >&2
-  exit 1
-fi
+chmod +x "$server.new"
+mv -f "$server.new" "$server"
 "$server" --version >&2
 readlink -f "$server"
