@@ -81,7 +81,13 @@ if (redisUp)
         .connect();
       return {
         store: redisStore({ client, prefix: `oo-keys-${run}:` }),
-        close: async () => void (await client.quit()),
+        close: async () => {
+          // The records carry the default retention (3 days): delete this run's own.
+          for await (const keys of client.scanIterator({ MATCH: `oo-keys-${run}:*`, COUNT: 1000 })) {
+            if (keys.length > 0) await client.unlink(keys);
+          }
+          await client.quit();
+        },
       };
     },
   });

@@ -639,9 +639,11 @@ export function redisStore(options: RedisStoreOptions): Store {
     fp: string,
     leaseMs: number,
     fingerprint: string | undefined,
-    sentAt: number,
   ): Promise<Claim> {
     const key = claimKey(userKey);
+    // Read just before the SET goes out: the lease end it gives errs early, by no more than the
+    // SET's trip out (a first claim's one-time costs before this point must not widen that).
+    const sentAt = performance.now();
     const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
     const value = `p|${token}|1|${g}|${leaseMs + g}|${fp}`;
     let held: unknown;
@@ -821,9 +823,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         const g = grace(lease, retentionMs);
         // The owner id, and after it the lease's end as the server's clock will have it at the SET
         // at the earliest (this process's reading of that clock is never ahead of it): a later claim
-        // that finds the key answers "in flight" on it without asking the key's PTTL. One reading of
-        // the monotonic clock serves that end and the SET's send time (taken a little before the SET
-        // goes out: the lease end it gives errs early, the safe side).
+        // that finds the key answers "in flight" on it without asking the key's PTTL.
         const now = performance.now();
         const token =
           clockOffset === undefined || serverNowCeiling(now) === undefined
@@ -831,7 +831,7 @@ export function redisStore(options: RedisStoreOptions): Store {
             : `${newToken()}.${Math.floor(now + clockOffset) + lease}`;
         const fp = fingerprintField(fingerprint);
         return fastClaims
-          ? fastClaim(key, token, g, fp, lease, fingerprint, now)
+          ? fastClaim(key, token, g, fp, lease, fingerprint)
           : scriptClaim(key, token, lease, g, fp, fingerprint);
       } catch (err) {
         return Promise.reject(err);
