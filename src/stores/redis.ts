@@ -211,7 +211,10 @@ const scripts = {
   inspect: script(INSPECT),
 };
 
-/** How the store talks to a client: three kinds of command, each on one key's node (and the inbox's). */
+/**
+ * How the store talks to a client: each command on one key's node (and the inbox's), always as a
+ * promise (see `attempt`).
+ */
 interface Wire extends InboxWire {
   /** A script by its SHA1 (EVALSHA); `call()` falls back to `eval` on NOSCRIPT. */
   evalsha(s: Script, key: string, args: string[]): Promise<unknown>;
@@ -241,10 +244,14 @@ function serverError(err: unknown): boolean {
   return /^[A-Z][A-Z_-]+\b/.test(err instanceof Error ? err.message : String(err));
 }
 
-/** A command's promise; a client that refuses it by throwing at once gives a rejected one. */
-function attempt(send: () => Promise<unknown>): Promise<unknown> {
+/**
+ * A command's promise, however the client answers: a thenable is made a promise, and a client (a
+ * wrapper, a circuit breaker) that refuses the command by throwing at once gives a rejected one, so
+ * every caller maps it like any other failure. Every command of the wire goes through here.
+ */
+function attempt(send: () => PromiseLike<unknown>): Promise<unknown> {
   try {
-    return send();
+    return Promise.resolve(send());
   } catch (err) {
     return Promise.reject(err);
   }
@@ -282,15 +289,15 @@ function adapt(client: RedisClientLike): Wire {
     const isCluster = Array.isArray(cluster.masters) && typeof cluster.nodeClient === 'function';
     // A cluster routes by the key given first; a client takes the arguments alone.
     const send: (key: string, args: string[]) => Promise<unknown> = isCluster
-      ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args))
+      ? (key, args) => attempt(() => cluster.sendCommand(key, false, args))
       : (_key, args) =>
-          Promise.resolve(
+          attempt(() =>
             (client as unknown as { sendCommand(a: string[]): PromiseLike<unknown> }).sendCommand(args),
           );
     const sendBuffers: (key: string, args: (string | Buffer)[]) => Promise<unknown> = isCluster
-      ? (key, args) => Promise.resolve(cluster.sendCommand(key, false, args, BUFFERS))
+      ? (key, args) => attempt(() => cluster.sendCommand(key, false, args, BUFFERS))
       : (_key, args) =>
-          Promise.resolve(
+          attempt(() =>
             (
               client as unknown as { sendCommand(a: (string | Buffer)[], o: object): PromiseLike<unknown> }
             ).sendCommand(args, BUFFERS),
@@ -317,13 +324,13 @@ function adapt(client: RedisClientLike): Wire {
     const c = client as IoRedisLike;
     return {
       cluster: (client as { isCluster?: unknown }).isCluster === true,
-      evalsha: (s, key, args) => Promise.resolve(c.evalsha(s.sha, 1, key, ...args)),
-      eval: (s, key, args) => Promise.resolve(c.eval(s.body, 1, key, ...args)),
-      setNx: (key, value, px) => Promise.resolve(c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
-      time: () => Promise.resolve(c.call('TIME')),
-      pttl: (key) => Promise.resolve(c.call('PTTL', key)),
+      evalsha: (s, key, args) => attempt(() => c.evalsha(s.sha, 1, key, ...args)),
+      eval: (s, key, args) => attempt(() => c.eval(s.body, 1, key, ...args)),
+      setNx: (key, value, px) => attempt(() => c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
+      time: () => attempt(() => c.call('TIME')),
+      pttl: (key) => attempt(() => c.call('PTTL', key)),
       setIfEq: (key, value, expected, px) =>
-        Promise.resolve(c.call('SET', key, value, 'IFEQ', expected, 'PX', px)),
+        attempt(() => c.call('SET', key, value, 'IFEQ', expected, 'PX', px)),
       script: async (s, keys, args) => {
         if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
         try {
@@ -448,7 +455,8 @@ export function redisStore(options: RedisStoreOptions): Store {
   let casRetryAt = 0;
   const written = new WeakMap<Lease, string>();
   function probeCas(): Promise<void> {
-    casProbe ??= attempt(() => wire.setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000'))
+    casProbe ??= wire
+      .setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000')
       .then(
         (reply) => {
           // Only nil says the server compared (the key does not exist). OK means it ignored IFEQ
@@ -541,10 +549,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     const mapped = (err: unknown) => {
       throw failure(what, err);
     };
-    // A client (a wrapper, a breaker) may refuse a command by throwing at once: mapped the same.
-    return attempt(() => wire.evalsha(s, key, args)).then(answered, (err: unknown) => {
+    return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
       if (!isNoScript(err)) mapped(err);
-      return attempt(() => wire.eval(s, key, args)).then(answered, mapped);
+      return wire.eval(s, key, args).then(answered, mapped);
     });
   }
 
@@ -571,7 +578,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (clockReading) return clockReading;
     const asked = performance.now();
     const askedOn = connectionCount?.() ?? 0;
-    const time = attempt(() => wire.time(key));
+    const time = wire.time(key);
     // The first reading also asks whether the server compares and sets natively: in the same trip.
     if (nativeCas === undefined && casProbe === undefined) void probeCas();
     clockReading = time
