@@ -27,6 +27,21 @@ function acquired(claim: Claim): Lease {
   return (claim as Extract<Claim, { status: 'acquired' }>).lease;
 }
 
+/** A key whose short lease ran out and was taken over: the stale lease and the current one (attempt 2). */
+async function takenOver(
+  store: Store,
+  ctx: CaseContext,
+): Promise<{ key: string; stale: Lease; current: Lease }> {
+  const key = ctx.key();
+  const stale = acquired(
+    await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
+  );
+  await ctx.waitOut();
+  const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
+  assert.equal(current.attempt, 2);
+  return { key, stale, current };
+}
+
 async function claimLong(store: Store, key: string, fingerprint?: string): Promise<Lease> {
   return acquired(await store.claim(key, { leaseMs: LONG, fingerprint }));
 }
@@ -134,13 +149,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
     // apart (the Redis store's native compare-and-set does).
     name: "a stale owner's confirm, its first call after the takeover, returns false and completes nothing",
     async run(store, ctx) {
-      const key = ctx.key();
-      const stale = acquired(
-        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
-      );
-      await ctx.waitOut();
-      const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
-      assert.equal(current.attempt, 2);
+      const { key, stale, current } = await takenOver(store, ctx);
       assert.equal(await store.confirm(stale, { retentionMs: LONG }), false, 'stale confirm');
       const after = await store.inspect(key);
       assert.equal(after?.state, 'processing');
@@ -152,13 +161,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   {
     name: "a stale owner's confirm, release and extend return false and change nothing",
     async run(store, ctx) {
-      const key = ctx.key();
-      const stale = acquired(
-        await store.claim(key, { leaseMs: ctx.shortMs, fingerprint: fp('a'), retentionMs: LONG }),
-      );
-      await ctx.waitOut();
-      const current = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: fp('a') }));
-      assert.equal(current.attempt, 2);
+      const { key, stale, current } = await takenOver(store, ctx);
       const before = await store.inspect(key);
 
       assert.equal(await store.extend(stale, { leaseMs: 10 * LONG }), false, 'stale extend');
