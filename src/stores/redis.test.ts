@@ -5,6 +5,7 @@ import { after, before, describe, it, mock } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient, createClientPool } from 'redis';
 import { redisBinaries, startRedisServer, type TestServer } from '../../test/support/redis-cluster.js';
+import { recording } from '../../test/support/redis-recording.js';
 import { reachable, servers } from '../../test/support/servers.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { Lease } from '../lease/types.js';
@@ -19,22 +20,6 @@ const Redis5 = (createRequire(import.meta.url)('ioredis5') as { Redis: typeof Re
 
 const LONG = 60_000;
 
-/**
- * The client, through a proxy (as node-redis's own withTypeMapping makes) that records each
- * command's name in `sent` before sending it.
- */
-function recording(
-  client: Pick<NodeRedisLike, 'evalSha'> & { sendCommand(args: string[]): PromiseLike<unknown> },
-  sent: string[],
-): NodeRedisLike {
-  const proxy = Object.create(client) as NodeRedisLike;
-  proxy.sendCommand = ((args: string[]) => {
-    // A compare-and-set (SET ... IFEQ) is told from a plain SET.
-    sent.push(args[0] === 'SET' && args.includes('IFEQ') ? 'SET IFEQ' : args[0]!);
-    return client.sendCommand(args);
-  }) as NodeRedisLike['sendCommand'];
-  return proxy;
-}
 const prefix = `oo-test-${randomBytes(4).toString('hex')}:`;
 
 function acquired(claim: Awaited<ReturnType<ReturnType<typeof redisStore>['claim']>>): Lease {

@@ -15,34 +15,17 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { checkHealth } from '../../src/lease/health.js';
 import type { Lease, Store } from '../../src/lease/types.js';
-import { type NodeRedisLike, redisStore } from '../../src/stores/redis.js';
+import { redisStore } from '../../src/stores/redis.js';
 import { runConformance, runInboxConformance } from '../../src/testing/index.js';
 import { assertExactlyOnce, RACE_EVENTS, runCrash, runRace, runReleaseRace } from '../support/race.js';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
+import { recording } from '../support/redis-recording.js';
 import { reachable, servers } from '../support/servers.js';
 import { valkeyServer } from '../support/valkey.js';
 
 const LONG = 60_000;
 const prefix = `oo-valkey-${randomBytes(4).toString('hex')}:`;
 const spec = fileURLToPath(new URL('./race-spec.ts', import.meta.url));
-
-/**
- * The client, with every command it sends named in `sent`: a SET ... IFEQ as such, and a script run
- * (EVALSHA, or EVAL after NOSCRIPT on a fresh server) as `script`.
- */
-function recording(
-  client: ReturnType<typeof createClient>,
-  sent: string[],
-  rewrite: (args: string[]) => string[] = (args) => args,
-): NodeRedisLike {
-  const proxy = Object.create(client) as NodeRedisLike;
-  proxy.sendCommand = ((args: string[]) => {
-    const name = args[0] === 'SET' && args.includes('IFEQ') ? 'SET IFEQ' : args[0]!;
-    if (name !== 'EVAL' || sent.at(-1) !== 'script') sent.push(name.startsWith('EVAL') ? 'script' : name);
-    return client.sendCommand(rewrite(args));
-  }) as NodeRedisLike['sendCommand'];
-  return proxy;
-}
 
 /**
  * A server, proxy or mock that takes SET options it does not know and ignores them (ioredis-mock's
@@ -110,7 +93,7 @@ if (
       const sent: string[] = [];
       const storePrefix = `${prefix}${name}-${randomBytes(3).toString('hex')}:`;
       const store = redisStore({
-        client: recording(client, sent),
+        client: recording(client, sent, { scripts: true }),
         prefix: storePrefix,
         checkEvictionPolicy: false,
       });
@@ -205,7 +188,7 @@ if (
     it('a server that ignores IFEQ (answers OK to the probe) is not taken for native, so a stale owner cannot overwrite the new one', async () => {
       const sent: string[] = [];
       const store = redisStore({
-        client: recording(nodeRedis, sent, ignoringIfeq),
+        client: recording(nodeRedis, sent, { scripts: true, rewrite: ignoringIfeq }),
         prefix: `${prefix}ignores-${randomBytes(3).toString('hex')}:`,
         checkEvictionPolicy: false,
       });
@@ -222,7 +205,7 @@ if (
     it('a passing error reply to the probe (OOM) settles nothing: asked again, native once the server is back', async () => {
       const sent: string[] = [];
       const store = redisStore({
-        client: recording(nodeRedis, sent),
+        client: recording(nodeRedis, sent, { scripts: true }),
         prefix: `${prefix}oom-${randomBytes(3).toString('hex')}:`,
         checkEvictionPolicy: false,
       });
@@ -249,7 +232,7 @@ if (
       // After the probe, this "node" is one without IFEQ: its SET ... IFEQ is a syntax error.
       const rewrite = (args: string[]) => (old && args.includes('IFEQ') ? [...args, 'BOGUS'] : args);
       const store = redisStore({
-        client: recording(nodeRedis, sent, rewrite),
+        client: recording(nodeRedis, sent, { scripts: true, rewrite }),
         prefix: `${prefix}upgrade-${randomBytes(3).toString('hex')}:`,
         checkEvictionPolicy: false,
       });
@@ -316,7 +299,7 @@ if (
         const storePrefix = `${prefix}same-${randomBytes(3).toString('hex')}:`;
         const sent: string[] = [];
         const store = redisStore({
-          client: recording(nodeRedis, sent),
+          client: recording(nodeRedis, sent, { scripts: true }),
           prefix: storePrefix,
           checkEvictionPolicy: false,
         });
