@@ -17,7 +17,7 @@ import { checkHealth } from '../../src/lease/health.js';
 import type { Lease, Store } from '../../src/lease/types.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { runConformance, runInboxConformance } from '../../src/testing/index.js';
-import { assertExactlyOnce, RACE_EVENTS, runCrash, runRace, runReleaseRace } from '../support/race.js';
+import { describeRaces } from '../support/race.js';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
 import { recording } from '../support/redis-recording.js';
 import { reachable, servers } from '../support/servers.js';
@@ -322,21 +322,7 @@ if (
     }
   });
 
-  describe('redisStore on Valkey 8.1 across processes', () => {
-    // The race workers open their clients on the Valkey server (race-spec.ts reads this).
-    process.env.ONCEONLY_RACE_REDIS_URL = valkey.url;
-
-    it('4 processes racing RACE_EVENTS events with 3 deliveries each write exactly one effect per event', async () => {
-      const report = await runRace({ spec, processes: 4, events: RACE_EVENTS, deliveries: 3 });
-      assertExactlyOnce(report);
-    });
-
-    it('a SIGKILLed lease holder blocks as in-flight, then is taken over with attempt 2', async () => {
-      await runCrash({ spec, leaseMs: 1500 });
-    });
-
-    it('4 processes releasing and claiming one key 25 times each: attempts 1..100, strictly increasing', async () => {
-      await runReleaseRace({ spec, processes: 4, rounds: 25 });
-    });
-  });
+  // The race workers open their clients on the Valkey server (race-spec.ts reads this).
+  process.env.ONCEONLY_RACE_REDIS_URL = valkey.url;
+  describeRaces('redisStore on Valkey 8.1 across processes', spec);
 }

@@ -6,6 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Store } from '../../src/lease/types.js';
 import { once } from '../../src/once.js';
@@ -247,4 +248,33 @@ export async function runReleaseRace(options: {
     await handle.close();
     await spec.cleanup(runId);
   }
+}
+
+/**
+ * The three races a store's spec module runs through, registered as one suite: RACE_EVENTS events
+ * delivered 3 times by 4 processes, exactly one effect each; a SIGKILLed lease holder taken over with
+ * attempt 2 once its 1.5 s lease runs out; 4 processes releasing and claiming one key 25 times each.
+ */
+export function describeRaces(name: string, spec: string): void {
+  describe(name, () => {
+    it('4 processes racing RACE_EVENTS (2,000; CI 800) events with 3 deliveries each write exactly one effect per event', async () => {
+      // Act
+      const report = await runRace({ spec, processes: 4, events: RACE_EVENTS, deliveries: 3 });
+      // Assess
+      assertExactlyOnce(report);
+      assert.equal(
+        Object.values(report.outcomes).reduce((a, b) => a + b, 0) >= 4 * RACE_EVENTS * 3,
+        true,
+        'every delivery got an outcome',
+      );
+    });
+
+    it('a SIGKILLed lease holder blocks as in-flight, then is taken over with attempt 2', async () => {
+      await runCrash({ spec, leaseMs: 1500 });
+    });
+
+    it('4 processes releasing and claiming one key 25 times each: attempts 1..100, strictly increasing, one owner at a time', async () => {
+      await runReleaseRace({ spec, processes: 4, rounds: 25 });
+    });
+  });
 }
