@@ -64,6 +64,19 @@ const onceonlyIoPipelined = redisStore({
   prefix: `${run}:iop:`,
   checkEvictionPolicy: false,
 });
+/**
+ * The bare commands on a node-redis client, through its typed `set()`, with constant values: no
+ * token, no owner check, no fingerprint.
+ */
+const rawPair = (redis: typeof client) => async (eventId: string) => {
+  const key = `${run}:raw:${eventId}`;
+  const won = await redis.set(key, 'processing', {
+    condition: 'NX',
+    expiration: { type: 'PX', value: leaseMs },
+  });
+  if (won === 'OK') await redis.set(key, 'done', { expiration: { type: 'PX', value: retentionMs } });
+};
+
 const onValkey = valkeyClient
   ? redisStore({ client: valkeyClient, prefix: `${run}:oo:`, checkEvictionPolicy: false })
   : undefined;
@@ -86,15 +99,7 @@ const powertoolsHandle = makeIdempotent(async (_event: { id: string }) => ({ ok:
 const contenders: Array<{ name: string; deliver: (eventId: string) => Promise<void> }> = [
   {
     name: 'raw node-redis SET NX PX + SET PX',
-    async deliver(eventId) {
-      // The bare commands, with constant values: no token, no owner check, no fingerprint.
-      const key = `${run}:raw:${eventId}`;
-      const won = await client.set(key, 'processing', {
-        condition: 'NX',
-        expiration: { type: 'PX', value: leaseMs },
-      });
-      if (won === 'OK') await client.set(key, 'done', { expiration: { type: 'PX', value: retentionMs } });
-    },
+    deliver: rawPair(client),
   },
   {
     name: 'raw node-redis sendCommand SET NX PX + SET PX',
@@ -125,15 +130,7 @@ const contenders: Array<{ name: string; deliver: (eventId: string) => Promise<vo
     ? [
         {
           name: 'raw node-redis SET NX PX + SET PX (Valkey 8.1)',
-          async deliver(eventId: string) {
-            const key = `${run}:raw:${eventId}`;
-            const won = await valkeyClient.set(key, 'processing', {
-              condition: 'NX',
-              expiration: { type: 'PX', value: leaseMs },
-            });
-            if (won === 'OK')
-              await valkeyClient.set(key, 'done', { expiration: { type: 'PX', value: retentionMs } });
-          },
+          deliver: rawPair(valkeyClient),
         },
         {
           name: 'onceonly redisStore (node-redis, Valkey 8.1: SET IFEQ confirm)',
