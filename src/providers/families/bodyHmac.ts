@@ -7,7 +7,7 @@
  * No timestamp: a captured request verifies forever, so dedup keys on a digest of the signed body
  * unless the id is inside it, and the retention is also the window in which a replay is caught.
  */
-import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, timingSafeEqual } from 'node:crypto';
 import { ConfigError, VerificationError } from '../../errors.js';
 import type { Duration } from '../../lease/duration.js';
 import {
@@ -21,6 +21,7 @@ import {
 import type { AuthenticatingProvider, DeliveryInput, HeaderReader } from '../types.js';
 import { assemble, type BaseDeclaration, describer, readSecrets, type SecretSpec } from './define.js';
 import { readCompactJws, requireBodyHash } from './jws.js';
+import { macOf } from './mac.js';
 
 /** Where a signature travels: a header, its encoding, a prefix, several per header. */
 export interface SignatureSpec {
@@ -194,10 +195,9 @@ export function requireBodyHmac(
   candidates: readonly Buffer[],
 ): void {
   let found = false;
+  const parts = prefix === '' ? [body] : [prefix, body];
   for (let k = 0; k < keys.length; k++) {
-    const mac = createHmac(algorithm, keys[k]!);
-    if (prefix !== '') mac.update(prefix);
-    const expected = mac.update(body).digest();
+    const expected = macOf(algorithm, keys[k]!, parts);
     for (let c = 0; c < candidates.length; c++) {
       const candidate = candidates[c]!;
       if (candidate.length === expected.length && timingSafeEqual(expected, candidate)) found = true;
@@ -215,9 +215,7 @@ export function hmacMatches(
 ): boolean {
   let found = false;
   for (let k = 0; k < keys.length; k++) {
-    const mac = createHmac(algorithm, keys[k]!);
-    for (let p = 0; p < parts.length; p++) mac.update(parts[p]!);
-    const expected = mac.digest();
+    const expected = macOf(algorithm, keys[k]!, parts);
     for (let c = 0; c < candidates.length; c++) {
       const candidate = candidates[c]!;
       if (candidate.length === expected.length && timingSafeEqual(expected, candidate)) found = true;

@@ -1,0 +1,115 @@
+/**
+ * Constant-time comparison, which no behaviour shows, pinned by a spy: every HMAC family hands the
+ * signature it computed and the one offered to `crypto.timingSafeEqual`, for a good signature and
+ * for a wrong one of the same length alike (no `===`, no early exit on the first byte).
+ */
+import { strict as assert } from 'node:assert';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { afterEach, describe, it, mock } from 'node:test';
+import { github, square, standardWebhooks, stripe } from '../../src/providers/index.js';
+import type { Provider } from '../../src/providers/types.js';
+import { type Delivery, NOW, verifyAt } from './kit.js';
+
+const crypto = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+const { createHmac } = crypto;
+const body = '{"id":"evt_ct_1","event_id":"ev_ct_1","type":"invoice.paid","object":"event"}';
+const t = Math.floor(NOW.getTime() / 1000);
+const url = 'https://example.test/webhooks/square';
+const svixSecret = Buffer.from('constant time test secret bytes!').toString('base64');
+
+const cases: {
+  family: string;
+  provider: Provider<any, any>;
+  /** The delivery signed with `mac` (the signature's bytes), and what those bytes are. */
+  delivery(mac: (bytes: Buffer) => Buffer): Delivery;
+  mac(): Buffer;
+}[] = [
+  {
+    family: 'timestamped HMAC (Stripe)',
+    provider: stripe({ secret: 'whsec_ct' }),
+    mac: () => createHmac('sha256', 'whsec_ct').update(`${t}.${body}`).digest(),
+    delivery: (f) => ({
+      body,
+      headers: { 'stripe-signature': `t=${t},v1=${f(cases[0]!.mac()).toString('hex')}` },
+    }),
+  },
+  {
+    family: 'body HMAC (GitHub)',
+    provider: github({ secret: 'gh-secret' }),
+    mac: () => createHmac('sha256', 'gh-secret').update(body).digest(),
+    delivery: (f) => ({
+      body,
+      headers: {
+        'x-hub-signature-256': `sha256=${f(cases[1]!.mac()).toString('hex')}`,
+        'x-github-event': 'ping',
+        'x-github-delivery': 'd-1',
+      },
+    }),
+  },
+  {
+    family: 'Standard Webhooks',
+    provider: standardWebhooks({ secret: `whsec_${svixSecret}` }),
+    mac: () => createHmac('sha256', Buffer.from(svixSecret, 'base64')).update(`msg_1.${t}.${body}`).digest(),
+    delivery: (f) => ({
+      body,
+      headers: {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': String(t),
+        'webhook-signature': `v1,${f(cases[2]!.mac()).toString('base64')}`,
+      },
+    }),
+  },
+  {
+    family: 'URL + body HMAC (Square)',
+    provider: square({ secret: 'sq-key', notificationUrl: url }),
+    mac: () => createHmac('sha256', 'sq-key').update(`${url}${body}`).digest(),
+    delivery: (f) => ({
+      body,
+      url,
+      headers: { 'x-square-hmacsha256-signature': f(cases[3]!.mac()).toString('base64') },
+    }),
+  },
+];
+
+describe('signatures are compared in constant time', () => {
+  afterEach(() => {
+    mock.restoreAll();
+    syncBuiltinESMExports();
+  });
+
+  for (const c of cases) {
+    it(`${c.family}: the computed and the offered signature go through timingSafeEqual, right or wrong`, async () => {
+      const spy = mock.method(crypto, 'timingSafeEqual');
+      syncBuiltinESMExports();
+      const expected = c.mac();
+
+      await verifyAt(
+        c.provider,
+        c.delivery((bytes) => bytes),
+        NOW,
+      );
+      const compared = spy.mock.calls.map((call) => call.arguments.map((a) => Buffer.from(a as Uint8Array)));
+      assert.ok(
+        compared.some(([a, b]) => a!.equals(expected) && b!.equals(expected)),
+        'the good signature was compared by timingSafeEqual',
+      );
+
+      spy.mock.resetCalls();
+      // The same length, the first byte wrong: an early-exit comparison would stop at once.
+      const wrong = (bytes: Buffer) => {
+        const copy = Buffer.from(bytes);
+        copy[0]! ^= 0xff;
+        return copy;
+      };
+      await assert.rejects(verifyAt(c.provider, c.delivery(wrong), NOW), { code: 'invalid_signature' });
+      const offered = wrong(expected);
+      assert.ok(
+        spy.mock.calls.some((call) => {
+          const pair = call.arguments.map((a) => Buffer.from(a as Uint8Array));
+          return pair.some((x) => x.equals(expected)) && pair.some((x) => x.equals(offered));
+        }),
+        'the wrong signature was compared by timingSafeEqual too',
+      );
+    });
+  }
+});
