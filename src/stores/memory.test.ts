@@ -171,6 +171,39 @@ describe('memoryStore bounds', () => {
     assert.ok(view && view.expiresAt.getTime() > now + 50_000);
   });
 
+  it('packs every shape of fingerprint back exactly: hex at and past 255 bytes, hex gone wrong late, empty, after a long one', async () => {
+    const store = memoryStore();
+    const values = [
+      'ab'.repeat(255), // 255 bytes of hex: the longest packed as bytes
+      'ab'.repeat(256), // one byte more: as text
+      `${'0'.repeat(62)}0G`, // hex until its last digit
+      `${'f'.repeat(63)}A`, // upper case is another string
+      'abc', // odd length
+      '',
+      'é'.repeat(70_000), // grows the packing buffer
+      'a1'.repeat(32), // and a plain SHA-256 hex after it
+    ];
+    for (const [i, fingerprint] of values.entries()) {
+      const claim = await store.claim(`shape${i}`, { leaseMs: 60_000, fingerprint });
+      assert.equal(claim.status, 'acquired');
+      if (claim.status !== 'acquired') return;
+      assert.equal(await store.confirm(claim.lease, { retentionMs: 60_000 }), true);
+    }
+    for (const [i, fingerprint] of values.entries()) {
+      assert.equal((await store.inspect(`shape${i}`))?.fingerprint, fingerprint, `value ${i}`);
+      assert.deepEqual(await store.claim(`shape${i}`, { leaseMs: 1, fingerprint }), {
+        status: 'completed',
+        sameFingerprint: true,
+      });
+      const other =
+        fingerprint === '' ? 'x' : `${fingerprint.slice(0, -1)}${fingerprint.endsWith('b') ? 'c' : 'b'}`;
+      assert.deepEqual(await store.claim(`shape${i}`, { leaseMs: 1, fingerprint: other }), {
+        status: 'completed',
+        sameFingerprint: false,
+      });
+    }
+  });
+
   it('keeps a fingerprint over 65,535 bytes of UTF-8 intact when it completes', async () => {
     const store = memoryStore();
     const long = `${'é'.repeat(40_000)}tail`;

@@ -84,11 +84,11 @@ export function memoryStore(
     );
   }
   const now = options.now ?? Date.now;
-  // Leases, released and run-out records. A key lives in at most one of the two maps.
-  const processing = new Map<string, Entry>();
-  // Completed keys are the bulk of a busy store, so each is packed into one one-byte string
-  // (about 60 bytes instead of an object with three strings): see pack() below.
-  const completed = new Map<string, string>();
+  // Every key's record in one map, so a claim or a confirm looks its key up once: an Entry for a
+  // lease or a released or run-out record; a string for a completed key. Completed keys are the bulk
+  // of a busy store, so each is packed into one one-byte string (about 60 bytes instead of an object
+  // with three strings): see pack() below.
+  const records = new Map<string, Entry | string>();
   const versions = new Map<string, number>();
   // When each entry may be forgotten, soonest first, so that making room never scans the maps.
   const expiries = new ExpiryQueue();
@@ -100,62 +100,50 @@ export function memoryStore(
     expiries.push(at, key);
     // Every write adds an item and rewrites leave stale ones behind: rebuild from the maps now and
     // then, which keeps the queue within twice the entries (amortised O(1) per write).
-    if (expiries.size > 2 * (processing.size + completed.size) + 1024) {
+    if (expiries.size > 2 * records.size + 1024) {
       expiries.clear();
-      for (const [k, entry] of processing) expiries.push(dropAtOf(entry), k);
-      for (const [k, packed] of completed) expiries.push(expiresAtOf(packed), k);
+      for (const [k, record] of records) expiries.push(dropAtOfRecord(record), k);
     }
   }
 
-  function liveCompleted(key: string, at: number): Entry | undefined {
-    const packed = completed.get(key);
-    if (packed === undefined) return undefined;
-    if (expiresAtOf(packed) <= at) {
-      completed.delete(key);
+  /**
+   * A key's record while its time lasts: a completed key inside its retention (packed), a lease, or
+   * a released or run-out record inside its grace. Past that the key is forgotten, here and now.
+   */
+  function recordOf(key: string, at: number): Entry | string | undefined {
+    const record = records.get(key);
+    if (record === undefined) return undefined;
+    if (dropAtOfRecord(record) <= at) {
+      records.delete(key);
       return undefined;
     }
-    return unpack(packed);
-  }
-
-  /** A lease, or a released or run-out record still within its grace; past it the key is forgotten. */
-  function heldEntry(key: string, at: number): Entry | undefined {
-    const entry = processing.get(key);
-    if (entry === undefined) return undefined;
-    if (dropAtOf(entry) <= at) {
-      processing.delete(key);
-      return undefined;
-    }
-    return entry;
+    return record;
   }
 
   const isLive = (entry: Entry, at: number) => entry.token !== '' && entry.expiresAt > at;
+  const dropAtOfRecord = (record: Entry | string) =>
+    typeof record === 'string' ? expiresAtOf(record) : dropAtOf(record);
 
   /**
    * Forgets entries whose time is over, soonest first, until there is room for one more. Never an
    * entry inside its retention or grace: when none is over, the store is full.
    */
   function makeRoom(at: number): void {
-    while (processing.size + completed.size >= maxEntries) {
+    while (records.size >= maxEntries) {
       const next = expiries.peekTime();
       if (next === undefined || next > at) throw new StoreFullError(maxEntries);
       const key = expiries.pop();
       // The queue may hold stale times of a key rewritten since: only its current time counts.
-      const held = processing.get(key);
-      if (held !== undefined) {
-        if (dropAtOf(held) === next) processing.delete(key);
-        continue;
-      }
-      const packed = completed.get(key);
-      if (packed !== undefined && expiresAtOf(packed) === next) completed.delete(key);
+      const record = records.get(key);
+      if (record !== undefined && dropAtOfRecord(record) === next) records.delete(key);
     }
   }
 
   function complete(key: string, entry: Entry, retentionMs: number, at: number): void {
-    // A key lives in one map at most: set() replaces a completed record in place.
-    processing.delete(key);
+    // set() replaces the key's lease (or earlier completion) in place.
     entry.expiresAt = at + retentionMs;
     entry.updatedAt = at;
-    completed.set(key, pack(entry));
+    records.set(key, pack(entry));
     schedule(key, entry.expiresAt);
   }
 
@@ -178,18 +166,15 @@ export function memoryStore(
       inbox,
 
       get size() {
-        return processing.size + completed.size;
+        return records.size;
       },
 
       async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
         const at = now();
-        const packed = completed.get(key);
-        if (packed !== undefined) {
-          if (expiresAtOf(packed) > at)
-            return { status: 'completed', sameFingerprint: packedFingerprintIs(packed, fingerprint) };
-          completed.delete(key);
-        }
-        const held = heldEntry(key, at);
+        const record = recordOf(key, at);
+        if (typeof record === 'string')
+          return { status: 'completed', sameFingerprint: packedFingerprintIs(record, fingerprint) };
+        const held = record;
         if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint))) {
           // A live owner; or a released or run-out record of another body, which keeps its
           // fingerprint: the same key with another fingerprint is a conflict, never a takeover.
@@ -216,7 +201,7 @@ export function memoryStore(
         entry.expiresAt = at + leaseMs;
         entry.updatedAt = at;
         entry.graceMs = retentionMs ?? DEFAULT_GRACE_MS;
-        processing.set(key, entry);
+        if (!held) records.set(key, entry);
         schedule(key, dropAtOf(entry));
         return {
           status: 'acquired',
@@ -234,16 +219,12 @@ export function memoryStore(
         // No real token is empty: '' marks a released record, which nobody owns.
         if (lease.token === '') return false;
         const at = now();
-        const held = heldEntry(lease.key, at);
-        if (held) {
+        const record = recordOf(lease.key, at);
+        if (record !== undefined) {
+          // A lease or a released or run-out record; or completed already (a repeated confirm).
+          const held = typeof record === 'string' ? unpack(record) : record;
           if (held.token !== lease.token) return false;
           complete(lease.key, held, retentionMs, at);
-          return true;
-        }
-        const done = liveCompleted(lease.key, at);
-        if (done) {
-          if (done.token !== lease.token) return false;
-          complete(lease.key, done, retentionMs, at);
           return true;
         }
         // The record vanished (its lease ran out and its grace passed, nobody took over): the work is
@@ -263,8 +244,9 @@ export function memoryStore(
 
       async release(lease: Lease): Promise<boolean> {
         const at = now();
-        const held = heldEntry(lease.key, at);
-        if (!held || lease.token === '' || held.token !== lease.token) return false;
+        const held = recordOf(lease.key, at);
+        if (!held || typeof held === 'string' || lease.token === '' || held.token !== lease.token)
+          return false;
         // Released: nobody owns it, takeable at once, attempt and fingerprint kept for its grace.
         held.token = '';
         held.expiresAt = at;
@@ -275,8 +257,9 @@ export function memoryStore(
 
       async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
         const at = now();
-        const held = heldEntry(lease.key, at);
-        if (!held || lease.token === '' || held.token !== lease.token) return false;
+        const held = recordOf(lease.key, at);
+        if (!held || typeof held === 'string' || lease.token === '' || held.token !== lease.token)
+          return false;
         held.expiresAt = at + leaseMs;
         held.updatedAt = at;
         schedule(lease.key, dropAtOf(held));
@@ -288,12 +271,8 @@ export function memoryStore(
         { retentionMs, fingerprint }: RecordOptions,
       ): Promise<{ duplicate: boolean }> {
         const at = now();
-        const packed = completed.get(key);
-        if (packed !== undefined) {
-          if (expiresAtOf(packed) > at) return { duplicate: true };
-          completed.delete(key);
-        }
-        const held = heldEntry(key, at);
+        const held = recordOf(key, at);
+        if (typeof held === 'string') return { duplicate: true };
         // A live lease, or a takeable record of another body (it keeps its fingerprint), is a duplicate.
         if (held && (isLive(held, at) || !sameFingerprint(held.fingerprint, fingerprint)))
           return { duplicate: true };
@@ -325,38 +304,39 @@ export function memoryStore(
 
       async inspect(key: string): Promise<RecordView | undefined> {
         const at = now();
-        const done = liveCompleted(key, at);
-        if (done) return view(key, done, 'completed');
-        const held = heldEntry(key, at);
-        if (!held) return undefined;
-        return view(key, held, held.token === '' ? 'released' : 'processing');
+        const record = recordOf(key, at);
+        if (record === undefined) return undefined;
+        if (typeof record === 'string') return view(key, unpack(record), 'completed');
+        return view(key, record, record.token === '' ? 'released' : 'processing');
       },
 
       async stats(): Promise<StoreStats> {
         const at = now();
         let live = 0;
         let takeable = 0;
-        for (const entry of processing.values()) {
-          if (isLive(entry, at)) live++;
-          else if (dropAtOf(entry) > at) takeable++;
-        }
         let done = 0;
-        for (const packed of completed.values()) if (expiresAtOf(packed) > at) done++;
+        for (const record of records.values()) {
+          if (typeof record === 'string') {
+            if (expiresAtOf(record) > at) done++;
+          } else if (isLive(record, at)) live++;
+          else if (dropAtOf(record) > at) takeable++;
+        }
         return { processing: live, takeable, completed: done };
       },
 
       async oldestLeases(limit: number): Promise<RecordView[]> {
         const at = now();
-        return [...processing]
-          .filter(([, entry]) => dropAtOf(entry) > at)
+        const held: [string, Entry][] = [];
+        for (const [key, record] of records)
+          if (typeof record !== 'string' && dropAtOf(record) > at) held.push([key, record]);
+        return held
           .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
           .slice(0, limit)
           .map(([key, entry]) => view(key, entry, entry.token === '' ? 'released' : 'processing'));
       },
 
       async close(): Promise<void> {
-        processing.clear();
-        completed.clear();
+        records.clear();
         versions.clear();
         expiries.clear();
       },
@@ -431,55 +411,59 @@ class ExpiryQueue {
 // where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 4-byte
 // length + UTF-8 text otherwise (any length a string can have), or 0x00 when absent. Built through a Buffer so the string is flat
 // (concatenation would leave a rope of many small strings).
-const HEX_DIGITS = /^[0-9a-f]+$/;
+// All packing goes through one buffer, reused (pack is synchronous): no buffer per completion.
+let packing = Buffer.allocUnsafe(512);
 
-/** Whether a field is written as hex bytes (lowercase hex, 1 to 255 bytes). */
-function isHexField(value: string | undefined): boolean {
-  return (
-    value !== undefined &&
-    value.length <= 510 &&
-    value.length % 2 === 0 &&
-    value.length > 0 &&
-    HEX_DIGITS.test(value)
-  );
+/** Makes room in the packing buffer for `size` bytes, keeping the first `kept`. */
+function packingRoom(size: number, kept: number): Buffer {
+  if (size > packing.length) {
+    const larger = Buffer.allocUnsafe(Math.max(size, 2 * packing.length));
+    packing.copy(larger, 0, 0, kept);
+    packing = larger;
+  }
+  return packing;
 }
 
-/** The size of a field as written by {@link writeField}. */
-function fieldSize(value: string | undefined, hex: boolean): number {
-  if (value === undefined) return 1;
-  if (hex) return 2 + value.length / 2;
-  return 5 + Buffer.byteLength(value, 'utf8');
-}
-
-/** Writes a field at `at` (`hex`: as {@link isHexField} found it); returns the offset after it. */
-function writeField(buf: Buffer, at: number, value: string | undefined, hex: boolean): number {
+/**
+ * Writes a field at `at`; returns the offset after it. Lowercase hex of 1 to 255 bytes goes as its
+ * bytes (checked digit by digit as it is written), anything else as UTF-8 text.
+ */
+function writeField(at: number, value: string | undefined): number {
   if (value === undefined) {
-    buf[at] = 0;
+    packingRoom(at + 1, at)[at] = 0;
     return at + 1;
   }
-  if (hex) {
-    buf[at] = 1;
-    buf[at + 1] = value.length / 2;
-    return at + 2 + buf.write(value, at + 2, 'hex');
+  const n = value.length;
+  if (n > 0 && n <= 510 && (n & 1) === 0) {
+    const buf = packingRoom(at + 2 + n / 2, at);
+    let j = at + 2;
+    let i = 0;
+    for (; i < n; i += 2, j++) {
+      const hi = hexDigit(value.charCodeAt(i));
+      const lo = hexDigit(value.charCodeAt(i + 1));
+      if (hi < 0 || lo < 0) break;
+      buf[j] = (hi << 4) | lo;
+    }
+    if (i === n) {
+      buf[at] = 1;
+      buf[at + 1] = n / 2;
+      return j;
+    }
   }
+  const buf = packingRoom(at + 5 + Buffer.byteLength(value, 'utf8'), at);
   buf[at] = 2;
-  const n = buf.write(value, at + 5, 'utf8');
-  buf.writeUInt32BE(n, at + 1);
-  return at + 5 + n;
+  const written = buf.write(value, at + 5, 'utf8');
+  buf.writeUInt32BE(written, at + 1);
+  return at + 5 + written;
 }
 
 function pack(entry: Entry): string {
-  // One buffer sized up front, written in place: no intermediate buffers per completion.
-  const tokenHex = isHexField(entry.token);
-  const fingerprintHex = isHexField(entry.fingerprint);
-  const buf = Buffer.allocUnsafe(
-    16 + fieldSize(entry.token, tokenHex) + fieldSize(entry.fingerprint, fingerprintHex),
-  );
+  const buf = packingRoom(16, 0);
   buf.writeUIntBE(entry.expiresAt, 0, 6);
   buf.writeUIntBE(entry.updatedAt, 6, 6);
   buf.writeUInt32BE(entry.attempt, 12);
-  writeField(buf, writeField(buf, 16, entry.token, tokenHex), entry.fingerprint, fingerprintHex);
-  return buf.toString('latin1');
+  const end = writeField(writeField(16, entry.token), entry.fingerprint);
+  return packing.toString('latin1', 0, end);
 }
 
 /**
