@@ -113,3 +113,27 @@ describe('signatures are compared in constant time', () => {
     });
   }
 });
+
+describe('a body passed to authenticate() as another view of bytes', () => {
+  it('a DataView or ArrayBuffer of a forged body is never checked against the bytes of the last one verified', async () => {
+    const p = stripe({ secret: 'whsec_dv' });
+    const legit = '{"id":"evt_1","type":"x","amount":100}';
+    const forged = Buffer.from('{"id":"evt_1","type":"x","amount":999}');
+    const headers = {
+      'stripe-signature': `t=${t},v1=${createHmac('sha256', 'whsec_dv').update(`${t}.${legit}`).digest('hex')}`,
+    };
+    for (const body of [
+      new DataView(forged.buffer, forged.byteOffset, forged.byteLength),
+      forged.buffer.slice(forged.byteOffset, forged.byteOffset + forged.byteLength),
+    ]) {
+      await verifyAt(p, { body: legit, headers }, NOW);
+      await assert.rejects(
+        async () =>
+          p.authenticate!({ rawBody: body as Uint8Array, headers: new Headers(headers), receivedAt: NOW }),
+        // invalid_signature for the DataView; createHmac's own TypeError for an ArrayBuffer, as before.
+        (err: unknown) => err instanceof Error,
+        'the forged body is refused',
+      );
+    }
+  });
+});

@@ -103,6 +103,30 @@ describe('macOf (HMAC on the one-shot hash)', () => {
     }
   });
 
+  it('a part that is no byte array (DataView, wider typed array, ArrayBuffer) is hashed or refused as createHmac does, never read from the last message', () => {
+    const keyBytes = Buffer.from('whsec_dv');
+    const key = createSecretKey(keyBytes);
+    const legit = Buffer.from('{"id":"evt_1","amount":100}');
+    const forged = Buffer.from('{"id":"evt_1","amount":999}');
+    const views: unknown[] = [
+      new DataView(forged.buffer, forged.byteOffset, forged.byteLength),
+      new Uint16Array(forged.buffer.slice(forged.byteOffset, forged.byteOffset + 26)),
+      new Float64Array(2),
+    ];
+    for (const view of views) {
+      macOf('sha256', key, ['1.', legit]); // the last message, left in the shared buffer
+      const part = view as Uint8Array;
+      assert.deepEqual(
+        Buffer.from(macOf('sha256', key, ['1.', part])),
+        reference('sha256', keyBytes, ['1.', part]),
+      );
+    }
+    const arrayBuffer = forged.buffer.slice(forged.byteOffset, forged.byteOffset + forged.byteLength);
+    macOf('sha256', key, ['1.', legit]);
+    assert.throws(() => createHmac('sha256', keyBytes).update(arrayBuffer as unknown as Uint8Array));
+    assert.throws(() => macOf('sha256', key, ['1.', arrayBuffer as unknown as Uint8Array]));
+  });
+
   it('refuses a key that is not a secret key as createHmac does', () => {
     const { publicKey } = crypto.generateKeyPairSync('ed25519');
     assert.throws(() => macOf('sha256', publicKey, ['x']), /key/i);

@@ -26,6 +26,7 @@ const SIZES: Record<HmacAlgorithm, { block: number; digest: number }> = {
 
 /** The largest message the one-shot path copies; longer ones go to `createHmac`. */
 const MAX_COPIED = 65_536;
+const LARGEST_BLOCK = 128;
 
 interface Pads {
   /** K0 ^ ipad. */
@@ -79,10 +80,17 @@ function fast(
   let most = block;
   for (let p = 0; p < parts.length; p++) {
     const part = parts[p]!;
-    most += typeof part === 'string' ? 3 * part.length : part.byteLength;
+    if (typeof part === 'string') most += 3 * part.length;
+    // Anything else that is not a byte array (a DataView, an ArrayBuffer, a wider typed array, from
+    // a JavaScript caller past the types) goes to createHmac, which hashes or refuses it as before:
+    // set() would copy nothing, or the wrong bytes.
+    else if (part instanceof Uint8Array) most += part.byteLength;
+    else return undefined;
   }
   if (most > block + MAX_COPIED) return undefined;
-  if (most > message.length) message = Buffer.allocUnsafe(Math.max(most, 2 * message.length));
+  if (most > message.length) {
+    message = Buffer.allocUnsafe(Math.min(Math.max(most, 2 * message.length), LARGEST_BLOCK + MAX_COPIED));
+  }
   const m = message;
   pads.inner.copy(m, 0);
   let at = block;
@@ -96,6 +104,8 @@ function fast(
   }
   // latin1: one char per byte, so the digest's bytes go back into a buffer unchanged.
   pads.outer.write(oneShot!(algorithm, m.subarray(0, at), 'latin1'), block, 'latin1');
+  // Neither the key's inner pad (the key, to anyone who reads it) nor the body stays behind.
+  m.fill(0, 0, at);
   pads.out.write(oneShot!(algorithm, pads.outer, 'latin1'), 0, 'latin1');
   return pads.out;
 }
