@@ -171,6 +171,22 @@ describe('memoryStore bounds', () => {
     assert.ok(view && view.expiresAt.getTime() > now + 50_000);
   });
 
+  it('makes room with a clock that reads fractional milliseconds (performance.timeOrigin + now)', async () => {
+    let now = 1_000_000.5;
+    const store = memoryStore({ maxEntries: 2, now: () => now });
+    for (const key of ['a', 'b']) {
+      const claim = await store.claim(key, { leaseMs: 1_000, retentionMs: 10 });
+      assert.equal(claim.status, 'acquired');
+      if (claim.status === 'acquired')
+        assert.equal(await store.confirm(claim.lease, { retentionMs: 10 }), true);
+      now += 0.25;
+    }
+    now += 20;
+    // Both completed keys are past their retention: one is forgotten to make room.
+    assert.equal((await store.claim('c', { leaseMs: 1_000 })).status, 'acquired');
+    assert.equal(store.size, 2);
+  });
+
   it('packs every shape of fingerprint back exactly: hex at and past 255 bytes, hex gone wrong late, empty, after a long one', async () => {
     const store = memoryStore();
     const values = [

@@ -140,9 +140,11 @@ export function memoryStore(
   }
 
   function complete(key: string, entry: Entry, retentionMs: number, at: number): void {
-    // set() replaces the key's lease (or earlier completion) in place.
-    entry.expiresAt = at + retentionMs;
-    entry.updatedAt = at;
+    // set() replaces the key's lease (or earlier completion) in place. Whole ms, as packed: the
+    // expiry queue finds the record by its time, which must be the one the packed string gives back
+    // (a clock that reads fractions, performance.timeOrigin + now, would never match).
+    entry.expiresAt = Math.floor(at + retentionMs);
+    entry.updatedAt = Math.floor(at);
     records.set(key, pack(entry));
     schedule(key, entry.expiresAt);
   }
