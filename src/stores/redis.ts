@@ -450,11 +450,16 @@ export function redisStore(options: RedisStoreOptions): Store {
   // With it, a confirm is one plain SET that completes the key only if it still holds exactly the
   // value this lease's claim wrote (kept per lease here); any other value (renewed, taken over,
   // confirmed already, gone) goes to the script, which decides as before.
+  // The answer holds for the connection it came on: after a reconnect (a failover may reach another
+  // server, or a proxy in front of one) the server is asked again, and confirms run the script
+  // until it answers.
   let nativeCas: boolean | undefined;
   let casProbe: Promise<void> | undefined;
   let casRetryAt = 0;
+  let casConnection = 0;
   const written = new WeakMap<Lease, string>();
   function probeCas(): Promise<void> {
+    const askedOn = connectionCount?.() ?? 0;
     casProbe ??= wire
       .setIfEq(`${prefix}k:~cas-probe`, '~', '~ never held', '1000')
       .then(
@@ -463,13 +468,16 @@ export function redisStore(options: RedisStoreOptions): Store {
           // and set the key (a proxy or a mock that drops options it does not know): a confirm
           // there would be an unconditional SET.
           nativeCas = reply === null || reply === undefined;
+          casConnection = askedOn;
         },
         (err: unknown) => {
           // A server without IFEQ refuses the command: "ERR syntax error" (any ERR). A passing
           // reply (LOADING, OOM, BUSY, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN...) or a
           // connection error says nothing: asked again at the next reading of the clock.
-          if (serverError(err) && /^ERR\b/.test((err as Error).message)) nativeCas = false;
-          else casRetryAt = performance.now() + CLOCK_REFRESH_MS;
+          if (serverError(err) && /^ERR\b/.test((err as Error).message)) {
+            nativeCas = false;
+            casConnection = askedOn;
+          } else casRetryAt = performance.now() + CLOCK_REFRESH_MS;
         },
       )
       .finally(() => {
@@ -478,7 +486,19 @@ export function redisStore(options: RedisStoreOptions): Store {
     return casProbe;
   }
 
+  /**
+   * Whether the server's answer about IFEQ was given on the client's present connection; when the
+   * connection changed since, it is forgotten (the next claim asks again). A client whose connection
+   * cannot be told (a cluster, a pool) keeps it: a node without IFEQ says so by a syntax error.
+   */
+  function casCurrent(): boolean {
+    if (connectionCount === undefined || connectionCount() === casConnection) return true;
+    nativeCas = undefined;
+    return false;
+  }
+
   function afterFirstAnswer(): void {
+    if (nativeCas !== undefined) casCurrent();
     if (nativeCas === undefined && casProbe === undefined && performance.now() >= casRetryAt) void probeCas();
     if (!policyChecked) {
       policyChecked = true;
@@ -579,7 +599,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     const asked = performance.now();
     const askedOn = connectionCount?.() ?? 0;
     const time = wire.time(key);
-    // The first reading also asks whether the server compares and sets natively: in the same trip.
+    // The first reading also asks whether the server compares and sets natively: in the same trip
+    // (and so does the first after a reconnect).
+    if (nativeCas !== undefined) casCurrent();
     if (nativeCas === undefined && casProbe === undefined) void probeCas();
     clockReading = time
       .then(
@@ -797,6 +819,7 @@ export function redisStore(options: RedisStoreOptions): Store {
      */
     health: async () => {
       const health = await redisHealth(wire, client, claimKey('~health'));
+      if (nativeCas !== undefined) casCurrent();
       if (nativeCas === undefined) await probeCas();
       // Scripts must run (release, extend, takeovers, record; every confirm on Redis 7): a server
       // or ACL that refuses them would otherwise show only on those paths.
@@ -853,7 +876,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const retention = String(duration(retentionMs, 'retentionMs'));
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
-      const held = nativeCas === true ? written.get(lease) : undefined;
+      const held = nativeCas === true && casCurrent() ? written.get(lease) : undefined;
       if (held !== undefined) {
         // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
         try {

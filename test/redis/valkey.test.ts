@@ -202,6 +202,45 @@ if (
       assert.equal((await store.inspect('evt'))?.state, 'processing', 'the new owner keeps the key');
     });
 
+    it('after a reconnect the server is asked again: one reached through a proxy that drops IFEQ is not taken for native', async () => {
+      // A client of its own, so that killing its connection disturbs no other test.
+      const own = await createClient({ url: valkey.url }).connect();
+      own.on('error', () => {});
+      try {
+        const sent: string[] = [];
+        let dropping = false;
+        const store = redisStore({
+          client: recording(own, sent, { scripts: true, rewrite: (a) => (dropping ? ignoringIfeq(a) : a) }),
+          prefix: `${prefix}reconnect-${randomBytes(3).toString('hex')}:`,
+          checkEvictionPolicy: false,
+        });
+        const before = acquired(await store.claim('before', { leaseMs: LONG }));
+        assert.match(await casHealth(store), /^native/, 'native on the first connection');
+        sent.splice(0);
+        assert.equal(await store.confirm(before, { retentionMs: LONG }), true);
+        assert.deepEqual(sent.splice(0), ['SET IFEQ']);
+
+        // The connection drops; the client comes back through something that drops IFEQ.
+        const stale = acquired(await store.claim('evt', { leaseMs: 200, retentionMs: LONG }));
+        const id = String(await own.sendCommand(['CLIENT', 'ID']));
+        const ready = new Promise((resolve) => own.once('ready', resolve));
+        assert.equal(Number(await valkey.cli('client', 'kill', 'id', id)), 1, 'the fault landed: killed');
+        await ready;
+        dropping = true;
+        await new Promise((resolve) => setTimeout(resolve, 350));
+        sent.splice(0);
+        const current = acquired(await store.claim('evt', { leaseMs: LONG, retentionMs: LONG }));
+        assert.equal(current.attempt, 2, 'the lease ran out and was taken over');
+        assert.ok(sent.includes('SET IFEQ'), `asked again after the reconnect: ${sent.join(', ')}`);
+        assert.equal(await store.confirm(stale, { retentionMs: LONG }), false, 'stale confirm');
+        assert.equal((await store.inspect('evt'))?.state, 'processing', 'the new owner keeps the key');
+        assert.match(await casHealth(store), /^Lua/);
+        assert.equal(await store.confirm(current, { retentionMs: LONG }), true);
+      } finally {
+        await own.quit().catch(() => {});
+      }
+    });
+
     it('a passing error reply to the probe (OOM) settles nothing: asked again, native once the server is back', async () => {
       const sent: string[] = [];
       const store = redisStore({
