@@ -49,6 +49,19 @@ async function start(framework: Framework, variant: Variant): Promise<{ child: C
   return { child, port };
 }
 
+/** The server process's CPU time so far (user + system), µs. */
+async function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const listen = (m: { cpu?: number }) => {
+      if (m.cpu === undefined) return;
+      child.off('message', listen);
+      resolve(m.cpu);
+    };
+    child.on('message', listen);
+    child.send('cpu');
+  });
+}
+
 async function effectsOf(child: ChildProcess): Promise<number> {
   return new Promise((resolve) => {
     child.once('message', (m: { effects: number }) => resolve(m.effects));
@@ -66,10 +79,16 @@ interface Measured {
   errors: number;
   sent: number;
   eventsSent: number;
+  /** The server's CPU time per answer, µs (the steadier figure on a noisy machine). */
+  cpuPerAnswer: number;
 }
 
-async function measure(port: number, seconds: number): Promise<Measured> {
+async function measure(
+  { port, child }: { port: number; child: ChildProcess },
+  seconds: number,
+): Promise<Measured> {
   const first = events;
+  const cpuBefore = await cpuOf(child);
   let i = 0;
   let current = { body: '', header: '' };
   const result = await autocannon({
@@ -105,6 +124,7 @@ async function measure(port: number, seconds: number): Promise<Measured> {
       },
     ],
   });
+  const cpu = (await cpuOf(child)) - cpuBefore;
   const ok = result['2xx'];
   // Every answer counts: onceonly answers a copy that arrives while the first is still running 409
   // (in flight: come back later), the hand-written route 200 (it cannot tell in flight from done).
@@ -118,6 +138,7 @@ async function measure(port: number, seconds: number): Promise<Measured> {
     errors: result.errors + result.timeouts,
     sent: result.requests.sent,
     eventsSent: events - first,
+    cpuPerAnswer: cpu / Math.max(1, answered),
   };
 }
 
@@ -135,12 +156,12 @@ for (const framework of ['express', 'fastify'] as const) {
   try {
     // Warm both up (JIT, connections, scripts loaded).
     const warm: Record<Variant, number> = { onceonly: 0, hand: 0 };
-    for (const v of ['onceonly', 'hand'] as const) warm[v] = (await measure(servers[v].port, 1)).eventsSent;
+    for (const v of ['onceonly', 'hand'] as const) warm[v] = (await measure(servers[v], 1)).eventsSent;
     const ratios: number[] = [];
     const rows: Record<Variant, Measured[]> = { onceonly: [], hand: [] };
     for (let r = 0; r < ROUNDS; r++) {
       const order: Variant[] = r % 2 === 0 ? ['onceonly', 'hand'] : ['hand', 'onceonly'];
-      for (const v of order) rows[v].push(await measure(servers[v].port, SECONDS));
+      for (const v of order) rows[v].push(await measure(servers[v], SECONDS));
       ratios.push(rows.onceonly.at(-1)!.perSecond / rows.hand.at(-1)!.perSecond);
     }
     for (const v of ['onceonly', 'hand'] as const) {
@@ -150,6 +171,7 @@ for (const framework of ['express', 'fastify'] as const) {
       console.log(
         `${framework} ${v.padEnd(8)}: ${median(ms.map((m) => m.perSecond)).toFixed(0)} answers/s (median of ${ms.length} x ${SECONDS} s), ` +
           `p50 ${median(ms.map((m) => m.p50))} ms, p99 ${median(ms.map((m) => m.p99))} ms, ` +
+          `server CPU ${median(ms.map((m) => m.cpuPerAnswer)).toFixed(1)} µs/answer, ` +
           `2xx ${ms.reduce((a, m) => a + m.ok, 0)}, non-2xx ${ms.reduce((a, m) => a + m.non2xx, 0)}, errors ${ms.reduce((a, m) => a + m.errors, 0)}; ` +
           `handler ran ${effects} times for ${sentEvents} events sent `,
       );
