@@ -59,10 +59,17 @@ const stores: { label: string; url: string; probe: () => Promise<unknown> }[] = 
   { label: 'SQLite', url: join(dir, 'skew.db'), probe: async () => {} },
 ];
 
-/** Drops the run's tables on the shared SQL servers (Redis keys expire on their own). */
+/** Drops the run's tables on the shared SQL servers, and its keys on the shared Redis. */
 async function dropTables(label: string, name: string): Promise<void> {
   const tables = [name, `${name}_versions`];
-  if (label === 'PostgreSQL') {
+  if (label === 'Redis') {
+    // A lease the skewed process left lives out its grace (an hour) otherwise.
+    const c = await createClient({ url: servers.redis }).connect();
+    for await (const keys of c.scanIterator({ MATCH: `${name}:*`, COUNT: 1000 })) {
+      if (keys.length > 0) await c.unlink(keys);
+    }
+    await c.quit();
+  } else if (label === 'PostgreSQL') {
     const c = new pg.Client({ connectionString: servers.postgres });
     await c.connect();
     for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
