@@ -880,7 +880,11 @@ export function redisStore(options: RedisStoreOptions): Store {
       if (held !== undefined) {
         // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
         try {
-          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') return true;
+          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') {
+            // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
+            written.delete(lease);
+            return true;
+          }
         } catch (err) {
           // The server refused it: the script gives the answer (or the error) it always gave. A
           // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.

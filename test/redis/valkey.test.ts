@@ -146,7 +146,8 @@ if (
       const twice = acquired(await store.claim('twice', { leaseMs: LONG }));
       assert.equal(await store.confirm(twice, { retentionMs: LONG }), true);
       assert.equal(await store.confirm(twice, { retentionMs: LONG }), true);
-      assert.deepEqual(sent.splice(0), ['SET', 'SET IFEQ', 'SET IFEQ', 'script']);
+      // The second goes straight to the script: the native one left nothing to compare with.
+      assert.deepEqual(sent.splice(0), ['SET', 'SET IFEQ', 'script']);
       // A copy of a lease (serialized, rebuilt): the store knows nothing of what it wrote for it.
       const original = acquired(await store.claim('copy', { leaseMs: LONG }));
       sent.splice(0);
