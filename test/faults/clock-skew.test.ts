@@ -18,6 +18,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
+import { dropStore } from '../support/drop-store.js';
 import { reachable, servers } from '../support/servers.js';
 
 const run = promisify(execFile);
@@ -58,28 +59,6 @@ const stores: { label: string; url: string; probe: () => Promise<unknown> }[] = 
   },
   { label: 'SQLite', url: join(dir, 'skew.db'), probe: async () => {} },
 ];
-
-/** Drops the run's tables on the shared SQL servers, and its keys on the shared Redis. */
-async function dropTables(label: string, name: string): Promise<void> {
-  const tables = [name, `${name}_versions`];
-  if (label === 'Redis') {
-    // A lease the skewed process left lives out its grace (an hour) otherwise.
-    const c = await createClient({ url: servers.redis }).connect();
-    for await (const keys of c.scanIterator({ MATCH: `${name}:*`, COUNT: 1000 })) {
-      if (keys.length > 0) await c.unlink(keys);
-    }
-    await c.quit();
-  } else if (label === 'PostgreSQL') {
-    const c = new pg.Client({ connectionString: servers.postgres });
-    await c.connect();
-    for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
-    await c.end();
-  } else if (label === 'MySQL') {
-    const c = await mysql.createConnection(servers.mysql);
-    for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
-    await c.end();
-  }
-}
 
 for (const { label, url, probe } of stores) {
   if (!(await reachable(`${label} (clock skew)`, url, probe))) continue;
@@ -159,7 +138,7 @@ for (const { label, url, probe } of stores) {
           );
         } finally {
           await opened.close();
-          await dropTables(label, name);
+          await dropStore(url, name);
         }
       });
     }

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
 import { assignPort, until } from '../../../src/cli/wait.js';
+import { dropStore } from '../../support/drop-store.js';
 import type { FaultWorkerConfig } from './worker.js';
 
 /** Scales the default sizes: FAULT_SIZE=10 runs ten times the events. */
@@ -317,6 +318,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     cluster.off('exit', onExit);
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
+    // The run's tables or keys on a shared server (its inbox entries and queue sets outlive it).
+    if (options.url) await dropStore(options.url, config.name).catch(() => {});
   }
 }
 
