@@ -487,19 +487,19 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   /**
-   * Whether the server's answer about IFEQ was given on the client's present connection; when the
-   * connection changed since, it is forgotten (the next claim asks again). A client whose connection
-   * cannot be told (a cluster, a pool) keeps it: a node without IFEQ says so by a syntax error.
+   * The server's answer about IFEQ, if it was given on the client's present connection; when the
+   * connection changed since, it is forgotten (undefined: the next claim asks again). A client whose
+   * connection cannot be told (a cluster, a pool) keeps it: a node without IFEQ says so by a syntax
+   * error.
    */
-  function casCurrent(): boolean {
-    if (connectionCount === undefined || connectionCount() === casConnection) return true;
-    nativeCas = undefined;
-    return false;
+  function casAnswer(): boolean | undefined {
+    if (connectionCount !== undefined && connectionCount() !== casConnection) nativeCas = undefined;
+    return nativeCas;
   }
 
   function afterFirstAnswer(): void {
-    if (nativeCas !== undefined) casCurrent();
-    if (nativeCas === undefined && casProbe === undefined && performance.now() >= casRetryAt) void probeCas();
+    if (casAnswer() === undefined && casProbe === undefined && performance.now() >= casRetryAt)
+      void probeCas();
     if (!policyChecked) {
       policyChecked = true;
       // After the first answer, so a lazily connecting cluster client knows its nodes. Not awaited:
@@ -601,8 +601,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     const time = wire.time(key);
     // The first reading also asks whether the server compares and sets natively: in the same trip
     // (and so does the first after a reconnect).
-    if (nativeCas !== undefined) casCurrent();
-    if (nativeCas === undefined && casProbe === undefined) void probeCas();
+    if (casAnswer() === undefined && casProbe === undefined) void probeCas();
     clockReading = time
       .then(
         (reply) => {
@@ -819,8 +818,7 @@ export function redisStore(options: RedisStoreOptions): Store {
      */
     health: async () => {
       const health = await redisHealth(wire, client, claimKey('~health'));
-      if (nativeCas !== undefined) casCurrent();
-      if (nativeCas === undefined) await probeCas();
+      if (casAnswer() === undefined) await probeCas();
       // Scripts must run (release, extend, takeovers, record; every confirm on Redis 7): a server
       // or ACL that refuses them would otherwise show only on those paths.
       let scriptsCheck: HealthCheck;
@@ -876,7 +874,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const retention = String(duration(retentionMs, 'retentionMs'));
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
-      const held = nativeCas === true && casCurrent() ? written.get(lease) : undefined;
+      const held = casAnswer() === true ? written.get(lease) : undefined;
       if (held !== undefined) {
         // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
         try {
