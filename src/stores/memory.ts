@@ -93,8 +93,9 @@ export function memoryStore(
   // When each entry may be forgotten, soonest first, so that making room never scans the maps.
   const expiries = new ExpiryQueue();
 
-  /** When an entry's time is over: a completed key's retention, a takeable record's grace. */
-  const dropAtOf = (entry: Entry) => entry.expiresAt + entry.graceMs;
+  /** When a record's time is over: a completed key's retention, a takeable record's grace. */
+  const dropAtOf = (record: Entry | string) =>
+    typeof record === 'string' ? expiresAtOf(record) : record.expiresAt + record.graceMs;
 
   function schedule(key: string, at: number): void {
     expiries.push(at, key);
@@ -102,7 +103,7 @@ export function memoryStore(
     // then, which keeps the queue within twice the entries (amortised O(1) per write).
     if (expiries.size > 2 * records.size + 1024) {
       expiries.clear();
-      for (const [k, record] of records) expiries.push(dropAtOfRecord(record), k);
+      for (const [k, record] of records) expiries.push(dropAtOf(record), k);
     }
   }
 
@@ -113,7 +114,7 @@ export function memoryStore(
   function recordOf(key: string, at: number): Entry | string | undefined {
     const record = records.get(key);
     if (record === undefined) return undefined;
-    if (dropAtOfRecord(record) <= at) {
+    if (dropAtOf(record) <= at) {
       records.delete(key);
       return undefined;
     }
@@ -121,8 +122,14 @@ export function memoryStore(
   }
 
   const isLive = (entry: Entry, at: number) => entry.token !== '' && entry.expiresAt > at;
-  const dropAtOfRecord = (record: Entry | string) =>
-    typeof record === 'string' ? expiresAtOf(record) : dropAtOf(record);
+
+  /** The lease's record while it is still this owner's (not released, completed or taken over). */
+  function leaseOf(lease: Lease, at: number): Entry | undefined {
+    const held = recordOf(lease.key, at);
+    if (held === undefined || typeof held === 'string' || lease.token === '' || held.token !== lease.token)
+      return undefined;
+    return held;
+  }
 
   /**
    * Forgets entries whose time is over, soonest first, until there is room for one more. Never an
@@ -135,7 +142,7 @@ export function memoryStore(
       const key = expiries.pop();
       // The queue may hold stale times of a key rewritten since: only its current time counts.
       const record = records.get(key);
-      if (record !== undefined && dropAtOfRecord(record) === next) records.delete(key);
+      if (record !== undefined && dropAtOf(record) === next) records.delete(key);
     }
   }
 
@@ -246,9 +253,8 @@ export function memoryStore(
 
       async release(lease: Lease): Promise<boolean> {
         const at = now();
-        const held = recordOf(lease.key, at);
-        if (!held || typeof held === 'string' || lease.token === '' || held.token !== lease.token)
-          return false;
+        const held = leaseOf(lease, at);
+        if (!held) return false;
         // Released: nobody owns it, takeable at once, attempt and fingerprint kept for its grace.
         held.token = '';
         held.expiresAt = at;
@@ -259,9 +265,8 @@ export function memoryStore(
 
       async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
         const at = now();
-        const held = recordOf(lease.key, at);
-        if (!held || typeof held === 'string' || lease.token === '' || held.token !== lease.token)
-          return false;
+        const held = leaseOf(lease, at);
+        if (!held) return false;
         held.expiresAt = at + leaseMs;
         held.updatedAt = at;
         schedule(lease.key, dropAtOf(held));
