@@ -1,9 +1,14 @@
 import * as nodeCrypto from 'node:crypto';
 import { createHash, randomFillSync, timingSafeEqual } from 'node:crypto';
 
-// One-shot hashing (Node 20.12+) skips the Hash object: about a quarter less per 2 KiB body.
-const oneShot = (
-  nodeCrypto as { hash?: (algorithm: string, data: Uint8Array | string, encoding: 'hex') => string }
+/**
+ * One-shot hashing (`crypto.hash`, Node 20.12+), or undefined where the runtime lacks it: it skips
+ * the Hash object, about a quarter less per 2 KiB body (and far less than an HMAC object).
+ */
+export const oneShotHash = (
+  nodeCrypto as unknown as {
+    hash?: (algorithm: string, data: Uint8Array | string, encoding: 'hex' | 'latin1') => string;
+  }
 ).hash;
 
 // Owner tokens (128 random bits from the CSPRNG, hex) cut from a pooled buffer: one getrandom call
@@ -26,7 +31,7 @@ export function newToken(): string {
 
 /** SHA-256 of the bytes, hex encoded: the fingerprint of a delivery's raw body. */
 export function sha256Hex(data: Uint8Array | string): string {
-  return oneShot ? oneShot('sha256', data, 'hex') : createHash('sha256').update(data).digest('hex');
+  return oneShotHash ? oneShotHash('sha256', data, 'hex') : createHash('sha256').update(data).digest('hex');
 }
 
 /** Constant-time equality of two byte strings; unequal lengths are unequal without a timing leak of content. */

@@ -10,12 +10,9 @@
  * messages over 64 KiB (where the fixed cost no longer matters and the copy would), `createHmac`
  * computes it as before.
  */
-import * as nodeCrypto from 'node:crypto';
-import { createHmac, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { oneShotHash as oneShot } from '../../lease/crypto.js';
 import type { HmacAlgorithm } from '../shared.js';
-
-type OneShot = (algorithm: string, data: Uint8Array, encoding: 'latin1') => string;
-const oneShot = (nodeCrypto as unknown as { hash?: OneShot }).hash;
 
 /** Block and digest sizes in bytes. */
 const SIZES: Record<HmacAlgorithm, { block: number; digest: number }> = {
@@ -44,7 +41,7 @@ function derive(algorithm: HmacAlgorithm, key: KeyObject): Pads {
   const { block, digest } = SIZES[algorithm];
   let k = key.export();
   // A key longer than the block is hashed first (RFC 2104, section 2).
-  if (k.length > block) k = nodeCrypto.createHash(algorithm).update(k).digest();
+  if (k.length > block) k = createHash(algorithm).update(k).digest();
   const inner = Buffer.alloc(block, 0x36);
   const outer = Buffer.alloc(block + digest, 0x5c);
   for (let i = 0; i < k.length; i++) {
@@ -123,7 +120,7 @@ function agrees(): boolean {
   try {
     for (const algorithm of Object.keys(SIZES) as HmacAlgorithm[]) {
       for (const secret of ['Jefe', 'k'.repeat(200)]) {
-        const key = nodeCrypto.createSecretKey(Buffer.from(secret));
+        const key = createSecretKey(Buffer.from(secret));
         const parts = ['what do ya want ', Buffer.from('for nothing?'), 'é'];
         const mine = fast(algorithm, key, parts);
         if (!mine?.equals(slow(algorithm, key, parts))) return false;
