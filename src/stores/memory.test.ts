@@ -187,6 +187,21 @@ describe('memoryStore bounds', () => {
     assert.equal(store.size, 2);
   });
 
+  it('a completion time it cannot hold (past 2^48 ms) fails the confirm and leaves the lease as it was, to run out and be taken over', async () => {
+    let now = 2 ** 48 - 10_000;
+    const store = memoryStore({ now: () => now });
+    const claim = await store.claim('far', { leaseMs: 1_000, retentionMs: 60_000 });
+    assert.equal(claim.status, 'acquired');
+    if (claim.status !== 'acquired') return;
+    await assert.rejects(store.confirm(claim.lease, { retentionMs: 60_000 }), RangeError);
+    const view = await store.inspect('far');
+    assert.equal(view?.state, 'processing');
+    assert.equal(view?.expiresAt.getTime(), claim.lease.expiresAt.getTime(), 'the lease end it had');
+    now += 1_500;
+    const takeover = await store.claim('far', { leaseMs: 1_000, retentionMs: 60_000 });
+    assert.equal(takeover.status === 'acquired' && takeover.lease.attempt, 2);
+  });
+
   it('packs every shape of fingerprint back exactly: hex at and past 255 bytes, hex gone wrong late, empty, after a long one', async () => {
     const store = memoryStore();
     const values = [

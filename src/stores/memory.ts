@@ -147,13 +147,16 @@ export function memoryStore(
   }
 
   function complete(key: string, entry: Entry, retentionMs: number, at: number): void {
-    // set() replaces the key's lease (or earlier completion) in place. Whole ms, as packed: the
-    // expiry queue finds the record by its time, which must be the one the packed string gives back
-    // (a clock that reads fractions, performance.timeOrigin + now, would never match).
-    entry.expiresAt = Math.floor(at + retentionMs);
-    entry.updatedAt = Math.floor(at);
-    records.set(key, pack(entry));
-    schedule(key, entry.expiresAt);
+    // Whole ms, as packed: the expiry queue finds the record by its time, which must be the one the
+    // packed string gives back (a clock that reads fractions, performance.timeOrigin + now, would
+    // never match). Packed before anything changes: a time the packing cannot hold (outside 0 to
+    // 2^48 ms) throws with the record as it was (a lease that runs out and can be taken over), not
+    // a lease stretched to the retention.
+    const expiresAt = Math.floor(at + retentionMs);
+    const packed = pack(entry, expiresAt, Math.floor(at));
+    // set() replaces the key's lease (or earlier completion) in place.
+    records.set(key, packed);
+    schedule(key, expiresAt);
   }
 
   function view(key: string, entry: Entry, state: RecordView['state']): RecordView {
@@ -464,10 +467,11 @@ function writeField(at: number, value: string | undefined): number {
   return at + 5 + written;
 }
 
-function pack(entry: Entry): string {
+/** A completed record of the entry, ending at `expiresAt`, written at `updatedAt`. */
+function pack(entry: Entry, expiresAt: number, updatedAt: number): string {
   const buf = packingRoom(16, 0);
-  buf.writeUIntBE(entry.expiresAt, 0, 6);
-  buf.writeUIntBE(entry.updatedAt, 6, 6);
+  buf.writeUIntBE(expiresAt, 0, 6);
+  buf.writeUIntBE(updatedAt, 6, 6);
   buf.writeUInt32BE(entry.attempt, 12);
   const end = writeField(writeField(16, entry.token), entry.fingerprint);
   return packing.toString('latin1', 0, end);
