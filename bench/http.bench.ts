@@ -8,7 +8,8 @@
  * route on fresh events, so machine noise hits both alike; the figure is the median of the per-round
  * ratios of answers per second, with p99 latency for each.
  *
- * Run with: npm run bench -- http    (BENCH_SMALL=1 for a quick run; bench/index.ts builds first)
+ * Run with: npm run bench -- http    (BENCH_SMALL=1 for a quick run; BENCH_ROUNDS=8 for more rounds;
+ * BENCH_FRAMEWORKS=fastify for one framework; bench/index.ts builds first)
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -148,7 +149,11 @@ const median = (xs: number[]) => {
 };
 
 const lines: string[] = [];
-for (const framework of ['express', 'fastify'] as const) {
+// BENCH_FRAMEWORKS=fastify (or express) runs one framework only.
+const frameworks = (['express', 'fastify'] as const).filter(
+  (f) => !process.env.BENCH_FRAMEWORKS || process.env.BENCH_FRAMEWORKS.split(',').includes(f),
+);
+for (const framework of frameworks) {
   const servers = {
     onceonly: await start(framework, 'onceonly'),
     hand: await start(framework, 'hand'),

@@ -79,9 +79,18 @@ export function webhook<P extends Provider<any, any>>(
   };
 }
 
+/** Passes the text it is given: the outcome JSON is sent as built. */
+const asIs = (payload: string): string => payload;
+
 function send(reply: FastifyReply, { status, headers, body }: NodeReply): FastifyReply {
   reply.code(status);
-  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-  // Bytes, not text: Fastify runs a string through any serializer the app set for the reply.
+  reply.headers(headers);
+  if (typeof body === 'string') {
+    // Text goes out in one write with the header block (bytes would be a second chunk). Fastify runs
+    // text through the reply's serializer, which an app hook may have set: this reply's is the
+    // identity, so the outcome JSON goes as built, under the content type it was given.
+    reply.serializer(asIs);
+    return reply.send(body);
+  }
   return reply.send(nodeBytes(body));
 }

@@ -86,12 +86,17 @@ export interface NodeReply {
 
 /**
  * Flattens a result (the handler's own `Response` or the outcome JSON) into status, headers and
- * bytes, with the outcome headers set exactly as `toResponse` sets them.
+ * bytes, with the outcome headers set exactly as `toResponse` sets them. Synchronous for the
+ * outcome JSON (every answer but a handler's own `Response`), so that answer costs no promise.
  */
-export async function toNodeReply(result: DeliveryResult, req?: IncomingMessage): Promise<NodeReply> {
-  // The outcome JSON straight to bytes: a web Response read back costs more than the rest of a
+export function toNodeReply(result: DeliveryResult, req?: IncomingMessage): NodeReply | Promise<NodeReply> {
+  // The outcome JSON straight to text: a web Response read back costs more than the rest of a
   // duplicate's answer. The handler's own Response goes through the web path.
-  const reply = result.response ? await responseToReply(toResponse(result)) : outcomeReply(result);
+  if (result.response) return responseToReply(toResponse(result)).then((reply) => closedIfUnread(reply, req));
+  return closedIfUnread(outcomeReply(result), req);
+}
+
+function closedIfUnread(reply: NodeReply, req: IncomingMessage | undefined): NodeReply {
   // A GET or HEAD (a handshake, or a refused method) has no body to leave unread.
   if (req && !req.readableEnded && req.method !== 'GET' && req.method !== 'HEAD') {
     // The body was left unread (413): close the connection rather than let the client reuse a socket
