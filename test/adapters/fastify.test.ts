@@ -99,6 +99,9 @@ for (const [label, Fastify] of [
         const res = await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }));
         assert.equal(res.status, 200);
         assert.equal(res.json?.outcome, 'processed');
+        // The outcome JSON goes as text through this reply's own (identity) serializer: Fastify
+        // neither runs the app's nor appends a charset to the content type.
+        assert.equal(res.headers.get('content-type'), 'application/json');
       } finally {
         await server.close();
       }
