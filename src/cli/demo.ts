@@ -53,7 +53,10 @@ export const demoFlags = {
   timeout: { type: 'number', default: 1000, help: 'handler deadline in ms' },
   lease: { type: 'number', help: 'lease in ms (default 4 x timeout)' },
   concurrency: { type: 'number', default: 32, help: 'requests in flight at once' },
-  keep: { type: 'boolean', help: 'keep the temporary directory (ledger and SQLite store)' },
+  keep: {
+    type: 'boolean',
+    help: "keep the temporary directory (ledger and SQLite store), and the run's tables or keys on --store",
+  },
   json: { type: 'boolean', help: 'print the report as JSON (an array with --mode all)' },
   help: { type: 'boolean', help: 'show this help' },
 } satisfies FlagSpec;
@@ -62,6 +65,8 @@ const MODES: readonly DemoMode[] = ['inline', 'inbox', 'hybrid'];
 
 export interface DemoReport {
   store: string;
+  /** The run's own table name or key prefix on the store: removed at the end unless --keep. */
+  keySpace: string;
   provider: SimProvider;
   mode: DemoMode;
   /** How the simulated sender treats a failed delivery. */
@@ -356,6 +361,12 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   }
   const drainSeconds = Math.round((performance.now() - drainStarted) / 100) / 10;
   await stopAll();
+  // The run's own tables or keys on a server it was pointed at go with the run, unless --keep (the
+  // default SQLite store goes with the temporary directory).
+  if (flags.store !== undefined && flags.store !== 'memory') {
+    if (flags.keep) notes.push(`kept the key space ${config.storeName} on the store`);
+    else notes.push(...(await dropKeySpace(flags.store, config.storeName)));
+  }
   if (startupFailure) {
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
@@ -412,6 +423,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
 
   const report: DemoReport = {
     store: storeUrl === join(dir, 'store.db') ? 'sqlite (temporary file)' : redact(storeUrl),
+    keySpace: config.storeName,
     provider,
     mode,
     sender: neverRetries ? 'never retries' : 'retries',
@@ -448,6 +460,21 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     report.ledger = ledgerPath;
   } else rmSync(dir, { recursive: true, force: true });
   return report;
+}
+
+/** Drops a finished run's key space; a failure is a note in the report, not the run's verdict. */
+async function dropKeySpace(url: string, name: string): Promise<string[]> {
+  try {
+    const opened = await openStore(url, name, { existing: true });
+    try {
+      await opened.drop();
+    } finally {
+      await opened.close();
+    }
+    return [];
+  } catch (error) {
+    return [`could not remove the key space ${name} from the store: ${(error as Error).message}`];
+  }
 }
 
 /** The rows of a report, labelled as the terminal shows them, and whether its mode shows each. */

@@ -16,6 +16,11 @@ export interface OpenedStore {
   admin?: StoreAdmin;
   /** The store's clock in ms since the epoch, which decides live and expired (not this host's). */
   now(): Promise<number>;
+  /**
+   * Removes this key space with everything in it: the claim, version and inbox tables of a SQL
+   * store, the keys under a Redis prefix. For a run's own key space (the demo's), never real data.
+   */
+  drop(): Promise<void>;
 }
 
 /** Keys read at most by a Redis overview, so `inspect` stays cheap on a big keyspace. */
@@ -37,7 +42,14 @@ export async function openStore(
   if (url === 'memory') {
     const { memoryStore } = await import('../stores/memory.js');
     const store = memoryStore({ maxEntries: 1_000_000 });
-    return { store, kind: 'memory', shared: false, close: () => store.close(), now: async () => Date.now() };
+    return {
+      store,
+      kind: 'memory',
+      shared: false,
+      close: () => store.close(),
+      now: async () => Date.now(),
+      drop: async () => {},
+    };
   }
   if (scheme === 'redis' || scheme === 'rediss' || scheme === 'valkey') {
     const { createClient } = await load<typeof import('redis')>('redis');
@@ -115,6 +127,12 @@ export async function openStore(
         await store.close();
         await client.quit();
       },
+      drop: async () => {
+        for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
+          const keys = batch as unknown as string[];
+          if (keys.length > 0) await client.unlink(keys);
+        }
+      },
     };
   }
   if (scheme === 'postgres' || scheme === 'postgresql') {
@@ -127,8 +145,13 @@ export async function openStore(
         (await pool.query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]
           .now,
       );
-    return sqlStore('postgres', postgresStore({ client: pool, table: name, autoCreate }), now, () =>
-      pool.end(),
+    return sqlStore(
+      'postgres',
+      postgresStore({ client: pool, table: name, autoCreate }),
+      now,
+      () => pool.end(),
+      (sql) => pool.query(sql),
+      name,
     );
   }
   if (scheme === 'mysql' || scheme === 'mariadb') {
@@ -141,7 +164,14 @@ export async function openStore(
       );
       return Number((rows as { now: number | string }[])[0]!.now);
     };
-    return sqlStore('mysql', mysqlStore({ client: pool, table: name, autoCreate }), now, () => pool.end());
+    return sqlStore(
+      'mysql',
+      mysqlStore({ client: pool, table: name, autoCreate }),
+      now,
+      () => pool.end(),
+      (sql) => pool.query(sql),
+      name,
+    );
   }
   if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
     const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
@@ -160,6 +190,8 @@ export async function openStore(
       sqliteStore({ client: db, table, autoCreate, wal: autoCreate }),
       async () => Date.now(),
       () => db.close(),
+      (sql) => db.exec(sql),
+      table,
     );
   }
   throw new UsageError(
@@ -167,12 +199,18 @@ export async function openStore(
   );
 }
 
-/** A SQL store opened here: it has the admin views and a purge, and its client is ours to close. */
+/**
+ * A SQL store opened here: it has the admin views and a purge, and its client is ours to close.
+ * `run` runs one statement on that client; `table` is the claim table, whose versions and inbox
+ * tables carry its name with `_versions` and `_inbox`.
+ */
 function sqlStore(
   kind: 'postgres' | 'mysql' | 'sqlite',
   store: Store & StoreAdmin & { purgeExpired(): Promise<number> },
   now: () => Promise<number>,
   closeClient: () => unknown,
+  run: (sql: string) => unknown,
+  table: string,
 ): OpenedStore {
   return {
     store,
@@ -184,6 +222,11 @@ function sqlStore(
     close: async () => {
       await store.close();
       await closeClient();
+    },
+    drop: async () => {
+      // Plain names only (the stores refuse others too): nothing here is quoted.
+      if (!/^[A-Za-z0-9_]+$/.test(table)) throw new UsageError(`not a plain table name: ${table}`);
+      for (const t of [table, `${table}_versions`, `${table}_inbox`]) await run(`DROP TABLE IF EXISTS ${t}`);
     },
   };
 }

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { cliPath } from '../support/cli.js';
 import { type DemoRunReport, root, run, runDemo } from '../support/demo.js';
+import { dropStore, storeHas } from '../support/drop-store.js';
 import { sharedStores } from '../support/probes.js';
 import { reachable } from '../support/servers.js';
 
@@ -154,8 +155,26 @@ for (const [label, url, probe] of sharedStores) {
     describe(`onceonly demo on ${label}`, () => {
       it('proves exactly one effect per event with workers killed mid-handler', async () => {
         const { report, code } = await demo(['--store', url, '--kill-rate', '0.03']);
+        try {
+          assert.equal(code, 0);
+          assertLedger(report);
+          // --keep keeps the run's tables or keys too.
+          assert.ok(await storeHas(url, report.keySpace), `${report.keySpace} was kept`);
+          assert.ok(report.notes.includes(`kept the key space ${report.keySpace} on the store`));
+        } finally {
+          await dropStore(url, report.keySpace);
+        }
+      });
+
+      it("removes the run's own tables or keys at its end (without --keep)", async () => {
+        const { report, code } = await runDemo(['--store', url, '--kill-rate', '0'], 30, undefined, false);
         assert.equal(code, 0);
-        assertLedger(report);
+        assert.match(report.keySpace, /^onceonly_demo_[0-9a-f]{6}$/);
+        assert.equal(report.effectsApplied, 30, 'the run wrote records, one per event');
+        assert.deepEqual(report.notes, []);
+        const left = await storeHas(url, report.keySpace);
+        if (left) await dropStore(url, report.keySpace);
+        assert.equal(left, false, `${report.keySpace} is gone from the store`);
       });
     });
   }

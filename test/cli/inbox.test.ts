@@ -13,7 +13,8 @@ import { after, describe, it } from 'node:test';
 import { openStore } from '../../src/cli/stores.js';
 import { createReceiver, hmac } from '../../src/index.js';
 import { runCli } from '../support/cli.js';
-import { dropStoreData, sharedStores } from '../support/probes.js';
+import { dropStore } from '../support/drop-store.js';
+import { sharedStores } from '../support/probes.js';
 import { reachable } from '../support/servers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-cli-inbox-'));
@@ -147,7 +148,7 @@ for (const [label, url, probe] of sharedStores) {
     cases(
       label,
       () => url,
-      (name) => dropStoreData(label, name, ['', '_versions', '_inbox']),
+      (name) => dropStore(url, name),
     );
   }
 }

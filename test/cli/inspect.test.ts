@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openStore } from '../../src/cli/stores.js';
 import { cliArgv, root, run } from '../support/cli.js';
-import { dropStoreData, sharedStores } from '../support/probes.js';
+import { dropStore } from '../support/drop-store.js';
+import { sharedStores } from '../support/probes.js';
 import { reachable } from '../support/servers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-inspect-'));
@@ -214,7 +215,7 @@ for (const [label, url, probe] of sharedStores) {
     cases(
       label,
       () => url,
-      (name) => dropStoreData(label, name, ['', '_versions']),
+      (name) => dropStore(url, name),
     );
   }
 }

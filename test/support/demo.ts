@@ -24,15 +24,23 @@ export interface DemoRunReport {
   dead: number;
   undrained: number;
   seconds: number;
+  /** The ledger's path: with keep only. */
   ledger: string;
+  /** The run's table name or key prefix on its store. */
+  keySpace: string;
+  notes: string[];
   byOutcome: Record<string, number>;
 }
 
-/** The demo with `args` after `--events <events> --timeout 1000 --keep --json`; its report and exit code. */
+/**
+ * The demo with `args` after `--events <events> --timeout 1000 --keep --json` (without `--keep` when
+ * `keep` is false); its report and exit code.
+ */
 export async function runDemo(
   args: readonly string[],
   events: number,
   timeoutMs = 180_000,
+  keep = true,
 ): Promise<{ report: DemoRunReport; code: number }> {
   const argv = [
     cliPath,
@@ -41,7 +49,7 @@ export async function runDemo(
     String(events),
     '--timeout',
     '1000',
-    '--keep',
+    ...(keep ? ['--keep'] : []),
     '--json',
     ...args,
   ];

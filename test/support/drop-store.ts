@@ -1,39 +1,59 @@
 /**
  * Removes what a test's store left on a shared server, by the store's URL and key space name (as
  * `openStore(url, name)` of src/cli/stores.ts names them): its claim, version and inbox tables on
- * PostgreSQL and MariaDB, its keys on Redis. A SQLite file or the memory store goes with the test's
- * temporary directory. Failures are the caller's to ignore or report.
+ * PostgreSQL and MariaDB, its keys on Redis. The same `drop()` the demo runs at its end. A SQLite
+ * file or the memory store goes with the test's temporary directory. Failures are the caller's to
+ * ignore or report.
  */
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
+import { openStore } from '../../src/cli/stores.js';
 
 export async function dropStore(url: string, name: string): Promise<void> {
-  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error(`dropStore: not a plain table name: ${name}`);
+  if (!/^(rediss?|postgres(ql)?|mysql|mariadb):\/\//.test(url)) return;
+  const opened = await openStore(url, name, { existing: true });
+  try {
+    await opened.drop();
+  } finally {
+    await opened.close();
+  }
+}
+
+/**
+ * Whether anything of the key space `name` is on the store at `url`: any of its three tables on
+ * PostgreSQL or MariaDB, any key under its prefix on Redis.
+ */
+export async function storeHas(url: string, name: string): Promise<boolean> {
   const tables = [name, `${name}_versions`, `${name}_inbox`];
   if (/^rediss?:\/\//.test(url)) {
     const c = await createClient({ url }).connect();
     try {
-      for await (const keys of c.scanIterator({ MATCH: `${name}:*`, COUNT: 1000 })) {
-        if (keys.length > 0) await c.unlink(keys);
-      }
+      for await (const keys of c.scanIterator({ MATCH: `${name}:*`, COUNT: 1000 }))
+        if (keys.length) return true;
+      return false;
     } finally {
       await c.quit();
     }
-  } else if (/^postgres(ql)?:\/\//.test(url)) {
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
-      for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
+      const { rows } = await c.query('SELECT 1 FROM pg_tables WHERE tablename = ANY($1)', [tables]);
+      return rows.length > 0;
     } finally {
       await c.end();
     }
-  } else if (/^(mysql|mariadb):\/\//.test(url)) {
-    const c = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
-    try {
-      for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${t}`);
-    } finally {
-      await c.end();
-    }
+  }
+  const c = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
+  try {
+    const [rows] = await c.query(
+      'SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?)',
+      [tables],
+    );
+    return (rows as unknown[]).length > 0;
+  } finally {
+    await c.end();
   }
 }
