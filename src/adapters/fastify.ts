@@ -79,8 +79,15 @@ export function webhook<P extends Provider<any, any>>(
   };
 }
 
-/** Passes the text it is given: the outcome JSON is sent as built. */
-const asIs = (payload: string): string => payload;
+/**
+ * This reply's serializer while the outcome JSON is sent: passes the text as built, then unsets
+ * itself (Fastify calls it on the reply), so whatever the app sends on this reply later (its error
+ * handler's answer to an onSend hook that threw) goes through the app's own serialization.
+ */
+function asIs(this: FastifyReply | undefined, payload: unknown): string {
+  this?.serializer(null as unknown as (payload: unknown) => string);
+  return typeof payload === 'string' ? payload : JSON.stringify(payload);
+}
 
 function send(reply: FastifyReply, { status, headers, body }: NodeReply): FastifyReply {
   reply.code(status);

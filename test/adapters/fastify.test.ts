@@ -108,6 +108,36 @@ for (const [label, Fastify] of [
     });
   });
 
+  describe(`${label}: an onSend hook that throws on the outcome`, () => {
+    it("the app's error handler answers with its own JSON (the outcome's serializer does not stay on the reply)", async () => {
+      const f = fixture();
+      const server = await start(async (app) => {
+        app.setErrorHandler(async (_error, _request, reply) => {
+          reply.code(503);
+          return { error: 'audit_failed' };
+        });
+        let thrown = false;
+        app.addHook('onSend', async (_request, _reply, payload) => {
+          if (!thrown && typeof payload === 'string' && payload.includes('"outcome"')) {
+            thrown = true;
+            throw new Error('the audit log is down');
+          }
+          return payload;
+        });
+        await app.register(webhook(f.receiver), { prefix: '/webhooks' });
+      });
+      try {
+        const res = await deliver(server.url, bodyOf({ id: eventId(), action: 'ok' }));
+        assert.equal(res.status, 503);
+        assert.deepEqual(res.json, { error: 'audit_failed' });
+        // Fastify's own JSON path: it adds the charset (the outcome's serializer would have kept none).
+        assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
   describe(`${label}: a hook that read the payload before the route`, () => {
     it('refuses with 500 body_already_parsed naming the fix, never a signature mismatch', async () => {
       const f = fixture();
