@@ -187,7 +187,9 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   }
   if (mode !== 'inline' && killRate > 0)
     notes.push('kills hit the inbox worker processes, where the handlers run (web processes only accept)');
-  const run = randomBytes(3).toString('hex');
+  // 64 bits: a run never meets the key space of another (one kept with --keep would be taken as its
+  // own: its records reused, then dropped at the end).
+  const run = randomBytes(8).toString('hex');
   const ledgerPath = join(dir, 'ledger.db');
   // The ledger is SQLite whatever the store: the demo needs better-sqlite3 (an optional peer).
   const Database = await import('better-sqlite3').then(
@@ -293,6 +295,13 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     cluster.off('message', onMessage);
     cluster.off('exit', onExit);
   };
+  // The run's own tables or keys on a server it was pointed at go with the run, once every process
+  // has stopped, unless --keep (the default SQLite store goes with the temporary directory).
+  const dropRun = async () => {
+    if (flags.store === undefined || flags.store === 'memory') return;
+    if (flags.keep) notes.push(`kept the key space ${config.storeName} on the store`);
+    else notes.push(...(await dropKeySpace(flags.store, config.storeName)));
+  };
   const webRole: DemoRole = mode !== 'inline' && storeUrl === 'memory' ? 'both' : 'web';
   for (let i = 0; i < workers; i++) fork(webRole);
   for (let i = 0; i < inboxWorkers; i++) fork('worker');
@@ -306,6 +315,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     if (startupFailure) throw new Error(startupFailure);
   } catch (error) {
     await stopAll();
+    await dropRun();
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -315,25 +325,35 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const quiet = flags.json || !process.stderr.isTTY;
   const bar = quiet ? undefined : progressBar(flags.events);
   if (!quiet) process.stderr.write(`  mode ${mode}\n`);
-  const sim = await simulate({
-    url: `http://127.0.0.1:${port}/webhooks`,
-    provider,
-    secret: config.secret,
-    events: flags.events,
-    concurrency: flags.concurrency,
-    duplicateRate: neverRetries ? 0.2 : 0.3,
-    // GitHub sends one copy at a time (plain duplicates only: a redelivery, a replay).
-    concurrentRate: neverRetries ? 0 : 0.2,
-    requestTimeoutMs: neverRetries ? 10_000 : Math.max(5_000, 3 * flags.timeout),
-    // Providers retry for hours or days; give the run a budget no restart storm on a busy machine
-    // exhausts. GitHub: never.
-    maxAttempts: neverRetries ? 1 : 60,
-    backoffMs: 100,
-    maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
-    run,
-    onProgress: bar,
-    signal: aborted.signal,
-  });
+  let sim: Awaited<ReturnType<typeof simulate>>;
+  try {
+    sim = await simulate({
+      url: `http://127.0.0.1:${port}/webhooks`,
+      provider,
+      secret: config.secret,
+      events: flags.events,
+      concurrency: flags.concurrency,
+      duplicateRate: neverRetries ? 0.2 : 0.3,
+      // GitHub sends one copy at a time (plain duplicates only: a redelivery, a replay).
+      concurrentRate: neverRetries ? 0 : 0.2,
+      requestTimeoutMs: neverRetries ? 10_000 : Math.max(5_000, 3 * flags.timeout),
+      // Providers retry for hours or days; give the run a budget no restart storm on a busy machine
+      // exhausts. GitHub: never.
+      maxAttempts: neverRetries ? 1 : 60,
+      backoffMs: 100,
+      maxBackoffMs: Math.max(1_000, config.leaseMs / 2),
+      run,
+      onProgress: bar,
+      signal: aborted.signal,
+    });
+  } catch (error) {
+    // The simulator failed (not a delivery: those are counted): end the run as a start-up failure ends it.
+    await stopAll();
+    await dropRun();
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   bar?.(flags.events, flags.events);
 
   // The verdict comes from the ledger alone.
@@ -361,12 +381,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   }
   const drainSeconds = Math.round((performance.now() - drainStarted) / 100) / 10;
   await stopAll();
-  // The run's own tables or keys on a server it was pointed at go with the run, unless --keep (the
-  // default SQLite store goes with the temporary directory).
-  if (flags.store !== undefined && flags.store !== 'memory') {
-    if (flags.keep) notes.push(`kept the key space ${config.storeName} on the store`);
-    else notes.push(...(await dropKeySpace(flags.store, config.storeName)));
-  }
+  await dropRun();
   if (startupFailure) {
     ledger.close();
     rmSync(dir, { recursive: true, force: true });

@@ -169,7 +169,7 @@ for (const [label, url, probe] of sharedStores) {
       it("removes the run's own tables or keys at its end (without --keep)", async () => {
         const { report, code } = await runDemo(['--store', url, '--kill-rate', '0'], 30, undefined, false);
         assert.equal(code, 0);
-        assert.match(report.keySpace, /^onceonly_demo_[0-9a-f]{6}$/);
+        assert.match(report.keySpace, /^onceonly_demo_[0-9a-f]{16}$/);
         assert.equal(report.effectsApplied, 30, 'the run wrote records, one per event');
         assert.deepEqual(report.notes, []);
         const left = await storeHas(url, report.keySpace);

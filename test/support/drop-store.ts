@@ -11,7 +11,7 @@ import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
 
 export async function dropStore(url: string, name: string): Promise<void> {
-  if (!/^(rediss?|postgres(ql)?|mysql|mariadb):\/\//.test(url)) return;
+  if (!/^(rediss?|valkey|postgres(ql)?|mysql|mariadb):\/\//.test(url)) return;
   const opened = await openStore(url, name, { existing: true });
   try {
     await opened.drop();
