@@ -9,7 +9,8 @@
  * ratios of answers per second, with p99 latency for each.
  *
  * Run with: npm run bench -- http    (BENCH_SMALL=1 for a quick run; BENCH_ROUNDS=8 for more rounds;
- * BENCH_FRAMEWORKS=fastify for one framework; bench/index.ts builds first)
+ * BENCH_FRAMEWORKS=fastify for one framework; BENCH_PAIRED_RATE=3000 for the paired CPU comparison;
+ * bench/index.ts builds first)
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -87,6 +88,7 @@ interface Measured {
 async function measure(
   { port, child }: { port: number; child: ChildProcess },
   seconds: number,
+  rate?: number,
 ): Promise<Measured> {
   const first = events;
   const cpuBefore = await cpuOf(child);
@@ -96,6 +98,7 @@ async function measure(
     url: `http://127.0.0.1:${port}/webhooks`,
     connections: CONNECTIONS,
     duration: seconds,
+    ...(rate ? { overallRate: rate } : {}),
     requests: [
       {
         method: 'POST',
@@ -149,6 +152,12 @@ const median = (xs: number[]) => {
 };
 
 const lines: string[] = [];
+// BENCH_PAIRED_RATE=3000: instead of the throughput rounds, load both servers at once, each at
+// that many requests/s, and compare their CPU time per answer in the same window. The throughput
+// ratio moves by about 20% between rounds on a noisy 2-core machine; this moves by about 4%, so it
+// tells two builds apart where the other cannot (the figure is hand CPU / onceonly CPU per answer,
+// the throughput ratio a CPU-bound server would reach).
+const pairedRate = Number(process.env.BENCH_PAIRED_RATE ?? 0);
 // BENCH_FRAMEWORKS=fastify (or express) runs one framework only.
 const frameworks = (['express', 'fastify'] as const).filter(
   (f) => !process.env.BENCH_FRAMEWORKS || process.env.BENCH_FRAMEWORKS.split(',').includes(f),
@@ -159,6 +168,24 @@ for (const framework of frameworks) {
     hand: await start(framework, 'hand'),
   };
   try {
+    if (pairedRate > 0) {
+      await Promise.all([measure(servers.onceonly, 2, pairedRate), measure(servers.hand, 2, pairedRate)]);
+      const ratios: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const [o, h] = await Promise.all([
+          measure(servers.onceonly, SECONDS, pairedRate),
+          measure(servers.hand, SECONDS, pairedRate),
+        ]);
+        ratios.push(h.cpuPerAnswer / o.cpuPerAnswer);
+        console.log(
+          `${framework} paired round ${r}: onceonly ${o.cpuPerAnswer.toFixed(1)} µs/answer (${o.perSecond.toFixed(0)}/s), hand ${h.cpuPerAnswer.toFixed(1)} µs/answer (${h.perSecond.toFixed(0)}/s)`,
+        );
+      }
+      const line = `${framework}: hand-written / onceonly server CPU per answer at ${pairedRate}/s each, both at once = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
+      console.log(line);
+      lines.push(line);
+      continue;
+    }
     // Warm both up (JIT, connections, scripts loaded).
     const warm: Record<Variant, number> = { onceonly: 0, hand: 0 };
     for (const v of ['onceonly', 'hand'] as const) warm[v] = (await measure(servers[v], 1)).eventsSent;
