@@ -302,20 +302,40 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     if (flags.keep) notes.push(`kept the key space ${config.storeName} on the store`);
     else notes.push(...(await dropKeySpace(flags.store, config.storeName)));
   };
+  // Ctrl-C ends the run as a failed start-up ends it: workers stopped (none restarted), the run's
+  // key space dropped unless --keep. A second Ctrl-C ends the process at once.
+  let interrupted = false;
+  const onInterrupt = () => {
+    interrupted = true;
+    stopping = true;
+    aborted.abort();
+  };
+  process.once('SIGINT', onInterrupt);
+  const ended = async () => {
+    process.off('SIGINT', onInterrupt);
+    await stopAll();
+    await dropRun();
+  };
+  const interruption = () =>
+    new Error(
+      `interrupted: the workers are stopped${flags.store === undefined || flags.store === 'memory' ? '' : `, and the key space ${config.storeName} is ${flags.keep ? 'kept' : 'removed'}`}`,
+    );
   const webRole: DemoRole = mode !== 'inline' && storeUrl === 'memory' ? 'both' : 'web';
   for (let i = 0; i < workers; i++) fork(webRole);
   for (let i = 0; i < inboxWorkers; i++) fork('worker');
   try {
     await until(
       () =>
-        (listening.size >= workers && ready.size >= workers + inboxWorkers) || startupFailure !== undefined,
+        (listening.size >= workers && ready.size >= workers + inboxWorkers) ||
+        startupFailure !== undefined ||
+        interrupted,
       60_000,
       'onceonly demo: workers did not start',
     );
     if (startupFailure) throw new Error(startupFailure);
+    if (interrupted) throw interruption();
   } catch (error) {
-    await stopAll();
-    await dropRun();
+    await ended();
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -348,11 +368,16 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     });
   } catch (error) {
     // The simulator failed (not a delivery: those are counted): end the run as a start-up failure ends it.
-    await stopAll();
-    await dropRun();
+    await ended();
     ledger.close();
     rmSync(dir, { recursive: true, force: true });
     throw error;
+  }
+  if (interrupted) {
+    await ended();
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw interruption();
   }
   bar?.(flags.events, flags.events);
 
@@ -371,7 +396,12 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     // As long as the workers make progress: a loaded machine drains slowly, a stuck inbox not at all.
     let left = unsettled();
     let progressAt = performance.now();
-    while (left > 0 && startupFailure === undefined && performance.now() - progressAt < 60_000) {
+    while (
+      left > 0 &&
+      startupFailure === undefined &&
+      !interrupted &&
+      performance.now() - progressAt < 60_000
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const now = unsettled();
       if (now < left) progressAt = performance.now();
@@ -380,8 +410,12 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     undrained = left;
   }
   const drainSeconds = Math.round((performance.now() - drainStarted) / 100) / 10;
-  await stopAll();
-  await dropRun();
+  await ended();
+  if (interrupted) {
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw interruption();
+  }
   if (startupFailure) {
     ledger.close();
     rmSync(dir, { recursive: true, force: true });

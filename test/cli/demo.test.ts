@@ -1,11 +1,12 @@
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { cliPath } from '../support/cli.js';
 import { type DemoRunReport, root, run, runDemo } from '../support/demo.js';
-import { dropStore, storeHas } from '../support/drop-store.js';
+import { demoKeySpaces, dropStore, storeHas } from '../support/drop-store.js';
 import { sharedStores } from '../support/probes.js';
 import { reachable } from '../support/servers.js';
 
@@ -163,6 +164,41 @@ for (const [label, url, probe] of sharedStores) {
           assert.ok(report.notes.includes(`kept the key space ${report.keySpace} on the store`));
         } finally {
           await dropStore(url, report.keySpace);
+        }
+      });
+
+      it('Ctrl-C mid-run stops the workers and removes the key space all the same', async () => {
+        const before = await demoKeySpaces(url);
+        const child = spawn(
+          process.execPath,
+          [cliPath, 'demo', '--store', url, '--events', '100000', '--kill-rate', '0', '--json'],
+          { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk;
+        });
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+        try {
+          // The fault first: the run is under way, with its key space on the store.
+          const deadline = Date.now() + 60_000;
+          let name: string | undefined;
+          while (name === undefined && Date.now() < deadline) {
+            name = [...(await demoKeySpaces(url))].find((n) => !before.has(n));
+            if (name === undefined) await new Promise((resolve) => setTimeout(resolve, 200));
+          }
+          assert.ok(name, 'the run wrote its key space');
+          // Once the workers are up, records follow; a moment of deliveries, then Ctrl-C.
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          child.kill('SIGINT');
+          assert.equal(await exited, 1);
+          assert.match(
+            stderr,
+            new RegExp(`interrupted: the workers are stopped, and the key space ${name} is removed`),
+          );
+          assert.equal(await storeHas(url, name), false, `${name} is gone from the store`);
+        } finally {
+          child.kill('SIGKILL');
         }
       });
 

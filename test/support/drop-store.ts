@@ -57,3 +57,42 @@ export async function storeHas(url: string, name: string): Promise<boolean> {
     await c.end();
   }
 }
+
+/** The demo runs' key spaces on the store (`onceonly_demo_<hex>`). */
+export async function demoKeySpaces(url: string): Promise<Set<string>> {
+  const names = new Set<string>();
+  const add = (found: string) => {
+    const name = /^onceonly_demo_[0-9a-f]{16}/.exec(found)?.[0];
+    if (name) names.add(name);
+  };
+  if (/^(rediss?|valkey):\/\//.test(url)) {
+    const c = await createClient({ url: url.replace(/^valkey:/, 'redis:') }).connect();
+    try {
+      for await (const keys of c.scanIterator({ MATCH: 'onceonly_demo_*', COUNT: 1000 })) keys.forEach(add);
+    } finally {
+      await c.quit();
+    }
+  } else if (/^postgres(ql)?:\/\//.test(url)) {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const { rows } = await c.query(
+        "SELECT tablename FROM pg_tables WHERE tablename LIKE 'onceonly\\_demo\\_%'",
+      );
+      for (const row of rows) add(row.tablename);
+    } finally {
+      await c.end();
+    }
+  } else {
+    const c = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
+    try {
+      const [rows] = await c.query(
+        "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'onceonly\\_demo\\_%'",
+      );
+      for (const row of rows as { t: string }[]) add(row.t);
+    } finally {
+      await c.end();
+    }
+  }
+  return names;
+}
