@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { reachable, servers } from '../../test/support/servers.js';
-import { sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
+import { SCHEMA_TABLES, sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
 import type { InboxAccepted, InboxAcceptInput } from '../lease/inbox.js';
 import { runInboxConformance } from '../testing/index.js';
 import { type MysqlQueryable, mysqlInboxMigration, mysqlStore } from './mysql.js';
@@ -17,7 +17,7 @@ const up = await reachable('MySQL', servers.mysql, () => pool.query('SELECT 1'))
 if (up) {
   const connection = await mysql.createConnection({ uri: servers.mysql });
   after(async () => {
-    for (const t of [table, `${table}_missing`, `${table}_migrated`])
+    for (const t of [table, ...SCHEMA_TABLES.map((name) => `${table}_${name}`)])
       await pool.query(`DROP TABLE IF EXISTS \`${t}_inbox\``);
     await pool.end();
     await connection.end();

@@ -4,7 +4,7 @@ import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import postgres from 'postgres';
 import { reachable, servers } from '../../test/support/servers.js';
-import { sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
+import { SCHEMA_TABLES, sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
 import { runInboxConformance } from '../testing/index.js';
 import { postgresInboxMigration, postgresStore } from './postgres.js';
 
@@ -18,7 +18,7 @@ if (up) {
   const pool = new pg.Pool({ connectionString: servers.postgres, max: 6 });
   const sql = postgres(servers.postgres, { max: 6, onnotice: () => {} });
   after(async () => {
-    for (const t of [table, `${table}_missing`, `${table}_migrated`])
+    for (const t of [table, ...SCHEMA_TABLES.map((name) => `${table}_${name}`)])
       await probe.query(`DROP TABLE IF EXISTS ${t}_inbox, ${t}, ${t}_versions`);
     await probe.end();
     await pool.end();

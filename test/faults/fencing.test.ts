@@ -84,7 +84,11 @@ after(async () => {
   await pool.end();
   if (myUp) await myPool.query(`DROP TABLE IF EXISTS \`${table}\`, \`${table}_versions\``);
   await myPool.end();
-  await redis?.quit();
+  if (redis) {
+    for await (const keys of redis.scanIterator({ MATCH: `oo-fence-${run}:*`, COUNT: 1000 }))
+      if (keys.length) await redis.unlink(keys);
+    await redis.quit();
+  }
   db.close();
   rmSync(dir, { recursive: true, force: true });
 });

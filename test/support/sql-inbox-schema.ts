@@ -11,6 +11,9 @@ import { ConfigError, StoreMisconfiguredError } from '../../src/lease/errors.js'
 import type { InboxStore } from '../../src/lease/inbox.js';
 import { storeKey } from '../../src/lease/keys.js';
 
+/** The names this suite passes to `spec.table()`: a store's test drops each of them afterwards. */
+export const SCHEMA_TABLES = ['missing', 'migrated', 'damaged', 'hashed', 'names'] as const;
+
 export interface SqlInboxSchemaSpec {
   /** The store, in test names. */
   label: string;
@@ -21,7 +24,7 @@ export interface SqlInboxSchemaSpec {
   apply(ddl: string): Promise<void>;
   inbox(table: string, autoCreate: boolean): InboxStore;
   /** A table name unique to this run and case. */
-  table(name: string): string;
+  table(name: (typeof SCHEMA_TABLES)[number]): string;
   /** Writes a column of the entry stored under `key` in `<table>_inbox` as is (damage from outside). */
   setColumn(table: string, key: string, column: 'meta' | 'full_key', value: string | null): Promise<void>;
 }
