@@ -316,6 +316,14 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     await stopAll();
     await dropRun();
   };
+  // Ends a run that cannot report (workers stopped, key space dropped, ledger and directory gone)
+  // and gives back the error to throw.
+  const abandon = async (error: unknown): Promise<unknown> => {
+    await ended();
+    ledger.close();
+    rmSync(dir, { recursive: true, force: true });
+    return error;
+  };
   const interruption = () =>
     new Error(
       `interrupted: the workers are stopped${flags.store === undefined || flags.store === 'memory' ? '' : `, and the key space ${config.storeName} is ${flags.keep ? 'kept' : 'removed'}`}`,
@@ -335,10 +343,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     if (startupFailure) throw new Error(startupFailure);
     if (interrupted) throw interruption();
   } catch (error) {
-    await ended();
-    ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-    throw error;
+    throw await abandon(error);
   }
   const port = ports.port!;
 
@@ -368,17 +373,9 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     });
   } catch (error) {
     // The simulator failed (not a delivery: those are counted): end the run as a start-up failure ends it.
-    await ended();
-    ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-    throw error;
+    throw await abandon(error);
   }
-  if (interrupted) {
-    await ended();
-    ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-    throw interruption();
-  }
+  if (interrupted) throw await abandon(interruption());
   bar?.(flags.events, flags.events);
 
   // The verdict comes from the ledger alone.
@@ -410,17 +407,9 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     undrained = left;
   }
   const drainSeconds = Math.round((performance.now() - drainStarted) / 100) / 10;
+  if (interrupted) throw await abandon(interruption());
+  if (startupFailure) throw await abandon(new Error(startupFailure));
   await ended();
-  if (interrupted) {
-    ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-    throw interruption();
-  }
-  if (startupFailure) {
-    ledger.close();
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(startupFailure);
-  }
 
   const effects = new Map<string, { n: number; maxAttempt: number }>();
   for (const row of ledger

@@ -21,54 +21,17 @@ export async function dropStore(url: string, name: string): Promise<void> {
 }
 
 /**
- * Whether anything of the key space `name` is on the store at `url`: any of its three tables on
- * PostgreSQL or MariaDB, any key under its prefix on Redis.
+ * The tables (PostgreSQL, MariaDB) or keys (Redis) on the store at `url` whose names start with
+ * `prefix` (a plain name: letters, digits and underscores).
  */
-export async function storeHas(url: string, name: string): Promise<boolean> {
-  const tables = [name, `${name}_versions`, `${name}_inbox`];
-  if (/^rediss?:\/\//.test(url)) {
-    const c = await createClient({ url }).connect();
-    try {
-      for await (const keys of c.scanIterator({ MATCH: `${name}:*`, COUNT: 1000 }))
-        if (keys.length) return true;
-      return false;
-    } finally {
-      await c.quit();
-    }
-  }
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    try {
-      const { rows } = await c.query('SELECT 1 FROM pg_tables WHERE tablename = ANY($1)', [tables]);
-      return rows.length > 0;
-    } finally {
-      await c.end();
-    }
-  }
-  const c = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
-  try {
-    const [rows] = await c.query(
-      'SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?)',
-      [tables],
-    );
-    return (rows as unknown[]).length > 0;
-  } finally {
-    await c.end();
-  }
-}
-
-/** The demo runs' key spaces on the store (`onceonly_demo_<hex>`). */
-export async function demoKeySpaces(url: string): Promise<Set<string>> {
-  const names = new Set<string>();
-  const add = (found: string) => {
-    const name = /^onceonly_demo_[0-9a-f]{16}/.exec(found)?.[0];
-    if (name) names.add(name);
-  };
+async function namesOnStore(url: string, prefix: string): Promise<string[]> {
+  if (!/^[A-Za-z0-9_]+$/.test(prefix)) throw new Error(`namesOnStore: not a plain name: ${prefix}`);
+  const like = `${prefix.replaceAll('_', '\\_')}%`;
+  const names: string[] = [];
   if (/^(rediss?|valkey):\/\//.test(url)) {
     const c = await createClient({ url: url.replace(/^valkey:/, 'redis:') }).connect();
     try {
-      for await (const keys of c.scanIterator({ MATCH: 'onceonly_demo_*', COUNT: 1000 })) keys.forEach(add);
+      for await (const keys of c.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) names.push(...keys);
     } finally {
       await c.quit();
     }
@@ -76,10 +39,8 @@ export async function demoKeySpaces(url: string): Promise<Set<string>> {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
-      const { rows } = await c.query(
-        "SELECT tablename FROM pg_tables WHERE tablename LIKE 'onceonly\\_demo\\_%'",
-      );
-      for (const row of rows) add(row.tablename);
+      const { rows } = await c.query('SELECT tablename AS t FROM pg_tables WHERE tablename LIKE $1', [like]);
+      for (const row of rows) names.push(row.t);
     } finally {
       await c.end();
     }
@@ -87,12 +48,32 @@ export async function demoKeySpaces(url: string): Promise<Set<string>> {
     const c = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
     try {
       const [rows] = await c.query(
-        "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'onceonly\\_demo\\_%'",
+        'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ?',
+        [like],
       );
-      for (const row of rows as { t: string }[]) add(row.t);
+      for (const row of rows as { t: string }[]) names.push(row.t);
     } finally {
       await c.end();
     }
+  }
+  return names;
+}
+
+/**
+ * Whether anything of the key space `name` is on the store at `url`: any of its three tables on
+ * PostgreSQL or MariaDB, any key under its prefix on Redis.
+ */
+export async function storeHas(url: string, name: string): Promise<boolean> {
+  const ours = new Set([name, `${name}_versions`, `${name}_inbox`]);
+  return (await namesOnStore(url, name)).some((n) => ours.has(n) || n.startsWith(`${name}:`));
+}
+
+/** The demo runs' key spaces on the store (`onceonly_demo_<hex>`). */
+export async function demoKeySpaces(url: string): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const found of await namesOnStore(url, 'onceonly_demo_')) {
+    const name = /^onceonly_demo_[0-9a-f]{16}/.exec(found)?.[0];
+    if (name) names.add(name);
   }
   return names;
 }
