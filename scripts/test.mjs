@@ -86,6 +86,23 @@ for (const dir of Object.keys(workspaces)) {
     install(dir);
 }
 
+/**
+ * What a failed file said about its failure, to print again at the end of the run (CI keeps only
+ * the tail of a long log): the spec reporter's "failing tests" summary, or else the last lines.
+ */
+function failureDetails(output) {
+  const keep = 80;
+  const at = output.lastIndexOf('✖ failing tests:');
+  if (at !== -1) {
+    const lines = output.slice(at).trimEnd().split('\n');
+    return (lines.length > keep ? [...lines.slice(0, keep), '…'] : lines).join('\n');
+  }
+  if (output.trim() === '') return '(it printed nothing)';
+  const lines = output.trimEnd().split('\n');
+  return (lines.length > keep ? ['…', ...lines.slice(-keep)] : lines).join('\n');
+}
+const details = [];
+
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
 const failed = [];
 const timings = [];
@@ -173,6 +190,7 @@ function runFile(file) {
       if (leftOpen) console.log(`⚠ ${file} left a process behind that held its output open`);
       if (problem) {
         failed.push(`${file}: ${problem}`);
+        details.push([file, failureDetails(output)]);
         console.log(`✖ ${file} ${problem}`);
       }
       console.log(`── ${file} (${seconds.toFixed(1)} s)\n`);
@@ -221,6 +239,7 @@ if (overTime) {
   process.exit(1);
 }
 if (failed.length > 0) {
+  for (const [file, text] of details) console.log(`\n=== why ${file} failed\n${text}`);
   console.log(`\nfailed files:\n${failed.map((f) => `  ${f}`).join('\n')}`);
   process.exit(1);
 }
