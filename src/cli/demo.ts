@@ -9,7 +9,7 @@
  * a failure, a delivery failed past 10 s. Inline mode loses every failed event then; the inbox none.
  * `--mode all` runs the three one after another and shows them side by side.
  */
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,7 +46,7 @@ export const demoFlags = {
   'kill-rate': {
     type: 'number',
     default: 0.01,
-    help: 'share of handler runs killed with SIGKILL mid-work (and, when over 0, the first run, so every run has a kill)',
+    help: 'share of handler runs killed with SIGKILL mid-work, one process at a time while all are up (and, when over 0, the first run, so every run has a kill)',
   },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
@@ -102,8 +102,10 @@ export interface DemoReport {
   dead: number;
   /** Inbox: acknowledged events still unsettled once the workers made no progress for 60 s. */
   undrained: number;
-  /** Requests whose connection died with a killed worker (retried by the simulator). */
+  /** Requests whose connection died with a killed worker (retried by a sender that retries). */
   droppedConnections: number;
+  /** Of those, connections refused: no process listening, which the demo's kills never cause. */
+  refusedConnections: number;
   timeouts: number;
   seconds: number;
   /** Inbox: how long the workers took to settle every accepted event after the last answer. */
@@ -253,16 +255,38 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const aborted = new AbortController();
   const listening = new Set<number>();
   const ready = new Set<number>();
+  const live = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && !w.isDead());
+  // A process kills itself only when the primary grants it (see worker.ts): one kill at a time, and
+  // only while every process is up. The chaos is handlers dying mid-work, not the service down: with
+  // every web process dead at once the primary stops listening, and a sender that never retries
+  // loses the deliveries of those seconds to refused connections (on a loaded host, where restarts
+  // are slow, nearly a whole run), none of them having reached a handler.
+  let kill: { id: number; exited: boolean } | undefined;
+  const allUp = () => live().filter((w) => ready.has(w!.id)).length >= workers + inboxWorkers;
+  const isReady = (id: number) => {
+    ready.add(id);
+    if (kill?.exited && allUp()) kill = undefined;
+  };
   const onListening = (w: { id: number }) => {
     listening.add(w.id);
-    ready.add(w.id);
+    isReady(w.id);
   };
-  // An inbox worker process listens on nothing: it says when its worker runs.
-  const onMessage = (w: { id: number }, message: unknown) => {
-    if ((message as { onceonlyWorking?: unknown } | null)?.onceonlyWorking === true) ready.add(w.id);
+  const onMessage = (w: Worker, message: unknown) => {
+    const m = message as { onceonlyWorking?: unknown; onceonlyMayKill?: unknown } | null;
+    // An inbox worker process listens on nothing: it says when its worker runs.
+    if (m?.onceonlyWorking === true) isReady(w.id);
+    if (typeof m?.onceonlyMayKill === 'number') {
+      const granted = kill === undefined && !stopping && allUp();
+      if (granted) kill = { id: w.id, exited: false };
+      // The asking process may be gone already (another of its handlers was granted a kill): the
+      // answer then has no one to reach, and must not end the primary with an EPIPE.
+      if (w.isConnected())
+        w.send({ onceonlyKill: { ask: m.onceonlyMayKill, granted } }, undefined, {}, () => {});
+    }
   };
   const onExit = (w: { id: number }, code: number | null, signal: string | null) => {
     listening.delete(w.id);
+    if (kill?.id === w.id) kill.exited = true;
     if (stopping) return;
     // SIGKILL is the chaos: a restarted worker can be handed queued connections, and killed by one,
     // before the primary hears it listen. Any other death before it was ready would repeat: stop.
@@ -277,7 +301,6 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   cluster.on('listening', onListening);
   cluster.on('message', onMessage);
   cluster.on('exit', onExit);
-  const live = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined && !w.isDead());
   const stopAll = async () => {
     stopping = true;
     ports.detach();
@@ -487,6 +510,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     dead,
     undrained,
     droppedConnections: sim.dropped,
+    refusedConnections: sim.refused,
     timeouts: sim.timeouts,
     seconds: Math.round(sim.seconds * 10) / 10,
     drainSeconds,
@@ -538,6 +562,7 @@ function rows(r: DemoReport): [string, number, boolean][] {
     ],
     ['workers killed mid-handler', r.workersKilled, true],
     ['connections refused or dropped (worker down)', r.droppedConnections, true],
+    ['  of which refused (no process listening)', r.refusedConnections, r.refusedConnections > 0],
     ['takeovers after a crash', r.takeoversAfterCrash, true],
     ['retries after a failed run (attempt + 1)', r.retriesAfterFailure, true],
     ['leases lost to a stall (reported)', r.leasesLost, true],

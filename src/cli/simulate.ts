@@ -48,7 +48,10 @@ export interface SimulateReport {
   /** Answers that carried an `Onceonly-Outcome` header. */
   withOutcomeHeader: number;
   timeouts: number;
+  /** Requests whose connection failed: refused, reset, or closed before the answer. */
   dropped: number;
+  /** Of `dropped`, the connections refused: nothing listening on the port. */
+  refused: number;
   retries: number;
   seconds: number;
   eventIds: string[];
@@ -71,6 +74,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
     withOutcomeHeader: 0,
     timeouts: 0,
     dropped: 0,
+    refused: 0,
     retries: 0,
     seconds: 0,
     eventIds: [],
@@ -133,6 +137,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
         if ((error as Error).name === 'TimeoutError') report.timeouts++;
         else {
           report.dropped++;
+          if ((error as { cause?: { code?: unknown } }).cause?.code === 'ECONNREFUSED') report.refused++;
         }
       } finally {
         clearTimeout(timer);

@@ -95,6 +95,24 @@ async function storedEventId(
   }
 }
 
+// The primary grants kills one at a time and only while every process is up (see demo.ts).
+let asks = 0;
+const asked = new Map<number, (granted: boolean) => void>();
+process.on('message', (message: unknown) => {
+  const answer = (message as { onceonlyKill?: { ask?: unknown; granted?: unknown } } | null)?.onceonlyKill;
+  if (typeof answer?.ask !== 'number') return;
+  asked.get(answer.ask)?.(answer.granted === true);
+  asked.delete(answer.ask);
+});
+function mayKill(): Promise<boolean> {
+  if (!process.send) return Promise.resolve(true);
+  const ask = ++asks;
+  return new Promise((resolve) => {
+    asked.set(ask, resolve);
+    process.send!({ onceonlyMayKill: ask });
+  });
+}
+
 async function crash(): Promise<never> {
   while (unconfirmed.size > 0) await sleep(1);
   process.kill(process.pid, 'SIGKILL');
@@ -135,7 +153,8 @@ const receiver = createReceiver({
     if (killFirst || dice < killRate) {
       killFirst = false;
       await sleep(Math.random() * 20);
-      await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
+      // Refused (another process is down or going down): this run throws instead, as below.
+      if (await mayKill()) await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
     }
     if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
     if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);

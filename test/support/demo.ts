@@ -20,6 +20,7 @@ export interface DemoRunReport {
   deliveriesFailed: number;
   handlerFailures: number;
   droppedConnections: number;
+  refusedConnections: number;
   accepted: number;
   dead: number;
   undrained: number;
