@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { after, before, describe, it, mock } from 'node:test';
 import { Redis } from 'ioredis';
@@ -10,6 +10,7 @@ import { reachable, servers } from '../../test/support/servers.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { Lease } from '../lease/types.js';
 import { runConformance } from '../testing/index.js';
+import { CONFIRM, CONFIRM_HELD } from './redis/scripts.js';
 import { type IoRedisLike, type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';
 
 /** node-redis 4, installed under the alias `redis4`: the peer range (`redis: >=4`) is what is tested. */
@@ -94,6 +95,74 @@ if (
   });
 
   describe('redisStore on the Redis server', () => {
+    it('confirms on Redis 7 by comparing the whole value the claim wrote, in the smallest script; anything else goes to the confirm script', async () => {
+      // Prepare: every command sent, with its arguments; the scripts named by their SHA1 (an EVAL
+      // after NOSCRIPT on a fresh server counts as the same run). `other` (same keys, not recorded)
+      // reads and plays the competing owner.
+      const calls: string[][] = [];
+      const rewrite = (args: string[]) => {
+        calls.push(args);
+        return args;
+      };
+      const client = recording(nodeRedis, [], { rewrite });
+      const store = redisStore({ client, prefix: `${prefix}held:`, checkEvictionPolicy: false });
+      const other = redisStore({ client: nodeRedis, prefix: `${prefix}held:`, checkEvictionPolicy: false });
+      const sha = (body: string) => createHash('sha1').update(body).digest('hex');
+      const HELD = sha(CONFIRM_HELD);
+      const FULL = sha(CONFIRM);
+      const scriptsRun = () => {
+        const run: string[] = [];
+        for (const args of calls.splice(0)) {
+          if (args[0] === 'EVALSHA') run.push(args[1]!);
+          else if (args[0] === 'EVAL' && run.at(-1) !== sha(args[1]!)) run.push(sha(args[1]!));
+        }
+        return run;
+      };
+      const claimed = async (key: string) => {
+        const lease = acquired(await store.claim(key, { leaseMs: LONG, fingerprint: 'f' }));
+        const set = calls.find((args) => args[0] === 'SET' && args.includes('NX'))!;
+        calls.splice(0);
+        return { lease, key: set[1]!, value: set[2]! };
+      };
+
+      // Act, Assess: the common confirm is one run of the small script, sent the claim's whole value.
+      const first = await claimed('held-1');
+      assert.equal(await store.confirm(first.lease, { retentionMs: LONG }), true);
+      const confirm = calls.filter((args) => args[0] === 'EVALSHA' || args[0] === 'EVAL');
+      assert.deepEqual(scriptsRun(), [HELD]);
+      assert.equal(confirm.at(-1)![4], first.value, 'ARGV[1] is the value the claim wrote');
+      assert.equal((await other.inspect('held-1'))?.state, 'completed');
+      // Repeated: the key holds the completed value now; the confirm script finds its own id.
+      assert.equal(await store.confirm(first.lease, { retentionMs: LONG }), true);
+      assert.deepEqual(scriptsRun(), [FULL]);
+
+      // The key gone before the confirm: the small script refuses, the confirm script writes the key
+      // completed all the same (invariant 3: the work is done, a retry must see a duplicate).
+      const gone = await claimed('held-2');
+      await nodeRedis.del(gone.key);
+      assert.equal(await store.confirm(gone.lease, { retentionMs: LONG }), true);
+      assert.deepEqual(scriptsRun(), [HELD, FULL]);
+      assert.equal((await other.inspect('held-2'))?.state, 'completed');
+
+      // Released elsewhere and taken over by another owner: both scripts refuse; the new owner stands.
+      const lost = await claimed('held-3');
+      assert.equal(await other.release(lost.lease), true);
+      const taker = acquired(await other.claim('held-3', { leaseMs: LONG }));
+      assert.equal(await store.confirm(lost.lease, { retentionMs: LONG }), false);
+      assert.deepEqual(scriptsRun(), [HELD, FULL]);
+      const view = await other.inspect('held-3');
+      assert.equal(view?.state, 'processing');
+      assert.equal(view?.attempt, taker.attempt);
+
+      // Renewed: the key no longer holds the claim's value, so the confirm goes to the script alone.
+      const renewed = await claimed('held-4');
+      assert.equal(await store.extend(renewed.lease, { leaseMs: LONG }), true);
+      calls.splice(0);
+      assert.equal(await store.confirm(renewed.lease, { retentionMs: LONG }), true);
+      assert.deepEqual(scriptsRun(), [FULL]);
+      assert.equal((await other.inspect('held-4'))?.state, 'completed');
+    });
+
     it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];

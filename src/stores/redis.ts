@@ -21,7 +21,7 @@ import {
   type Store,
 } from '../lease/types.js';
 import { type InboxWire, redisInbox } from './redis/inbox.js';
-import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
+import { ADVANCE, CLAIM, CONFIRM, CONFIRM_HELD, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
 
 /**
  * The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`,
@@ -204,6 +204,7 @@ function script(body: string): Script {
 const scripts = {
   claim: script(CLAIM),
   confirm: script(CONFIRM),
+  confirmHeld: script(CONFIRM_HELD),
   release: script(RELEASE),
   extend: script(EXTEND),
   record: script(RECORD),
@@ -446,10 +447,10 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   // Native compare-and-set (`SET ... IFEQ`: Valkey 8.1+, Redis 8.4+), asked of the server once, with
   // the first claim (or after the first answer to anything else): until it answers, and on a server
-  // without it, confirm runs the Lua script.
-  // With it, a confirm is one plain SET that completes the key only if it still holds exactly the
-  // value this lease's claim wrote (kept per lease here); any other value (renewed, taken over,
-  // confirmed already, gone) goes to the script, which decides as before.
+  // without it, confirm runs its Lua twin (CONFIRM_HELD).
+  // Either way a confirm completes the key only if it still holds exactly the value this lease's
+  // claim wrote (kept per lease here); any other value (renewed, taken over, confirmed already,
+  // gone) goes to the confirm script, which decides as before.
   // The answer holds for the connection it came on: after a reconnect (a failover may reach another
   // server, or a proxy in front of one) the server is asked again, and confirms run the script
   // until it answers.
@@ -707,7 +708,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         fingerprint,
         expiresAt: new Date(expiresAt),
       });
-      if (nativeCas !== false) written.set(lease, value);
+      written.set(lease, value);
       return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
@@ -739,7 +740,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (status === 1) {
       const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
       // What the script wrote, field for field.
-      if (nativeCas !== false) written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
+      written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
       return { status: 'acquired', lease: acquired };
     }
     if (status === 2) {
@@ -874,8 +875,14 @@ export function redisStore(options: RedisStoreOptions): Store {
       const retention = String(duration(retentionMs, 'retentionMs'));
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
-      const held = casAnswer() === true ? written.get(lease) : undefined;
-      if (held !== undefined) {
+      const held = written.get(lease);
+      if (held !== undefined && casAnswer() !== true) {
+        // Redis 7 (or not known yet): the same comparison in the smallest script.
+        if (Number(await call('confirm', scripts.confirmHeld, key, [held, done, retention])) === 1) {
+          written.delete(lease);
+          return true;
+        }
+      } else if (held !== undefined) {
         // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
         try {
           if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') {

@@ -85,6 +85,22 @@ return 1
 `;
 
 /**
+ * ARGV: the exact value this lease's claim wrote, the completed value, retentionMs. Returns 1
+ * confirmed, 0 the key holds anything else (renewed, taken over, released, confirmed, gone), which
+ * the caller then hands to CONFIRM. The Lua twin of `SET ... IFEQ` for Redis 7: the claim's value
+ * holds the owner's random id, so holding it byte for byte means ours and untouched since. One
+ * comparison of two strings, where CONFIRM picks the value apart: the common confirm, run once per
+ * processed event, costs the server about a fifth less (bench/redis.md).
+ */
+export const CONFIRM_HELD = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+`;
+
+/**
  * ARGV: owner id. Releases a processing record we own: no owner (empty token), the lease ends now,
  * and the key lives on for its grace with its attempt and fingerprint. A completed key cannot be
  * released.
