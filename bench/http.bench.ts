@@ -35,7 +35,8 @@ async function start(framework: Framework, variant: Variant): Promise<{ child: C
     fileURLToPath(new URL('./support/http-server.ts', import.meta.url)),
     [framework, variant, prefix],
     {
-      execArgv: ['--import', 'tsx'],
+      // BENCH_SERVER_ARGS: more node flags for the servers (--cpu-prof --cpu-prof-dir=<dir> to profile them).
+      execArgv: ['--import', 'tsx', ...(process.env.BENCH_SERVER_ARGS?.split(' ').filter(Boolean) ?? [])],
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     },
   );
@@ -212,7 +213,7 @@ for (const framework of frameworks) {
     console.log(line);
     lines.push(line);
   } finally {
-    for (const s of Object.values(servers)) s.child.kill();
+    for (const s of Object.values(servers)) s.child.kill('SIGINT'); // the server exits through process.exit (a --cpu-prof is written)
   }
 }
 

@@ -232,15 +232,13 @@ console.log(
   `\n${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ` +
     `${totals.cancelled} cancelled, ${totals.skipped} skipped, ${totals.todo} todo, in ${wall} s`,
 );
+for (const [file, text] of details) console.log(`\n=== why ${file} failed\n${text}`);
+if (failed.length > 0) console.log(`\nfailed files:\n${failed.map((f) => `  ${f}`).join('\n')}`);
 if (overTime) {
   const unstarted = files.slice(next);
   console.log(`\nthe run passed its ${totalTimeout / 1000} s budget (TEST_TOTAL_TIMEOUT_MS)`);
   if (unstarted.length > 0) console.log(`never started:\n${unstarted.map((f) => `  ${f}`).join('\n')}`);
   process.exit(1);
 }
-if (failed.length > 0) {
-  for (const [file, text] of details) console.log(`\n=== why ${file} failed\n${text}`);
-  console.log(`\nfailed files:\n${failed.map((f) => `  ${f}`).join('\n')}`);
-  process.exit(1);
-}
+if (failed.length > 0) process.exit(1);
 if (totals.fail + totals.cancelled > 0) process.exit(1);

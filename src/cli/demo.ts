@@ -104,7 +104,10 @@ export interface DemoReport {
   undrained: number;
   /** Requests whose connection died with a killed worker (retried by a sender that retries). */
   droppedConnections: number;
-  /** Of those, connections refused: no process listening, which the demo's kills never cause. */
+  /**
+   * Of those, connections refused: no process listening. The demo kills one process at a time while
+   * the others are up, so only a run with one web process (`--workers 1`) has them.
+   */
   refusedConnections: number;
   timeouts: number;
   seconds: number;

@@ -100,9 +100,11 @@ if (
       // after NOSCRIPT on a fresh server counts as the same run). `other` (same keys, not recorded)
       // reads and plays the competing owner.
       const calls: string[][] = [];
+      // The server is made to refuse SET ... IFEQ (as Redis 7 does, whatever ONCEONLY_REDIS_URL runs),
+      // so the store confirms by script.
       const rewrite = (args: string[]) => {
         calls.push(args);
-        return args;
+        return args.map((arg) => (arg === 'IFEQ' ? 'IFEQ-UNKNOWN' : arg));
       };
       const client = recording(nodeRedis, [], { rewrite });
       const store = redisStore({ client, prefix: `${prefix}held:`, checkEvictionPolicy: false });
