@@ -46,7 +46,7 @@ export const demoFlags = {
   'kill-rate': {
     type: 'number',
     default: 0.01,
-    help: 'share of handler runs killed with SIGKILL mid-work, one process at a time while all are up (and, when over 0, the first run, so every run has a kill)',
+    help: 'share of handler runs killed with SIGKILL mid-work, one process at a time while all are up (a kill refused meanwhile is a throw instead; when over 0, the first run is killed too, so every run has a kill)',
   },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
