@@ -12,6 +12,7 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { CachePersistenceLayer } from '@aws-lambda-powertools/idempotency/cache';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { CONFIRM_HELD } from '../dist/stores/redis/scripts.js';
 // The built package, as users run it (tsx's transform of the sources adds work to every closure).
 import { redisStore } from '../dist/stores/redis.js';
 import { type RedisInstance, startRedisInstance } from '../test/support/redis-instance.js';
@@ -85,12 +86,11 @@ const rawPair = (redis: typeof client) => async (eventId: string) => {
 };
 
 /**
- * The floor of any owner-checked confirm on Redis 7 (no SET ... IFEQ): the raw claim, then a minimal
- * script that compares the key with the owner's value and only then writes it done. Constant values,
- * no fingerprint, no takeover: what the store's confirm cannot go below.
+ * The floor of any owner-checked confirm on Redis 7 (no SET ... IFEQ): the raw claim, then the
+ * store's own compare-and-set script (GET compared with the owner's value, and only then SET) sent
+ * short constant values: no token, no fingerprint, no takeover. What the store's confirm cannot go below.
  */
-const FLOOR_CONFIRM = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`;
-const floorSha = String(await client.scriptLoad(FLOOR_CONFIRM));
+const floorSha = String(await client.scriptLoad(CONFIRM_HELD));
 const floorPair = async (eventId: string) => {
   const key = `${run}:floor:${eventId}`;
   const won = await client.sendCommand(['SET', key, 'owner', 'NX', 'PX', String(leaseMs)]);
@@ -201,16 +201,16 @@ if (sample !== 'done') throw new Error('raw contender did not complete');
 if ((await onceonly.inspect('r0:0'))?.state !== 'completed') throw new Error('store did not complete');
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-/** The median over rounds of a's rate over b's in the same round (paired: the same slices of time). */
-const ratio = (a: string, b: string) => {
-  const ra = results.get(a)!;
+/** Each round's own ratio of a's rate over b's (paired: the same slices of time). */
+const roundRatios = (a: string, b: string) => {
   const rb = results.get(b)!;
-  return median(ra.map((rate, i) => rate / rb[i]!));
+  return results.get(a)!.map((rate, i) => rate / rb[i]!);
 };
-/** The spread of that ratio over the rounds, as "min-max". */
+/** The median over rounds of that ratio. */
+const ratio = (a: string, b: string) => median(roundRatios(a, b));
+/** Its spread over the rounds, as "min-max". */
 const spread = (a: string, b: string) => {
-  const rb = results.get(b)!;
-  const rs = results.get(a)!.map((rate, i) => rate / rb[i]!);
+  const rs = roundRatios(a, b);
   return `${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}`;
 };
 const RAW = contenders[0]!.name;

@@ -266,18 +266,18 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   // are slow, nearly a whole run), none of them having reached a handler.
   let kill: { id: number; exited: boolean } | undefined;
   const allUp = () => live().filter((w) => ready.has(w!.id)).length >= workers + inboxWorkers;
-  const isReady = (id: number) => {
+  const markReady = (id: number) => {
     ready.add(id);
     if (kill?.exited && allUp()) kill = undefined;
   };
   const onListening = (w: { id: number }) => {
     listening.add(w.id);
-    isReady(w.id);
+    markReady(w.id);
   };
   const onMessage = (w: Worker, message: unknown) => {
     const m = message as { onceonlyWorking?: unknown; onceonlyMayKill?: unknown } | null;
     // An inbox worker process listens on nothing: it says when its worker runs.
-    if (m?.onceonlyWorking === true) isReady(w.id);
+    if (m?.onceonlyWorking === true) markReady(w.id);
     if (typeof m?.onceonlyMayKill === 'number') {
       const granted = kill === undefined && !stopping && allUp();
       if (granted) kill = { id: w.id, exited: false };

@@ -796,6 +796,30 @@ export function redisStore(options: RedisStoreOptions): Store {
     };
   }
 
+  /**
+   * Writes the key completed only if it holds exactly `held` (what a lease's claim wrote): one
+   * `SET ... IFEQ` where the server has it, else its Lua twin, the smallest script (Redis 7, or not
+   * known yet). False when the key holds anything else, or the server refused `IFEQ`.
+   */
+  async function completeIfHeld(
+    key: string,
+    done: string,
+    held: string,
+    retention: string,
+  ): Promise<boolean> {
+    if (casAnswer() !== true)
+      return Number(await call('confirm', scripts.confirmHeld, key, [held, done, retention])) === 1;
+    try {
+      return String(await wire.setIfEq(key, done, held, retention)) === 'OK';
+    } catch (err) {
+      // The server refused it: the script gives the answer (or the error) it always gave. A node
+      // without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
+      if (!serverError(err)) throw failure('confirm', err);
+      if (/syntax/i.test((err as Error).message)) nativeCas = false;
+      return false;
+    }
+  }
+
   /** How long the key outlives its lease: the claim's retentionMs, else leaseGrace (at least the lease). */
   function grace(leaseMs: number, retentionMs: number | undefined): number {
     if (retentionMs !== undefined) return duration(retentionMs, 'retentionMs');
@@ -876,26 +900,11 @@ export function redisStore(options: RedisStoreOptions): Store {
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
       const held = written.get(lease);
-      if (held !== undefined && casAnswer() !== true) {
-        // Redis 7 (or not known yet): the same comparison in the smallest script.
-        if (Number(await call('confirm', scripts.confirmHeld, key, [held, done, retention])) === 1) {
-          written.delete(lease);
-          return true;
-        }
-      } else if (held !== undefined) {
-        // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
-        try {
-          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') {
-            // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
-            written.delete(lease);
-            return true;
-          }
-        } catch (err) {
-          // The server refused it: the script gives the answer (or the error) it always gave. A
-          // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
-          if (!serverError(err)) throw failure('confirm', err);
-          if (/syntax/i.test((err as Error).message)) nativeCas = false;
-        }
+      // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
+      if (held !== undefined && (await completeIfHeld(key, done, held, retention))) {
+        // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
+        written.delete(lease);
+        return true;
       }
       return Number(await call('confirm', scripts.confirm, key, [id, done, retention])) === 1;
     },

@@ -8,8 +8,8 @@
  * writes outside the store. Inline mode loses every failed event; inbox and hybrid lose none and
  * apply none twice, and an event is dead only after `--max-attempts` runs (the last one failed).
  *
- * Size: INBOX_CHAOS_EVENTS (default 80 per mode; issue 11's full run is 2000). A store is one line
- * of STORES.
+ * Size: INBOX_CHAOS_EVENTS (default 80 per mode; issue 11's full run is 2000). The stores are the
+ * shared servers and SQLite (see storeOf).
  */
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,8 +22,17 @@ import { dropStore } from '../../support/drop-store.js';
 import { sharedStores } from '../../support/probes.js';
 import { reachable } from '../../support/servers.js';
 
-// SQLite's file is made when its suite runs (see below).
-const STORES: [string, string, () => Promise<unknown>][] = [...sharedStores, ['SQLite', '', async () => {}]];
+/**
+ * A store of the suite, by label: one of the shared servers, or SQLite on a file of its own made
+ * now and removed after the suite (one file that every web and worker process opens: several
+ * processes on one host).
+ */
+function storeOf(label: string): readonly [string, string, () => Promise<unknown>] | undefined {
+  if (label !== 'SQLite') return sharedStores.find(([shared]) => shared === label);
+  const dir = mkdtempSync(join(tmpdir(), 'onceonly-inbox-chaos-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return ['SQLite', join(dir, 'inbox.db'), async () => {}];
+}
 
 const EVENTS = Number(process.env.INBOX_CHAOS_EVENTS ?? 80);
 const MAX_ATTEMPTS = 6;
@@ -56,16 +65,9 @@ function recount(report: DemoRunReport) {
 
 /** The chaos suite on one store (one test file per store, so the files run side by side). */
 export async function inboxChaosSuite(store: string): Promise<void> {
-  const found = STORES.find(([label]) => label === store);
+  const found = storeOf(store);
   if (!found) throw new Error(`no inbox chaos store ${store}`);
-  const [label, shared, probe] = found;
-  let url = shared;
-  if (label === 'SQLite') {
-    // One file that every web and worker process opens (several processes on one host), gone after.
-    const dir = mkdtempSync(join(tmpdir(), 'onceonly-inbox-chaos-'));
-    url = join(dir, 'inbox.db');
-    after(() => rmSync(dir, { recursive: true, force: true }));
-  }
+  const [label, url, probe] = found;
   if (!(await reachable(`inbox chaos on ${label}`, url, probe))) return;
   // Each run keeps its ledger (--keep) for the recount; its key space on the store goes at once.
   const demo = async (args: string[]) => {
