@@ -12,7 +12,6 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { CachePersistenceLayer } from '@aws-lambda-powertools/idempotency/cache';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { CONFIRM_HELD } from '../dist/stores/redis/scripts.js';
 // The built package, as users run it (tsx's transform of the sources adds work to every closure).
 import { redisStore } from '../dist/stores/redis.js';
 import { type RedisInstance, startRedisInstance } from '../test/support/redis-instance.js';
@@ -86,11 +85,12 @@ const rawPair = (redis: typeof client) => async (eventId: string) => {
 };
 
 /**
- * The floor of any owner-checked confirm on Redis 7 (no SET ... IFEQ): the raw claim, then the
- * store's own compare-and-set script (GET compared with the owner's value, and only then SET) sent
- * short constant values: no token, no fingerprint, no takeover. What the store's confirm cannot go below.
+ * The floor of any owner-checked confirm on Redis 7 (no SET ... IFEQ): the raw claim, then a minimal
+ * script that compares the key with the owner's value and only then writes it done. Constant values,
+ * no fingerprint, no takeover: what the store's confirm cannot go below.
  */
-const floorSha = String(await client.scriptLoad(CONFIRM_HELD));
+const FLOOR_CONFIRM = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`;
+const floorSha = String(await client.scriptLoad(FLOOR_CONFIRM));
 const floorPair = async (eventId: string) => {
   const key = `${run}:floor:${eventId}`;
   const won = await client.sendCommand(['SET', key, 'owner', 'NX', 'PX', String(leaseMs)]);

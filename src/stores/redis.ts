@@ -21,7 +21,7 @@ import {
   type Store,
 } from '../lease/types.js';
 import { type InboxWire, redisInbox } from './redis/inbox.js';
-import { ADVANCE, CLAIM, CONFIRM, CONFIRM_HELD, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
+import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
 
 /**
  * The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`,
@@ -204,7 +204,6 @@ function script(body: string): Script {
 const scripts = {
   claim: script(CLAIM),
   confirm: script(CONFIRM),
-  confirmHeld: script(CONFIRM_HELD),
   release: script(RELEASE),
   extend: script(EXTEND),
   record: script(RECORD),
@@ -447,10 +446,10 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   // Native compare-and-set (`SET ... IFEQ`: Valkey 8.1+, Redis 8.4+), asked of the server once, with
   // the first claim (or after the first answer to anything else): until it answers, and on a server
-  // without it, confirm runs its Lua twin (CONFIRM_HELD).
-  // Either way a confirm completes the key only if it still holds exactly the value this lease's
-  // claim wrote (kept per lease here); any other value (renewed, taken over, confirmed already,
-  // gone) goes to the confirm script, which decides as before.
+  // without it, confirm runs the Lua script, which makes the same comparison first.
+  // With it, a confirm is one plain SET that completes the key only if it still holds exactly the
+  // value this lease's claim wrote (kept per lease here); any other value (renewed, taken over,
+  // confirmed already, gone) goes to the script, which decides as before.
   // The answer holds for the connection it came on: after a reconnect (a failover may reach another
   // server, or a proxy in front of one) the server is asked again, and confirms run the script
   // until it answers.
@@ -796,30 +795,6 @@ export function redisStore(options: RedisStoreOptions): Store {
     };
   }
 
-  /**
-   * Writes the key completed only if it holds exactly `held` (what a lease's claim wrote): one
-   * `SET ... IFEQ` where the server has it, else its Lua twin, the smallest script (Redis 7, or not
-   * known yet). False when the key holds anything else, or the server refused `IFEQ`.
-   */
-  async function completeIfHeld(
-    key: string,
-    done: string,
-    held: string,
-    retention: string,
-  ): Promise<boolean> {
-    if (casAnswer() !== true)
-      return Number(await call('confirm', scripts.confirmHeld, key, [held, done, retention])) === 1;
-    try {
-      return String(await wire.setIfEq(key, done, held, retention)) === 'OK';
-    } catch (err) {
-      // The server refused it: the script gives the answer (or the error) it always gave. A node
-      // without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
-      if (!serverError(err)) throw failure('confirm', err);
-      if (/syntax/i.test((err as Error).message)) nativeCas = false;
-      return false;
-    }
-  }
-
   /** How long the key outlives its lease: the claim's retentionMs, else leaseGrace (at least the lease). */
   function grace(leaseMs: number, retentionMs: number | undefined): number {
     if (retentionMs !== undefined) return duration(retentionMs, 'retentionMs');
@@ -900,13 +875,27 @@ export function redisStore(options: RedisStoreOptions): Store {
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
       const held = written.get(lease);
-      // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
-      if (held !== undefined && (await completeIfHeld(key, done, held, retention))) {
-        // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
-        written.delete(lease);
-        return true;
+      if (held !== undefined && casAnswer() === true) {
+        // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
+        try {
+          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') {
+            // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
+            written.delete(lease);
+            return true;
+          }
+        } catch (err) {
+          // The server refused it: the script gives the answer (or the error) it always gave. A
+          // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
+          if (!serverError(err)) throw failure('confirm', err);
+          if (/syntax/i.test((err as Error).message)) nativeCas = false;
+        }
       }
-      return Number(await call('confirm', scripts.confirm, key, [id, done, retention])) === 1;
+      // On Redis 7 the script makes that comparison itself, in the same call (one command, sent
+      // while the lease is live); past a native miss it decides by the owner id.
+      const args = held === undefined ? [id, done, retention] : [id, done, retention, held];
+      const confirmed = Number(await call('confirm', scripts.confirm, key, args)) === 1;
+      if (confirmed) written.delete(lease);
+      return confirmed;
     },
 
     async release(lease: Lease): Promise<boolean> {

@@ -65,15 +65,20 @@ return {1, nextAttempt, expiry(key) - tonumber(grace)}
 
 /**
  * ARGV: owner id, the completed value (`c|id|attempt|0|retentionMs|fingerprint field`, built by the
- * caller), retentionMs. Returns 1 confirmed, 0 another owner holds it. Writes the key completed when
- * it vanished (invariant 3): the work is done, a retry must see a duplicate. A repeated confirm by
- * the same owner finds its own id on the completed record. The owner check compares bytes in place
- * (no pattern): this runs once per processed event. The id is followed by the field separator, or
- * by `.` and the lease end the claim wrote. The caller never sends an empty id, nor one with `|` or `.`.
+ * caller), retentionMs, and (when the caller kept it) the exact value this lease's claim wrote.
+ * Returns 1 confirmed, 0 another owner holds it. Writes the key completed when it vanished
+ * (invariant 3): the work is done, a retry must see a duplicate. A key still holding the claim's
+ * value byte for byte is ours and untouched since (it carries the owner's random id): one string
+ * comparison, the Lua twin of `SET ... IFEQ`, which is the common confirm, run once per processed
+ * event. Anything else (renewed, taken over, released, confirmed already) is checked by the owner
+ * id, in the same call: a confirm is one command, sent while the lease is live. A repeated confirm
+ * by the same owner finds its own id on the completed record. The owner check compares bytes in
+ * place (no pattern). The id is followed by the field separator, or by `.` and the lease end the
+ * claim wrote. The caller never sends an empty id, nor one with `|` or `.`.
  */
 export const CONFIRM = `
 local value = redis.call('GET', KEYS[1])
-if value then
+if value and value ~= ARGV[4] then
   local state, id = string.byte(value, 1), ARGV[1]
   local after = string.byte(value, 3 + #id)
   if (state ~= 112 and state ~= 99) or string.byte(value, 2) ~= 124 or string.sub(value, 3, 2 + #id) ~= id or (after ~= 124 and after ~= 46) then
@@ -82,22 +87,6 @@ if value then
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
-`;
-
-/**
- * ARGV: the exact value this lease's claim wrote, the completed value, retentionMs. Returns 1
- * confirmed, 0 the key holds anything else (renewed, taken over, released, confirmed, gone), which
- * the caller then hands to CONFIRM. The Lua twin of `SET ... IFEQ` for Redis 7: the claim's value
- * holds the owner's random id, so holding it byte for byte means ours and untouched since. One
- * comparison of two strings, where CONFIRM picks the value apart: the common confirm, run once per
- * processed event, costs the server about a fifth less (bench/redis.md).
- */
-export const CONFIRM_HELD = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return 1
-end
-return 0
 `;
 
 /**
