@@ -4,7 +4,7 @@
  */
 import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
 import { type TelemetryRun, timedPhase } from './telemetry.js';
-import { callDeadlineMs, sleep, type Tick, wheel, withDeadline } from './timers.js';
+import { callDeadlineMs, confirmMarginMs, sleep, type Tick, wheel, withDeadline } from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
 
 /** What the work receives. */
@@ -59,14 +59,6 @@ const CONFIRM_BACKOFF_MS = [25, 100, 400];
  */
 function lateConfirmCapMs(leaseMs: number): number {
   return Math.min(1_000, Math.max(50, Math.floor(leaseMs / 20)));
-}
-
-/**
- * How long before the lease's end the last confirm retry may still be sent: room for the call to
- * reach the store and for the two clocks' rates to differ. A tenth of the lease, within 100 ms–1 s.
- */
-export function confirmMarginMs(leaseMs: number): number {
-  return Math.min(1_000, Math.max(100, Math.floor(leaseMs / 10)));
 }
 
 /**

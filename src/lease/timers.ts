@@ -188,6 +188,15 @@ export function markSettlesInline<S extends LeaseMethods>(store: S): S {
 }
 
 /**
+ * How long before the lease's end the last confirm retry may still be sent (by the engine, or a store's
+ * own second command): room for the call to
+ * reach the store and for the two clocks' rates to differ. A tenth of the lease, within 100 ms–1 s.
+ */
+export function confirmMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.max(100, Math.floor(leaseMs / 10)));
+}
+
+/**
  * The deadline for a call of `method` on `store`: `storeTimeoutMs`, or none (`Infinity`) for a
  * store marked by {@link markSettlesInline} whose `method` is still its own (a test that swaps one
  * in for a hanging stub gets the deadline back, from that call on).

@@ -9,6 +9,7 @@ import { newToken } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import type { HealthCheck, StoreHealth } from '../lease/health.js';
 import { storeKey } from '../lease/keys.js';
+import { confirmMarginMs } from '../lease/timers.js';
 import {
   assertVersion,
   type Claim,
@@ -192,6 +193,30 @@ function ownerId(token: string): string | undefined {
   return id === '' || id.includes('|') ? undefined : id;
 }
 
+/**
+ * What `owned` says of the value a native confirm's SET found instead of the claim's: true when
+ * that was the claim's own value (the SET completed it) or the owner's completed record (a repeated
+ * confirm); undefined when it is the owner's lease renewed (a second command decides); false for
+ * anything else (another owner, a released record, a value onceonly did not write), as the script.
+ */
+function owned(was: string, id: string, claimed: string): boolean | undefined {
+  if (was === claimed) return true;
+  const state = was[0];
+  const after = was[2 + id.length];
+  if ((state !== 'p' && state !== 'c') || was[1] !== '|' || !was.startsWith(id, 2)) return false;
+  if (after !== '|' && after !== '.') return false;
+  return state === 'c' ? true : undefined;
+}
+
+/** What a lease's claim wrote, and until when (monotonic clock) a second command may be sent for it. */
+interface Written {
+  value: string;
+  bound: number;
+}
+
+/** A native confirm the server refused: the script answers instead. */
+const REFUSED = Symbol('refused');
+
 interface Script {
   body: string;
   sha: string;
@@ -228,9 +253,10 @@ interface Wire extends InboxWire {
   pttl(key: string): Promise<unknown>;
   /**
    * `SET key value IFEQ expected PX px` (Valkey 8.1+, Redis 8.4+): `OK` when the key held exactly
-   * `expected`, else null; a server without IFEQ answers a syntax error.
+   * `expected`, else null; a server without IFEQ answers a syntax error. With `get`, the same SET
+   * with GET: the value the key held (set only if that was `expected`), or null when it had none.
    */
-  setIfEq(key: string, value: string, expected: string, px: string): Promise<unknown>;
+  setIfEq(key: string, value: string, expected: string, px: string, get?: boolean): Promise<unknown>;
   /** A Redis Cluster client: its nodes' clocks are several, and `TIME` reads one of them. */
   readonly cluster: boolean;
 }
@@ -309,7 +335,8 @@ function adapt(client: RedisClientLike): Wire {
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
       pttl: (key) => send(key, ['PTTL', key]),
-      setIfEq: (key, value, expected, px) => send(key, ['SET', key, value, 'IFEQ', expected, 'PX', px]),
+      setIfEq: (key, value, expected, px, get) =>
+        send(key, ['SET', key, value, 'IFEQ', expected, 'PX', px, ...(get ? ['GET'] : [])]),
       script: (s, keys, args) =>
         sendBuffers(keys[0]!, ['EVALSHA', s.sha, String(keys.length), ...keys, ...args]).catch(
           (err: unknown) => {
@@ -329,8 +356,12 @@ function adapt(client: RedisClientLike): Wire {
       setNx: (key, value, px) => attempt(() => c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => attempt(() => c.call('TIME')),
       pttl: (key) => attempt(() => c.call('PTTL', key)),
-      setIfEq: (key, value, expected, px) =>
-        attempt(() => c.call('SET', key, value, 'IFEQ', expected, 'PX', px)),
+      setIfEq: (key, value, expected, px, get) =>
+        attempt(() =>
+          get
+            ? c.call('SET', key, value, 'IFEQ', expected, 'PX', px, 'GET')
+            : c.call('SET', key, value, 'IFEQ', expected, 'PX', px),
+        ),
       script: async (s, keys, args) => {
         if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
         try {
@@ -448,8 +479,9 @@ export function redisStore(options: RedisStoreOptions): Store {
   // the first claim (or after the first answer to anything else): until it answers, and on a server
   // without it, confirm runs the Lua script, which makes the same comparison first.
   // With it, a confirm is one plain SET that completes the key only if it still holds exactly the
-  // value this lease's claim wrote (kept per lease here); any other value (renewed, taken over,
-  // confirmed already, gone) goes to the script, which decides as before.
+  // value this lease's claim wrote (kept per lease here), and answers what the key held: any other
+  // value is decided from that answer (taken over, released, confirmed already), or by the script
+  // while the lease is surely live (gone, renewed).
   // The answer holds for the connection it came on: after a reconnect (a failover may reach another
   // server, or a proxy in front of one) the server is asked again, and confirms run the script
   // until it answers.
@@ -457,7 +489,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   let casProbe: Promise<void> | undefined;
   let casRetryAt = 0;
   let casConnection = 0;
-  const written = new WeakMap<Lease, string>();
+  const written = new WeakMap<Lease, Written>();
   function probeCas(): Promise<void> {
     const askedOn = connectionCount?.() ?? 0;
     casProbe ??= wire
@@ -707,7 +739,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         fingerprint,
         expiresAt: new Date(expiresAt),
       });
-      written.set(lease, value);
+      written.set(lease, { value, bound: sentAt + leaseMs - confirmMarginMs(leaseMs) });
       return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
@@ -728,6 +760,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     fp: string,
     fingerprint: string | undefined,
   ): Promise<Claim> {
+    const sentAt = performance.now();
     const reply = (await call('claim', scripts.claim, claimKey(key), [
       token,
       String(lease),
@@ -739,7 +772,10 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (status === 1) {
       const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
       // What the script wrote, field for field.
-      written.set(acquired, `p|${token}|${a}|${g}|${lease + g}|${fp}`);
+      written.set(acquired, {
+        value: `p|${token}|${a}|${g}|${lease + g}|${fp}`,
+        bound: sentAt + lease - confirmMarginMs(lease),
+      });
       return { status: 'acquired', lease: acquired };
     }
     if (status === 2) {
@@ -875,24 +911,47 @@ export function redisStore(options: RedisStoreOptions): Store {
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
       const held = written.get(lease);
-      if (held !== undefined && casAnswer() === true) {
-        // The key still holds what the claim wrote: ours, untouched since. Else the script decides.
+      // Native while the lease is surely live (a confirm called later is one script, as on Redis 7:
+      // a miss could need a second command, and that one must not land after the lease's end).
+      if (held !== undefined && casAnswer() === true && performance.now() < held.bound) {
+        // The key still holds what the claim wrote: ours, untouched since. The SET answers what the
+        // key held, so a miss is mostly decided by that one command too.
+        let was: unknown;
+        let refusal: unknown;
         try {
-          if (String(await wire.setIfEq(key, done, held, retention)) === 'OK') {
-            // The key no longer holds what the claim wrote: a repeated confirm goes to the script.
-            written.delete(lease);
-            return true;
-          }
+          was = await wire.setIfEq(key, done, held.value, retention, true);
         } catch (err) {
           // The server refused it: the script gives the answer (or the error) it always gave. A
           // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
           if (!serverError(err)) throw failure('confirm', err);
           if (/syntax/i.test((err as Error).message)) nativeCas = false;
+          was = REFUSED;
+          refusal = err;
+        }
+        if (was !== REFUSED) {
+          const verdict = was === null || was === undefined ? undefined : owned(String(was), id, held.value);
+          if (verdict !== undefined) {
+            // Completed (now or before): a repeated confirm goes to the script, which finds our id.
+            if (verdict) written.delete(lease);
+            return verdict;
+          }
+        }
+        // The key vanished (invariant 3: completed all the same), holds our lease renewed, or the
+        // server refused the SET: only a second command can decide, and it must not land after the
+        // lease's end (a takeover, its release and that record's expiry could come first, and the
+        // retry would then be lost as a duplicate). Sent only while the lease is surely live, as the
+        // engine's own retries are.
+        if (performance.now() >= held.bound) {
+          throw was === REFUSED
+            ? failure('confirm', refusal)
+            : new StoreUnavailableError(
+                `onceonly: Redis confirm could not finish before the lease's end: the key no longer held what the claim wrote (it vanished, or the lease was renewed meanwhile), and a second command now could land after the lease ran out`,
+              );
         }
       }
       // On Redis 7 the script makes that comparison itself, in the same call (one command, sent
       // while the lease is live); past a native miss it decides by the owner id.
-      const args = held === undefined ? [id, done, retention] : [id, done, retention, held];
+      const args = held === undefined ? [id, done, retention] : [id, done, retention, held.value];
       const confirmed = Number(await call('confirm', scripts.confirm, key, args)) === 1;
       if (confirmed) written.delete(lease);
       return confirmed;

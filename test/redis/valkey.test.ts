@@ -3,9 +3,10 @@
  * owner-checked script (Redis 7 has no such SET). The server is a Valkey of the test's own, from
  * Debian's packages (scripts/valkey.sh, run here the first time). Covered: both conformance suites
  * and the multi-process races on it; which path a confirm takes (native on Valkey, the script on the
- * shared Redis 7), and that every key no longer holding exactly what its claim wrote (renewed, taken
- * over, confirmed, gone, or a lease the store did not hand out) goes to the script, which decides as
- * on Redis 7.
+ * shared Redis 7), and that a key no longer holding exactly what its claim wrote answers as on Redis
+ * 7: decided by the value the SET answers (taken over, released, confirmed), by a second command only
+ * while the lease is surely live (gone, renewed), and by the script alone for a confirm called late or
+ * a lease the store did not hand out.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
@@ -168,20 +169,66 @@ if (
       const current = acquired(await store.claim('evt', { leaseMs: LONG, retentionMs: LONG }));
       assert.equal(current.attempt, 2, 'the fault landed: the lease ran out and was taken over');
       sent.splice(0);
-      // Act, Assert: the IFEQ of the stale owner fails, and so does the script.
+      // Act, Assert: a confirm called after its lease's end is one script (a native miss could need
+      // a second command, which must not land after the lease), and it is refused.
       assert.equal(await store.confirm(stale, { retentionMs: LONG }), false);
-      assert.deepEqual(sent.splice(0), ['SET IFEQ', 'script']);
+      assert.deepEqual(sent.splice(0), ['script']);
       assert.equal((await store.inspect('evt'))?.state, 'processing');
       sent.splice(0);
       assert.equal(await store.confirm(current, { retentionMs: LONG }), true);
       assert.deepEqual(sent.splice(0), ['SET IFEQ']);
-      // A key gone before its confirm (deleted under the store): the work is done, so it completes.
+      // A key gone before its confirm (deleted under the store): the work is done, so it completes;
+      // the lease is live, so the second command may go.
       const gone = acquired(await store.claim('gone', { leaseMs: LONG }));
       assert.equal(await nodeRedis.del(`${storePrefix}k:gone`), 1, 'the fault landed: the key is gone');
       sent.splice(0);
       assert.equal(await store.confirm(gone, { retentionMs: LONG }), true);
       assert.deepEqual(sent.splice(0), ['SET IFEQ', 'script']);
       assert.equal((await store.inspect('gone'))?.state, 'completed');
+    });
+
+    it('a native miss whose answer comes near the lease end sends no second command: a store error, and the retry gets in', async () => {
+      // Prepare: the IFEQ's reply is held back (a slow network, a paused process) until `lateUntil`.
+      const sent: string[] = [];
+      let lateUntil = 0;
+      const slow = recording(nodeRedis, sent, { scripts: true });
+      const send = slow.sendCommand.bind(slow);
+      slow.sendCommand = (async (args: string[]) => {
+        const reply = await send(args);
+        if (args.includes('IFEQ')) {
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, lateUntil - performance.now())));
+        }
+        return reply;
+      }) as typeof slow.sendCommand;
+      const storePrefix = `${prefix}late-${randomBytes(3).toString('hex')}:`;
+      const store = redisStore({ client: slow, prefix: storePrefix, checkEvictionPolicy: false });
+      const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
+      acquired(await store.claim('warm-up', { leaseMs: LONG }));
+      assert.match(await casHealth(store), /^native/);
+      // A lease of 1 s: a second command may be sent until 100 ms before its end (the engine's margin).
+      const claimedAt = performance.now();
+      const lease = acquired(await store.claim('evt', { leaseMs: 1_000, retentionMs: LONG }));
+      assert.equal(await nodeRedis.del(`${storePrefix}k:evt`), 1, 'the fault landed: the key vanished');
+      lateUntil = claimedAt + 950;
+      sent.splice(0);
+
+      // Act: the confirm starts while the lease is live; its IFEQ finds the key gone, answered late.
+      const started = performance.now() - claimedAt;
+      await assert.rejects(store.confirm(lease, { retentionMs: LONG }), (err: Error) => {
+        assert.equal((err as { code?: string }).code, 'store_unavailable');
+        assert.match(err.message, /before the lease's end/);
+        return true;
+      });
+
+      // Assert: only the IFEQ went out, sent while the lease was live and answered past its margin.
+      assert.ok(started < 900, `the confirm started while the lease was live (${started} ms)`);
+      assert.ok(performance.now() - claimedAt >= 900, 'the fault landed: the answer came past the margin');
+      assert.deepEqual(sent, ['SET IFEQ']);
+      // The key was not written completed: once the lease is over, a retry gets in and runs the work.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + 1_050 - performance.now())));
+      const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
+      assert.equal(await rival.confirm(retry, { retentionMs: LONG }), true);
+      assert.equal((await rival.inspect('evt'))?.state, 'completed');
     });
   });
 
@@ -333,7 +380,17 @@ if (
         (key, lease) => nodeRedis.set(key, `c|${lease.token.split('.')[0]}|1|0|${LONG}|`, { PX: LONG }),
       ],
       ['a foreign value', (key) => nodeRedis.set(key, 'hello', { PX: LONG })],
+      [
+        'renewed by its owner (an extend the confirm raced)',
+        (key, _lease, held) =>
+          nodeRedis.set(key, held.replace(/^p\|([^|.]*)[^|]*\|/, `p|$1.${Date.now() + LONG}|`), { PX: LONG }),
+      ],
     ];
+    /** How many commands the native confirm sends from each state: a second only where it must write. */
+    const nativeCommands: Record<string, string[]> = {
+      gone: ['SET IFEQ', 'script'],
+      'renewed by its owner (an extend the confirm raced)': ['SET IFEQ', 'script'],
+    };
     for (const [name, prepare] of states) {
       it(name, async () => {
         const storePrefix = `${prefix}same-${randomBytes(3).toString('hex')}:`;
@@ -355,7 +412,11 @@ if (
           sent.splice(0);
           const answer = await store.confirm(each, { retentionMs: LONG }).catch((e: Error) => e.message);
           results.push([answer, await nodeRedis.get(key)]);
-          assert.equal(sent[0], each === lease ? 'SET IFEQ' : 'script', 'the path under test ran');
+          assert.deepEqual(
+            sent,
+            each === lease ? (nativeCommands[name] ?? ['SET IFEQ']) : ['script'],
+            'the path under test ran',
+          );
         }
         assert.deepEqual(results[0], results[1]);
       });
