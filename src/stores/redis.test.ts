@@ -173,6 +173,59 @@ if (
       assert.equal((await other.inspect('held-4'))?.state, 'completed');
     });
 
+    it('sends a confirm script again after NOSCRIPT only before the lease ends, as last claimed or renewed', async () => {
+      // Prepare: the server is made to answer the confirm's EVALSHA with NOSCRIPT (a restart, a
+      // failover or SCRIPT FLUSH leaves it unloaded), and that answer is held back until `lateUntil`.
+      const calls: string[] = [];
+      let lateUntil = 0;
+      const CONFIRM_SHA = createHash('sha1').update(CONFIRM).digest('hex');
+      const client = recording(nodeRedis, calls, {
+        rewrite: (args) =>
+          args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA
+            ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)]
+            : args,
+        replyAt: (args) => (args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA ? lateUntil : undefined),
+      });
+      const storePrefix = `${prefix}noscript:`;
+      const store = redisStore({ client, prefix: storePrefix, checkEvictionPolicy: false });
+      const other = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
+      // A lease of 1 s: a later command of its confirm may go out until 100 ms before its end.
+      const late = async (key: string, renew: boolean) => {
+        const at = performance.now();
+        const lease = acquired(await store.claim(key, { leaseMs: 1_000, retentionMs: LONG }));
+        if (renew) assert.equal(await store.extend(lease, { leaseMs: 1_000 }), true);
+        return { lease, at };
+      };
+
+      // Act, Assert: the NOSCRIPT comes back past the margin: no EVAL, a store error.
+      const first = await late('first', false);
+      lateUntil = first.at + 950;
+      calls.splice(0);
+      await assert.rejects(store.confirm(first.lease, { retentionMs: LONG }), (err: Error) => {
+        assert.ok(err instanceof StoreUnavailableError);
+        assert.match(err.message, /NOSCRIPT/);
+        return true;
+      });
+      assert.ok(performance.now() - first.at >= 900, 'the fault landed: the answer came past the margin');
+      assert.deepEqual(calls, ['EVALSHA'], 'no EVAL after the margin');
+      assert.equal((await other.inspect('first'))?.state, 'processing');
+
+      // A renewed lease: the margin counts from the renewal's end.
+      const renewed = await late('renewed', true);
+      lateUntil = performance.now() + 950;
+      calls.splice(0);
+      await assert.rejects(store.confirm(renewed.lease, { retentionMs: LONG }), /NOSCRIPT/);
+      assert.deepEqual(calls, ['EVALSHA'], "no EVAL after the renewed lease's margin");
+
+      // Answered in time: the EVAL goes out and completes the key.
+      const timely = await late('timely', false);
+      lateUntil = 0;
+      calls.splice(0);
+      assert.equal(await store.confirm(timely.lease, { retentionMs: LONG }), true);
+      assert.deepEqual(calls, ['EVALSHA', 'EVAL']);
+      assert.equal((await other.inspect('timely'))?.state, 'completed');
+    });
+
     it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {
       // Prepare: record every command the store sends through the real client, by tick.
       const sent: string[] = [];

@@ -196,11 +196,14 @@ function ownerId(token: string): string | undefined {
 /**
  * What `owned` says of the value a native confirm's SET found instead of the claim's: true when
  * that was the claim's own value (the SET completed it) or the owner's completed record (a repeated
- * confirm); undefined when it is the owner's lease renewed (a second command decides); false for
- * anything else (another owner, a released record, a value onceonly did not write), as the script.
+ * confirm: answered without writing it again, so its retention counts from the first completion);
+ * undefined when it is the owner's lease renewed, or a bare `OK` (a server that took IFEQ but not
+ * GET): a second command decides; false for anything else (another owner, a released record, a
+ * value onceonly did not write), as the script.
  */
 function owned(was: string, id: string, claimed: string): boolean | undefined {
   if (was === claimed) return true;
+  if (was === 'OK') return undefined;
   const state = was[0];
   const after = was[2 + id.length];
   if ((state !== 'p' && state !== 'c') || was[1] !== '|' || !was.startsWith(id, 2)) return false;
@@ -208,11 +211,25 @@ function owned(was: string, id: string, claimed: string): boolean | undefined {
   return state === 'c' ? true : undefined;
 }
 
-/** What a lease's claim wrote, and until when (monotonic clock) a second command may be sent for it. */
+/**
+ * What a lease's claim wrote (none once renewed), and until when (monotonic clock) a command of its
+ * confirm may still be sent after another: the lease's end as last claimed or renewed, less the
+ * engine's confirm margin.
+ */
 interface Written {
-  value: string;
+  value: string | undefined;
   bound: number;
 }
+
+/** A confirm's second command would go out past its lease's end (see {@link Written}). */
+function tooLate(what: string): StoreUnavailableError {
+  return new StoreUnavailableError(
+    `onceonly: Redis confirm could not finish before the lease's end: ${what}, and a second command now could land after the lease ran out`,
+  );
+}
+
+/** Lone UTF-16 surrogates: a value holding one comes back from the server otherwise (U+FFFD). */
+const LONE_SURROGATE = /[\ud800-\udfff]/;
 
 /** A native confirm the server refused: the script answers instead. */
 const REFUSED = Symbol('refused');
@@ -597,12 +614,19 @@ export function redisStore(options: RedisStoreOptions): Store {
    * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
    * it. One handler pair on the common path: this runs for every confirm on Redis 7.
    */
-  function call(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+  /**
+   * Runs a script by its SHA1, and by its body when the server has not loaded it (NOSCRIPT): that
+   * is a second command, refused past `notAfter` (monotonic clock) when one is given.
+   */
+  function call(what: string, s: Script, key: string, args: string[], notAfter?: number): Promise<unknown> {
     const mapped = (err: unknown) => {
       throw failure(what, err);
     };
     return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
       if (!isNoScript(err)) mapped(err);
+      if (notAfter !== undefined && performance.now() >= notAfter) {
+        throw tooLate('the server had not loaded the confirm script (NOSCRIPT)');
+      }
       return wire.eval(s, key, args).then(answered, mapped);
     });
   }
@@ -739,7 +763,10 @@ export function redisStore(options: RedisStoreOptions): Store {
         fingerprint,
         expiresAt: new Date(expiresAt),
       });
-      written.set(lease, { value, bound: sentAt + leaseMs - confirmMarginMs(leaseMs) });
+      written.set(lease, {
+        value: LONE_SURROGATE.test(fp) ? undefined : value,
+        bound: sentAt + leaseMs - confirmMarginMs(leaseMs),
+      });
       return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
@@ -773,7 +800,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
       // What the script wrote, field for field.
       written.set(acquired, {
-        value: `p|${token}|${a}|${g}|${lease + g}|${fp}`,
+        value: LONE_SURROGATE.test(fp) ? undefined : `p|${token}|${a}|${g}|${lease + g}|${fp}`,
         bound: sentAt + lease - confirmMarginMs(lease),
       });
       return { status: 'acquired', lease: acquired };
@@ -911,25 +938,27 @@ export function redisStore(options: RedisStoreOptions): Store {
       const key = claimKey(lease.key);
       const done = `c|${id}|${lease.attempt}|0|${retention}|${fingerprintField(lease.fingerprint)}`;
       const held = written.get(lease);
-      // Native while the lease is surely live (a confirm called later is one script, as on Redis 7:
-      // a miss could need a second command, and that one must not land after the lease's end).
-      if (held !== undefined && casAnswer() === true && performance.now() < held.bound) {
+      // While the lease is surely live, a command after the first must go out before its end (a
+      // takeover, its release and that record's expiry could come first, and a late write would turn
+      // the retry away as a duplicate). A confirm called later (or of a lease this store did not hand
+      // out) is the script, as on Redis 7.
+      const notAfter = held !== undefined && performance.now() < held.bound ? held.bound : undefined;
+      const claimed = notAfter === undefined ? undefined : held?.value;
+      if (claimed !== undefined && casAnswer() === true) {
         // The key still holds what the claim wrote: ours, untouched since. The SET answers what the
         // key held, so a miss is mostly decided by that one command too.
         let was: unknown;
-        let refusal: unknown;
         try {
-          was = await wire.setIfEq(key, done, held.value, retention, true);
+          was = await wire.setIfEq(key, done, claimed, retention, true);
         } catch (err) {
           // The server refused it: the script gives the answer (or the error) it always gave. A
           // node without IFEQ (a cluster mid-upgrade) says "syntax error": the script from now on.
           if (!serverError(err)) throw failure('confirm', err);
           if (/syntax/i.test((err as Error).message)) nativeCas = false;
           was = REFUSED;
-          refusal = err;
         }
         if (was !== REFUSED) {
-          const verdict = was === null || was === undefined ? undefined : owned(String(was), id, held.value);
+          const verdict = was === null || was === undefined ? undefined : owned(String(was), id, claimed);
           if (verdict !== undefined) {
             // Completed (now or before): a repeated confirm goes to the script, which finds our id.
             if (verdict) written.delete(lease);
@@ -937,22 +966,19 @@ export function redisStore(options: RedisStoreOptions): Store {
           }
         }
         // The key vanished (invariant 3: completed all the same), holds our lease renewed, or the
-        // server refused the SET: only a second command can decide, and it must not land after the
-        // lease's end (a takeover, its release and that record's expiry could come first, and the
-        // retry would then be lost as a duplicate). Sent only while the lease is surely live, as the
-        // engine's own retries are.
-        if (performance.now() >= held.bound) {
-          throw was === REFUSED
-            ? failure('confirm', refusal)
-            : new StoreUnavailableError(
-                `onceonly: Redis confirm could not finish before the lease's end: the key no longer held what the claim wrote (it vanished, or the lease was renewed meanwhile), and a second command now could land after the lease ran out`,
-              );
+        // server refused the SET: the script decides, if it can still be sent in time.
+        if (performance.now() >= notAfter!) {
+          throw tooLate(
+            was === REFUSED
+              ? 'the server refused SET ... IFEQ'
+              : 'the key no longer held what the claim wrote (it vanished, or the lease was renewed meanwhile)',
+          );
         }
       }
       // On Redis 7 the script makes that comparison itself, in the same call (one command, sent
       // while the lease is live); past a native miss it decides by the owner id.
-      const args = held === undefined ? [id, done, retention] : [id, done, retention, held.value];
-      const confirmed = Number(await call('confirm', scripts.confirm, key, args)) === 1;
+      const args = claimed === undefined ? [id, done, retention] : [id, done, retention, claimed];
+      const confirmed = Number(await call('confirm', scripts.confirm, key, args, notAfter)) === 1;
       if (confirmed) written.delete(lease);
       return confirmed;
     },
@@ -966,12 +992,16 @@ export function redisStore(options: RedisStoreOptions): Store {
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       const ms = duration(leaseMs, 'leaseMs');
-      // A renewal rewrites the key (a new lease end): its confirm goes to the script.
+      // A renewal rewrites the key (a new lease end): its confirm goes to the script, which may be
+      // retried (NOSCRIPT) until the renewed end, less the margin.
       written.delete(lease);
       const id = ownerId(lease.token);
       if (id === undefined) return false;
+      const sentAt = performance.now();
       const reply = await call('extend', scripts.extend, claimKey(lease.key), [id, String(ms)]);
-      return Number(reply) === 1;
+      const renewed = Number(reply) === 1;
+      if (renewed) written.set(lease, { value: undefined, bound: sentAt + ms - confirmMarginMs(ms) });
+      return renewed;
     },
 
     async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {

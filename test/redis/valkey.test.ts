@@ -191,15 +191,10 @@ if (
       // Prepare: the IFEQ's reply is held back (a slow network, a paused process) until `lateUntil`.
       const sent: string[] = [];
       let lateUntil = 0;
-      const slow = recording(nodeRedis, sent, { scripts: true });
-      const send = slow.sendCommand.bind(slow);
-      slow.sendCommand = (async (args: string[]) => {
-        const reply = await send(args);
-        if (args.includes('IFEQ')) {
-          await new Promise((resolve) => setTimeout(resolve, Math.max(0, lateUntil - performance.now())));
-        }
-        return reply;
-      }) as typeof slow.sendCommand;
+      const slow = recording(nodeRedis, sent, {
+        scripts: true,
+        replyAt: (args) => (args.includes('IFEQ') ? lateUntil : undefined),
+      });
       const storePrefix = `${prefix}late-${randomBytes(3).toString('hex')}:`;
       const store = redisStore({ client: slow, prefix: storePrefix, checkEvictionPolicy: false });
       const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
@@ -229,6 +224,56 @@ if (
       const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
       assert.equal(await rival.confirm(retry, { retentionMs: LONG }), true);
       assert.equal((await rival.inspect('evt'))?.state, 'completed');
+    });
+  });
+
+  describe('redisStore confirm on Valkey: what the native path must not do', () => {
+    it('after a native miss, the script is not sent again past the margin when the server has not loaded it (NOSCRIPT)', async () => {
+      // Prepare: native confirms never load the confirm script, so after a miss its EVALSHA meets
+      // NOSCRIPT on a fresh server; here that answer is forced, and held back past the margin.
+      const calls: string[] = [];
+      let lateUntil = 0;
+      const storePrefix = `${prefix}noscript-${randomBytes(3).toString('hex')}:`;
+      const store = redisStore({
+        client: recording(nodeRedis, calls, {
+          rewrite: (args) => (args[0] === 'EVALSHA' ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)] : args),
+          replyAt: (args) => (args[0] === 'EVALSHA' ? lateUntil : undefined),
+        }),
+        prefix: storePrefix,
+        checkEvictionPolicy: false,
+      });
+      const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
+      acquired(await store.claim('warm-up', { leaseMs: LONG }));
+      assert.match(await casHealth(store), /^native/);
+      const claimedAt = performance.now();
+      const lease = acquired(await store.claim('evt', { leaseMs: 1_000, retentionMs: LONG }));
+      assert.equal(await nodeRedis.del(`${storePrefix}k:evt`), 1, 'the fault landed: the key vanished');
+      lateUntil = claimedAt + 950;
+      calls.splice(0);
+
+      // Act, Assert: IFEQ (a miss: gone), EVALSHA (NOSCRIPT, answered late), and no EVAL.
+      await assert.rejects(store.confirm(lease, { retentionMs: LONG }), /NOSCRIPT/);
+      assert.ok(performance.now() - claimedAt >= 900, 'the fault landed: the answer came past the margin');
+      assert.deepEqual(calls, ['SET IFEQ', 'EVALSHA']);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + 1_050 - performance.now())));
+      const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
+      assert.equal(retry.attempt, 1, 'the key was not written completed: the retry gets in');
+    });
+
+    it('a fingerprint that UTF-8 cannot carry (a lone surrogate) is confirmed by the script: the SET would answer it back changed', async () => {
+      const sent: string[] = [];
+      const store = redisStore({
+        client: recording(nodeRedis, sent, { scripts: true }),
+        prefix: `${prefix}surrogate-${randomBytes(3).toString('hex')}:`,
+        checkEvictionPolicy: false,
+      });
+      acquired(await store.claim('warm-up', { leaseMs: LONG }));
+      assert.match(await casHealth(store), /^native/);
+      const lease = acquired(await store.claim('evt', { leaseMs: LONG, fingerprint: 'ab\ud800' }));
+      sent.splice(0);
+      assert.equal(await store.confirm(lease, { retentionMs: LONG }), true);
+      assert.deepEqual(sent, ['script'], 'one command: the script');
+      assert.equal((await store.inspect('evt'))?.state, 'completed');
     });
   });
 
@@ -382,8 +427,16 @@ if (
       ['a foreign value', (key) => nodeRedis.set(key, 'hello', { PX: LONG })],
       [
         'renewed by its owner (an extend the confirm raced)',
+        // A new end, one past the claim's own (an equal one would be the claim's value again).
         (key, _lease, held) =>
-          nodeRedis.set(key, held.replace(/^p\|([^|.]*)[^|]*\|/, `p|$1.${Date.now() + LONG}|`), { PX: LONG }),
+          nodeRedis.set(
+            key,
+            held.replace(
+              /^p\|([^|.]*)(?:\.(\d+))?\|/,
+              (_m, id: string, end?: string) => `p|${id}.${end === undefined ? 1 : Number(end) + 1}|`,
+            ),
+            { PX: LONG },
+          ),
       ],
     ];
     /** How many commands the native confirm sends from each state: a second only where it must write. */

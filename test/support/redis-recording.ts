@@ -14,6 +14,11 @@ export interface RecordingOptions {
   scripts?: boolean;
   /** What the server is sent instead of the store's own arguments (a server that drops an option). */
   rewrite?: (args: string[]) => string[];
+  /**
+   * Holds a command's reply back until this `performance.now()` instant (a slow network, a paused
+   * process): for tests of what a store sends after a late answer.
+   */
+  replyAt?: (args: string[]) => number | undefined;
 }
 
 /** The client, naming each command it sends in `sent`; a SET ... IFEQ is told from a plain SET. */
@@ -24,7 +29,14 @@ export function recording(client: Client, sent: string[], options: RecordingOpti
     if (!options.scripts) sent.push(name);
     else if (name !== 'EVAL' || sent.at(-1) !== 'script')
       sent.push(name.startsWith('EVAL') ? 'script' : name);
-    return client.sendCommand(options.rewrite ? options.rewrite(args) : args);
+    const reply = client.sendCommand(options.rewrite ? options.rewrite(args) : args);
+    const at = options.replyAt?.(args);
+    if (at === undefined) return reply;
+    const held = (settle: () => void) => setTimeout(settle, Math.max(0, at - performance.now()));
+    return Promise.resolve(reply).then(
+      (value) => new Promise((resolve) => held(() => resolve(value))),
+      (error: unknown) => new Promise((_, reject) => held(() => reject(error))),
+    );
   }) as NodeRedisLike['sendCommand'];
   return proxy;
 }
