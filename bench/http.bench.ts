@@ -10,7 +10,9 @@
  *
  * Run with: npm run bench -- http    (BENCH_SMALL=1 for a quick run; BENCH_ROUNDS=8 for more rounds;
  * BENCH_FRAMEWORKS=fastify for one framework; BENCH_PAIRED_RATE=3000 for the paired CPU comparison;
- * bench/index.ts builds first)
+ * BENCH_PAIR=onceonly:duties or duties:hand to compare other servers (see http-server.ts: `duties` is
+ * the hand-written route plus what onceonly does on every answer and it does not, the body's SHA-256
+ * fingerprint and the outcome reply, which splits the gap in two); bench/index.ts builds first)
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -28,7 +30,13 @@ const prefix = `oo-bench-http-${run}:`;
 const padding = 'x'.repeat(1_700);
 
 type Framework = 'express' | 'fastify';
-type Variant = 'onceonly' | 'hand';
+type Variant = 'onceonly' | 'hand' | 'duties';
+// The two servers compared: the subject (onceonly by default) against the baseline (the hand-written route).
+const [subject, baseline] = (process.env.BENCH_PAIR ?? 'onceonly:hand').split(':') as [Variant, Variant];
+for (const v of [subject, baseline]) {
+  if (!['onceonly', 'hand', 'duties'].includes(v)) throw new Error(`BENCH_PAIR: unknown server ${v}`);
+}
+type Role = 'subject' | 'baseline';
 
 async function start(framework: Framework, variant: Variant): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(
@@ -72,6 +80,16 @@ async function effectsOf(child: ChildProcess): Promise<number> {
   });
 }
 
+// The Redis server's CPU time (INFO cpu: user + system, all its threads), µs: it shares the machine's
+// cores with the servers and the load generator, so its work per answer moves the throughput too.
+const info = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+await info.connect();
+async function redisCpu(): Promise<number> {
+  const text = await info.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+}
+
 let events = 0;
 interface Measured {
   ok: number;
@@ -84,6 +102,8 @@ interface Measured {
   eventsSent: number;
   /** The server's CPU time per answer, µs (the steadier figure on a noisy machine). */
   cpuPerAnswer: number;
+  /** Redis's CPU time per answer, µs (all its clients: meaningful when one server runs at a time). */
+  redisPerAnswer: number;
 }
 
 async function measure(
@@ -93,6 +113,7 @@ async function measure(
 ): Promise<Measured> {
   const first = events;
   const cpuBefore = await cpuOf(child);
+  const redisBefore = await redisCpu();
   let i = 0;
   let current = { body: '', header: '' };
   const result = await autocannon({
@@ -130,6 +151,7 @@ async function measure(
     ],
   });
   const cpu = (await cpuOf(child)) - cpuBefore;
+  const redisUsed = (await redisCpu()) - redisBefore;
   const ok = result['2xx'];
   // Every answer counts: onceonly answers a copy that arrives while the first is still running 409
   // (in flight: come back later), the hand-written route 200 (it cannot tell in flight from done).
@@ -144,6 +166,7 @@ async function measure(
     sent: result.requests.sent,
     eventsSent: events - first,
     cpuPerAnswer: cpu / Math.max(1, answered),
+    redisPerAnswer: redisUsed / Math.max(1, answered),
   };
 }
 
@@ -165,51 +188,52 @@ const frameworks = (['express', 'fastify'] as const).filter(
 );
 for (const framework of frameworks) {
   const servers = {
-    onceonly: await start(framework, 'onceonly'),
-    hand: await start(framework, 'hand'),
+    subject: await start(framework, subject),
+    baseline: await start(framework, baseline),
   };
   try {
     if (pairedRate > 0) {
-      await Promise.all([measure(servers.onceonly, 2, pairedRate), measure(servers.hand, 2, pairedRate)]);
+      await Promise.all([measure(servers.subject, 2, pairedRate), measure(servers.baseline, 2, pairedRate)]);
       const ratios: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const [o, h] = await Promise.all([
-          measure(servers.onceonly, SECONDS, pairedRate),
-          measure(servers.hand, SECONDS, pairedRate),
+          measure(servers.subject, SECONDS, pairedRate),
+          measure(servers.baseline, SECONDS, pairedRate),
         ]);
         ratios.push(h.cpuPerAnswer / o.cpuPerAnswer);
         console.log(
-          `${framework} paired round ${r}: onceonly ${o.cpuPerAnswer.toFixed(1)} µs/answer (${o.perSecond.toFixed(0)}/s), hand ${h.cpuPerAnswer.toFixed(1)} µs/answer (${h.perSecond.toFixed(0)}/s)`,
+          `${framework} paired round ${r}: ${subject} ${o.cpuPerAnswer.toFixed(1)} µs/answer (${o.perSecond.toFixed(0)}/s), ${baseline} ${h.cpuPerAnswer.toFixed(1)} µs/answer (${h.perSecond.toFixed(0)}/s)`,
         );
       }
-      const line = `${framework}: hand-written / onceonly server CPU per answer at ${pairedRate}/s each, both at once = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
+      const line = `${framework}: ${baseline} / ${subject} server CPU per answer at ${pairedRate}/s each, both at once = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
       console.log(line);
       lines.push(line);
       continue;
     }
     // Warm both up (JIT, connections, scripts loaded).
-    const warm: Record<Variant, number> = { onceonly: 0, hand: 0 };
-    for (const v of ['onceonly', 'hand'] as const) warm[v] = (await measure(servers[v], 1)).eventsSent;
+    const warm: Record<Role, number> = { subject: 0, baseline: 0 };
+    for (const v of ['subject', 'baseline'] as const) warm[v] = (await measure(servers[v], 1)).eventsSent;
     const ratios: number[] = [];
-    const rows: Record<Variant, Measured[]> = { onceonly: [], hand: [] };
+    const rows: Record<Role, Measured[]> = { subject: [], baseline: [] };
     for (let r = 0; r < ROUNDS; r++) {
-      const order: Variant[] = r % 2 === 0 ? ['onceonly', 'hand'] : ['hand', 'onceonly'];
+      const order: Role[] = r % 2 === 0 ? ['subject', 'baseline'] : ['baseline', 'subject'];
       for (const v of order) rows[v].push(await measure(servers[v], SECONDS));
-      ratios.push(rows.onceonly.at(-1)!.perSecond / rows.hand.at(-1)!.perSecond);
+      ratios.push(rows.subject.at(-1)!.perSecond / rows.baseline.at(-1)!.perSecond);
     }
-    for (const v of ['onceonly', 'hand'] as const) {
+    for (const v of ['subject', 'baseline'] as const) {
       const ms = rows[v];
       const effects = await effectsOf(servers[v].child);
       const sentEvents = warm[v] + ms.reduce((a, m) => a + m.eventsSent, 0);
       console.log(
-        `${framework} ${v.padEnd(8)}: ${median(ms.map((m) => m.perSecond)).toFixed(0)} answers/s (median of ${ms.length} x ${SECONDS} s), ` +
+        `${framework} ${(v === 'subject' ? subject : baseline).padEnd(8)}: ${median(ms.map((m) => m.perSecond)).toFixed(0)} answers/s (median of ${ms.length} x ${SECONDS} s), ` +
           `p50 ${median(ms.map((m) => m.p50))} ms, p99 ${median(ms.map((m) => m.p99))} ms, ` +
           `server CPU ${median(ms.map((m) => m.cpuPerAnswer)).toFixed(1)} µs/answer, ` +
+          `Redis CPU ${median(ms.map((m) => m.redisPerAnswer)).toFixed(1)} µs/answer, ` +
           `2xx ${ms.reduce((a, m) => a + m.ok, 0)}, non-2xx ${ms.reduce((a, m) => a + m.non2xx, 0)}, errors ${ms.reduce((a, m) => a + m.errors, 0)}; ` +
           `handler ran ${effects} times for ${sentEvents} events sent `,
       );
     }
-    const line = `${framework}: onceonly / hand-written = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
+    const line = `${framework}: ${subject} / ${baseline} = ${median(ratios).toFixed(2)}x (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})`;
     console.log(line);
     lines.push(line);
   } finally {
@@ -227,4 +251,5 @@ do {
   if (reply.keys.length) await redis.unlink(reply.keys);
 } while (cursor !== '0');
 await redis.quit();
+await info.quit();
 console.log(`\n${lines.join('\n')}`);

@@ -1,22 +1,28 @@
 /**
  * One HTTP server for bench/http.bench.ts, in its own process: `<framework> <variant> <prefix>`,
- * framework `express` or `fastify`, variant `onceonly` (the library's adapter over redisStore) or
+ * framework `express` or `fastify`, variant `onceonly` (the library's adapter over redisStore),
  * `hand` (what users paste today: constructEvent, then SET NX PX before the handler and SET PX
- * after). Both on node-redis with the same settings. Prints `listening <port>` when ready.
+ * after), or `duties` (the hand-written route plus the two things onceonly does on every answer that
+ * it does not: the SHA-256 of the body, which onceonly stores and compares as the fingerprint, and
+ * the outcome reply, its headers and JSON, made by onceonly's own code). All on node-redis with the
+ * same settings. Prints `listening <port>` when ready.
  */
+import { createHash } from 'node:crypto';
 import express from 'express';
 import Fastify from 'fastify';
 import { createClient } from 'redis';
 import Stripe from 'stripe';
 import { webhook as expressWebhook } from '../../dist/adapters/express.js';
 import { webhook as fastifyWebhook } from '../../dist/adapters/fastify.js';
+import type { DeliveryResult } from '../../dist/index.js';
 import { createReceiver } from '../../dist/index.js';
 import { stripe } from '../../dist/providers/index.js';
+import { nodeBytes, toNodeReply, writeNodeReply } from '../../dist/receiver/node.js';
 import { redisStore } from '../../dist/stores/redis.js';
 
 const [framework, variant, prefix] = process.argv.slice(2) as [
   'express' | 'fastify',
-  'onceonly' | 'hand',
+  'onceonly' | 'hand' | 'duties',
   string,
 ];
 export const secret = 'whsec_bench0123456789abcdefghijklmnop';
@@ -61,6 +67,18 @@ async function byHand(body: Buffer, header: string | undefined): Promise<[number
   return [200, 'ok'];
 }
 
+/** The `duties` variant's extras: the body's fingerprint, and the outcome reply for the answer. */
+let fingerprints = 0;
+function dutiesReply(body: Buffer, status: number, text: string) {
+  if (createHash('sha256').update(body).digest('hex').length === 64) fingerprints++;
+  const result = {
+    outcome: status !== 200 ? 'rejected' : text === 'ok' ? 'processed' : 'duplicate',
+    status,
+    ...(status !== 200 ? { code: 'invalid_signature' } : {}),
+  } as DeliveryResult;
+  return toNodeReply(result);
+}
+
 const receiver =
   variant === 'onceonly'
     ? createReceiver({
@@ -79,7 +97,8 @@ if (framework === 'express') {
   else
     app.post('/webhooks', express.raw({ type: '*/*', limit: '1mb' }), async (req, res) => {
       const [status, text] = await byHand(req.body as Buffer, req.get('stripe-signature'));
-      res.status(status).send(text);
+      if (variant === 'duties') writeNodeReply(res, await dutiesReply(req.body as Buffer, status, text));
+      else res.status(status).send(text);
     });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -98,6 +117,13 @@ if (framework === 'express') {
         req.body as Buffer,
         typeof header === 'string' ? header : undefined,
       );
+      if (variant === 'duties') {
+        // As the onceonly adapter sends it (src/adapters/fastify.ts).
+        const out = await dutiesReply(req.body as Buffer, status, text);
+        reply.code(out.status);
+        reply.headers(out.headers);
+        return reply.send(nodeBytes(out.body));
+      }
       return reply.code(status).send(text);
     });
   }
