@@ -19,6 +19,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createClient } from 'redis';
+import { median } from './support/stats.js';
 
 const small = Boolean(process.env.BENCH_SMALL);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (small ? 2 : 4));
@@ -169,11 +170,6 @@ async function measure(
     redisPerAnswer: redisUsed / Math.max(1, answered),
   };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 const lines: string[] = [];
 // BENCH_PAIRED_RATE=3000: instead of the throughput rounds, load both servers at once, each at

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { mysqlStore } from '../src/stores/mysql.js';
 import { servers } from '../test/support/servers.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const events = small ? 1_000 : 3_000;
@@ -124,7 +125,6 @@ async function main(): Promise<void> {
     }
   }
 
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const raw = median(results.get(contenders[0]!.name)!);
   const [version] = await pool.query('SELECT VERSION() AS v');
   console.log(

@@ -32,6 +32,7 @@ import {
 import { createReceiver, memoryStore } from '../dist/index.js';
 import { otel } from '../dist/otel/index.js';
 import { stripe } from '../dist/providers/index.js';
+import { median } from './support/stats.js';
 
 const small = Boolean(process.env.BENCH_SMALL);
 const ROUNDS = small ? 5 : 15;
@@ -158,7 +159,6 @@ for (let r = 0; r < ROUNDS; r++) {
     cpuRatios.get(name)!.push(cpuRate / round.get('off')![1]);
   }
 }
-const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
 const fmt = (x: number) => Math.round(x).toLocaleString('en');
 console.log(
   `receive() with memoryStore, 2 KiB Stripe events, 2 deliveries each, ${ROUNDS} rounds of ${PER_ROUND} events, contenders rotated:`,

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { postgresStore } from '../src/stores/postgres.js';
 import { servers } from '../test/support/servers.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 // Many short rounds, contenders in rotating order within each: on a shared machine the load drifts,
@@ -114,11 +115,6 @@ async function main(): Promise<void> {
     }
   }
 
-  const median = (xs: number[]) => {
-    const sorted = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
   /** Median over rounds of this contender's rate divided by the other's in the same round. */
   const ratio = (of: string, to: string) => {
     const a = results.get(of)!;

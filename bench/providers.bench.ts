@@ -45,6 +45,7 @@ import { stripe } from '../src/providers/stripe.js';
 import { twilio } from '../src/providers/twilio.js';
 import { twitch } from '../src/providers/twitch.js';
 import { toHeaderReader } from '../src/receiver/body.js';
+import { median } from './support/stats.js';
 
 const small = Boolean(process.env.BENCH_SMALL);
 const minCpuTime = Number(process.env.BENCH_MS ?? (small ? 150 : 250)) * 1e6; // ns per measurement
@@ -417,20 +418,14 @@ for (let r = 0; r < rounds; r++) {
 }
 
 const best = (name: string) => Math.max(...(samples.get(name) ?? [Number.NaN]));
-const median = (name: string) => {
-  const sorted = [...(samples.get(name) ?? [Number.NaN])].sort((x, y) => x - y);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
+const medianOf = (name: string) => median(samples.get(name) ?? [Number.NaN]);
 const fmt = (n: number) => Math.round(n).toLocaleString('en');
 console.log(
   `payload ${body.length} bytes, node ${process.version}, ${rounds} interleaved round(s) of ${minCpuTime / 1e6} ms\n`,
 );
 console.log('| contender | ops/s (best) | ops/s (median) |');
 console.log('| --- | ---: | ---: |');
-for (const [name] of contenders) console.log(`| ${name} | ${fmt(best(name))} | ${fmt(median(name))} |`);
+for (const [name] of contenders) console.log(`| ${name} | ${fmt(best(name))} | ${fmt(medianOf(name))} |`);
 
 /**
  * The ratio a/b measured in pairs: a batch of `a`, then a batch of `b` (order alternating), each
@@ -601,7 +596,7 @@ const only = process.env.BENCH_ONLY;
 for (const [label, a, b, target] of rows) {
   if (only && !label.toLowerCase().includes(only.toLowerCase())) continue;
   const byBest = (best(a) / best(b)).toFixed(2);
-  const byMedian = (median(a) / median(b)).toFixed(2);
+  const byMedian = (medianOf(a) / medianOf(b)).toFixed(2);
   const fa = fnOf.get(a);
   const fb = fnOf.get(b);
   if (!fa || !fb) throw new Error(`unknown contender in ${label}`);

@@ -13,6 +13,7 @@ import Stripe from 'stripe';
 // The built package, as users run it (tsx's transform of the sources adds work to every closure).
 import { createReceiver, memoryStore } from '../dist/index.js';
 import { stripe } from '../dist/providers/index.js';
+import { median } from './support/stats.js';
 
 const small = Boolean(process.env.BENCH_SMALL);
 const ROUNDS = small ? 5 : 15;
@@ -99,7 +100,6 @@ for (let r = 0; r < ROUNDS; r++) {
   rates.ours.push(mine);
   ratios.push(mine / handAfter);
 }
-const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
 const fmt = (x: number) => Math.round(x).toLocaleString('en');
 console.log(
   `receive() with memoryStore vs constructEvent + Map, 2 KiB Stripe events, 2 deliveries each, ${ROUNDS} rounds of ${PER_ROUND} events:`,

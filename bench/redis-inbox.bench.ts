@@ -12,6 +12,7 @@ import { createClient } from 'redis';
 import { redisStore } from '../src/stores/redis.js';
 import { servers } from '../test/support/servers.js';
 import { body, fingerprint, headers, inboxInput } from './support/inbox-input.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const accepts = small ? 3_000 : 10_000;
@@ -139,7 +140,6 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rate = (name: string) => median(results.get(name)!);
 // The faster of the two node-redis transactions is the floor.
 const rawNr = Math.max(

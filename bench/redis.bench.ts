@@ -17,6 +17,7 @@ import { redisStore } from '../dist/stores/redis.js';
 import { type RedisInstance, startRedisInstance } from '../test/support/redis-instance.js';
 import { servers } from '../test/support/servers.js';
 import { valkeyServer } from '../test/support/valkey.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const events = small ? 3_000 : 15_000;
@@ -200,7 +201,6 @@ const sample = await client.get(`${run}:raw:r0:0`);
 if (sample !== 'done') throw new Error('raw contender did not complete');
 if ((await onceonly.inspect('r0:0'))?.state !== 'completed') throw new Error('store did not complete');
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 /** Each round's own ratio of a's rate over b's (paired: the same slices of time). */
 const roundRatios = (a: string, b: string) => {
   const rb = results.get(b)!;

@@ -23,6 +23,7 @@ import { postgresInboxMigration, postgresStore } from '../src/stores/postgres.js
 import { sqliteInboxMigration, sqliteStore } from '../src/stores/sqlite.js';
 import { servers } from '../test/support/servers.js';
 import { body, fingerprint, headers, idOf, inboxInput, TYPE } from './support/inbox-input.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const accepts = small ? 1_000 : 3_000;
@@ -156,7 +157,6 @@ async function measure(accept: Accept, tag: string): Promise<number> {
   return accepts / (Number(process.hrtime.bigint() - start) / 1e9);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const OURS = 'onceonly inbox accept';
 
 async function bench(target: Target): Promise<void> {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { sqliteStore } from '../src/stores/sqlite.js';
+import { median } from './support/stats.js';
 
 const small = process.env.BENCH_SMALL === '1';
 const events = small ? 1_000 : 5_000;
@@ -70,7 +71,6 @@ async function main(): Promise<void> {
       results.get(c.name)!.push(await measure(events, (i) => c.event(`r${r}:${c.name}`, i)));
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const raw = median(results.get(contenders[0]!.name)!);
   const version = db.prepare('SELECT sqlite_version()').pluck().get();
   console.log(
