@@ -20,7 +20,7 @@ import { redisStore } from '../../src/stores/redis.js';
 import { runConformance, runInboxConformance } from '../../src/testing/index.js';
 import { describeRaces } from '../support/race.js';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
-import { recording } from '../support/redis-recording.js';
+import { type RecordingOptions, recording } from '../support/redis-recording.js';
 import { reachable, servers } from '../support/servers.js';
 import { valkeyServer } from '../support/valkey.js';
 
@@ -88,6 +88,36 @@ if (
       redisStore({ client: nodeRedis, prefix: `${prefix}inbox:`, checkEvictionPolicy: false }).inbox!,
     runner: { describe, it },
   });
+
+  /**
+   * A native store (its client recorded into `sent`, with `options`) and a plain one on the same
+   * keys, and a 1 s lease on `evt` whose key was then deleted under them: a later command of its
+   * confirm may go out until 100 ms before the lease's end (the engine's margin).
+   */
+  async function vanishedLease(name: string, sent: string[], options: RecordingOptions) {
+    const storePrefix = `${prefix}${name}-${randomBytes(3).toString('hex')}:`;
+    const store = redisStore({
+      client: recording(nodeRedis, sent, options),
+      prefix: storePrefix,
+      checkEvictionPolicy: false,
+    });
+    const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
+    acquired(await store.claim('warm-up', { leaseMs: LONG }));
+    assert.match(await casHealth(store), /^native/);
+    const claimedAt = performance.now();
+    const lease = acquired(await store.claim('evt', { leaseMs: 1_000, retentionMs: LONG }));
+    assert.equal(await nodeRedis.del(`${storePrefix}k:evt`), 1, 'the fault landed: the key vanished');
+    sent.splice(0);
+    return { store, rival, lease, claimedAt };
+  }
+
+  /** Once that lease is over, `evt` was not written completed: the retry gets in and runs the work. */
+  async function retryGetsIn(rival: Store, claimedAt: number) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + 1_050 - performance.now())));
+    const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
+    assert.equal(retry.attempt, 1, 'a fresh claim: the key was not written completed');
+    assert.equal(await rival.confirm(retry, { retentionMs: LONG }), true);
+  }
 
   describe('redisStore confirm: native compare-and-set where the server has it', () => {
     async function counted(client: ReturnType<typeof createClient>, name: string) {
@@ -191,21 +221,11 @@ if (
       // Prepare: the IFEQ's reply is held back (a slow network, a paused process) until `lateUntil`.
       const sent: string[] = [];
       let lateUntil = 0;
-      const slow = recording(nodeRedis, sent, {
+      const { store, rival, lease, claimedAt } = await vanishedLease('late', sent, {
         scripts: true,
         replyAt: (args) => (args.includes('IFEQ') ? lateUntil : undefined),
       });
-      const storePrefix = `${prefix}late-${randomBytes(3).toString('hex')}:`;
-      const store = redisStore({ client: slow, prefix: storePrefix, checkEvictionPolicy: false });
-      const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
-      acquired(await store.claim('warm-up', { leaseMs: LONG }));
-      assert.match(await casHealth(store), /^native/);
-      // A lease of 1 s: a second command may be sent until 100 ms before its end (the engine's margin).
-      const claimedAt = performance.now();
-      const lease = acquired(await store.claim('evt', { leaseMs: 1_000, retentionMs: LONG }));
-      assert.equal(await nodeRedis.del(`${storePrefix}k:evt`), 1, 'the fault landed: the key vanished');
       lateUntil = claimedAt + 950;
-      sent.splice(0);
 
       // Act: the confirm starts while the lease is live; its IFEQ finds the key gone, answered late.
       const started = performance.now() - claimedAt;
@@ -219,11 +239,7 @@ if (
       assert.ok(started < 900, `the confirm started while the lease was live (${started} ms)`);
       assert.ok(performance.now() - claimedAt >= 900, 'the fault landed: the answer came past the margin');
       assert.deepEqual(sent, ['SET IFEQ']);
-      // The key was not written completed: once the lease is over, a retry gets in and runs the work.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + 1_050 - performance.now())));
-      const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
-      assert.equal(await rival.confirm(retry, { retentionMs: LONG }), true);
-      assert.equal((await rival.inspect('evt'))?.state, 'completed');
+      await retryGetsIn(rival, claimedAt);
     });
   });
 
@@ -233,31 +249,17 @@ if (
       // NOSCRIPT on a fresh server; here that answer is forced, and held back past the margin.
       const calls: string[] = [];
       let lateUntil = 0;
-      const storePrefix = `${prefix}noscript-${randomBytes(3).toString('hex')}:`;
-      const store = redisStore({
-        client: recording(nodeRedis, calls, {
-          rewrite: (args) => (args[0] === 'EVALSHA' ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)] : args),
-          replyAt: (args) => (args[0] === 'EVALSHA' ? lateUntil : undefined),
-        }),
-        prefix: storePrefix,
-        checkEvictionPolicy: false,
+      const { store, rival, lease, claimedAt } = await vanishedLease('noscript', calls, {
+        rewrite: (args) => (args[0] === 'EVALSHA' ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)] : args),
+        replyAt: (args) => (args[0] === 'EVALSHA' ? lateUntil : undefined),
       });
-      const rival = redisStore({ client: nodeRedis, prefix: storePrefix, checkEvictionPolicy: false });
-      acquired(await store.claim('warm-up', { leaseMs: LONG }));
-      assert.match(await casHealth(store), /^native/);
-      const claimedAt = performance.now();
-      const lease = acquired(await store.claim('evt', { leaseMs: 1_000, retentionMs: LONG }));
-      assert.equal(await nodeRedis.del(`${storePrefix}k:evt`), 1, 'the fault landed: the key vanished');
       lateUntil = claimedAt + 950;
-      calls.splice(0);
 
       // Act, Assert: IFEQ (a miss: gone), EVALSHA (NOSCRIPT, answered late), and no EVAL.
       await assert.rejects(store.confirm(lease, { retentionMs: LONG }), /NOSCRIPT/);
       assert.ok(performance.now() - claimedAt >= 900, 'the fault landed: the answer came past the margin');
       assert.deepEqual(calls, ['SET IFEQ', 'EVALSHA']);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + 1_050 - performance.now())));
-      const retry = acquired(await rival.claim('evt', { leaseMs: LONG }));
-      assert.equal(retry.attempt, 1, 'the key was not written completed: the retry gets in');
+      await retryGetsIn(rival, claimedAt);
     });
 
     it('a fingerprint that UTF-8 cannot carry (a lone surrogate) is confirmed by the script: the SET would answer it back changed', async () => {
