@@ -131,7 +131,7 @@ if (framework === 'express') {
   port = (app.server.address() as { port: number }).port;
 }
 process.on('message', (m) => {
-  if (m === 'effects') process.send?.({ effects });
+  if (m === 'effects') process.send?.({ effects, fingerprints });
   // This process's CPU time so far in µs (user + system): the bench divides the difference by answers.
   if (m === 'cpu') {
     const { user, system } = process.cpuUsage();
