@@ -10,7 +10,7 @@ import { reachable, servers } from '../../test/support/servers.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { Lease } from '../lease/types.js';
 import { runConformance } from '../testing/index.js';
-import { CONFIRM } from './redis/scripts.js';
+import { CONFIRM, EXTEND } from './redis/scripts.js';
 import { type IoRedisLike, type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';
 
 /** node-redis 4, installed under the alias `redis4`: the peer range (`redis: >=4`) is what is tested. */
@@ -173,18 +173,29 @@ if (
       assert.equal((await other.inspect('held-4'))?.state, 'completed');
     });
 
-    it('sends a confirm script again after NOSCRIPT only before the lease ends, as last claimed or renewed', async () => {
+    it('sends a confirm script again after NOSCRIPT only before the lease ends, as last claimed or renewed (or while a renewal is out or failed, the earlier end)', async () => {
       // Prepare: the server is made to answer the confirm's EVALSHA with NOSCRIPT (a restart, a
       // failover or SCRIPT FLUSH leaves it unloaded), and that answer is held back until `lateUntil`.
+      // An extend can be made to fail (a server error) or to be answered at `extendAt`.
       const calls: string[] = [];
       let lateUntil = 0;
+      let extendAt = 0;
+      let extendFails = false;
       const CONFIRM_SHA = createHash('sha1').update(CONFIRM).digest('hex');
+      const EXTEND_SHA = createHash('sha1').update(EXTEND).digest('hex');
       const client = recording(nodeRedis, calls, {
         rewrite: (args) =>
           args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA
             ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)]
-            : args,
-        replyAt: (args) => (args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA ? lateUntil : undefined),
+            : extendFails && args[0] === 'EVALSHA' && args[1] === EXTEND_SHA
+              ? ['PING', 'x', 'y']
+              : args,
+        replyAt: (args) =>
+          args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA
+            ? lateUntil
+            : args[0] === 'EVALSHA' && args[1] === EXTEND_SHA
+              ? extendAt
+              : undefined,
       });
       const storePrefix = `${prefix}noscript:`;
       const store = redisStore({ client, prefix: storePrefix, checkEvictionPolicy: false });
@@ -217,6 +228,27 @@ if (
       await assert.rejects(store.confirm(renewed.lease, { retentionMs: LONG }), /NOSCRIPT/);
       assert.deepEqual(calls, ['EVALSHA'], "no EVAL after the renewed lease's margin");
 
+      // A renewal that failed: the lease still ends when it did.
+      const failed = await late('failed', false);
+      extendFails = true;
+      await assert.rejects(store.extend(failed.lease, { leaseMs: 1_000 }), StoreUnavailableError);
+      extendFails = false;
+      lateUntil = failed.at + 950;
+      calls.splice(0);
+      await assert.rejects(store.confirm(failed.lease, { retentionMs: LONG }), /NOSCRIPT/);
+      assert.deepEqual(calls, ['EVALSHA'], 'no EVAL after a failed renewal');
+
+      // A renewal still out when the confirm starts (the heartbeat racing the end of the handler).
+      const racing = await late('racing', false);
+      extendAt = performance.now() + 2_000;
+      const renewal = store.extend(racing.lease, { leaseMs: 1_000 });
+      lateUntil = racing.at + 950;
+      calls.splice(0);
+      await assert.rejects(store.confirm(racing.lease, { retentionMs: LONG }), /NOSCRIPT/);
+      assert.deepEqual(calls, ['EVALSHA'], 'no EVAL while the renewal is out');
+      extendAt = 0;
+      await renewal;
+
       // Answered in time: the EVAL goes out and completes the key.
       const timely = await late('timely', false);
       lateUntil = 0;
@@ -224,6 +256,14 @@ if (
       assert.equal(await store.confirm(timely.lease, { retentionMs: LONG }), true);
       assert.deepEqual(calls, ['EVALSHA', 'EVAL']);
       assert.equal((await other.inspect('timely'))?.state, 'completed');
+
+      // Called after that point (a caller of its own; the engine never is): the script's body, one
+      // command, whatever the server has loaded.
+      const after = await late('after', false);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, after.at + 950 - performance.now())));
+      calls.splice(0);
+      assert.equal(await store.confirm(after.lease, { retentionMs: LONG }), true);
+      assert.deepEqual(calls, ['EVAL'], 'one command');
     });
 
     it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {

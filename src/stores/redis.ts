@@ -614,6 +614,13 @@ export function redisStore(options: RedisStoreOptions): Store {
    * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
    * it. One handler pair on the common path: this runs for every confirm on Redis 7.
    */
+  /** Runs a script by its body (EVAL): one command, whatever the server has loaded. */
+  function byBody(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+    return wire.eval(s, key, args).then(answered, (err: unknown) => {
+      throw failure(what, err);
+    });
+  }
+
   /**
    * Runs a script by its SHA1, and by its body when the server has not loaded it (NOSCRIPT): that
    * is a second command, refused past `notAfter` (monotonic clock) when one is given.
@@ -976,9 +983,15 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
       }
       // On Redis 7 the script makes that comparison itself, in the same call (one command, sent
-      // while the lease is live); past a native miss it decides by the owner id.
+      // while the lease is live); past a native miss it decides by the owner id. A confirm with no
+      // live lease it knows of sends the script's body: one command whatever the server has loaded
+      // (an EVALSHA's NOSCRIPT would make the EVAL a second one, with nothing to bound it).
       const args = claimed === undefined ? [id, done, retention] : [id, done, retention, claimed];
-      const confirmed = Number(await call('confirm', scripts.confirm, key, args, notAfter)) === 1;
+      const reply =
+        notAfter === undefined
+          ? await byBody('confirm', scripts.confirm, key, args)
+          : await call('confirm', scripts.confirm, key, args, notAfter);
+      const confirmed = Number(reply) === 1;
       if (confirmed) written.delete(lease);
       return confirmed;
     },
@@ -992,15 +1005,20 @@ export function redisStore(options: RedisStoreOptions): Store {
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
       const ms = duration(leaseMs, 'leaseMs');
-      // A renewal rewrites the key (a new lease end): its confirm goes to the script, which may be
-      // retried (NOSCRIPT) until the renewed end, less the margin.
-      written.delete(lease);
       const id = ownerId(lease.token);
       if (id === undefined) return false;
+      // A renewal rewrites the key (a new lease end): its confirm goes to the script. Until the
+      // answer, and if it fails, the lease ends at the earlier of the two ends (the renewal may have
+      // landed, with a shorter lease); once renewed, at the new one.
       const sentAt = performance.now();
+      const renewedBound = sentAt + ms - confirmMarginMs(ms);
+      const before = written.get(lease);
+      if (before !== undefined) {
+        written.set(lease, { value: undefined, bound: Math.min(before.bound, renewedBound) });
+      }
       const reply = await call('extend', scripts.extend, claimKey(lease.key), [id, String(ms)]);
       const renewed = Number(reply) === 1;
-      if (renewed) written.set(lease, { value: undefined, bound: sentAt + ms - confirmMarginMs(ms) });
+      if (renewed && before !== undefined) written.set(lease, { value: undefined, bound: renewedBound });
       return renewed;
     },
 
