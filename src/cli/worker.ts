@@ -72,7 +72,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 // Effects written whose claim is not confirmed yet. A crash in that window (effect committed, confirm
 // not) is the one gap no claim can close: the retry runs the effect again. Closing it takes the effect
 // and the dedup row in one transaction (record(key, { tx })). The demo's kills land mid-work, so it
-// waits for the window to be empty, then kills the process in the same tick. Entries are keyed by
+// stops opening the window (see `dying`), waits for it to be empty, then kills the process in the
+// same tick. Entries are keyed by
 // event and attempt, and only the delivery that ran the handler clears its own: a duplicate of the
 // same event answered in-flight meanwhile must not open the window early.
 const unconfirmed = new Set<string>();
@@ -113,7 +114,12 @@ function mayKill(): Promise<boolean> {
   });
 }
 
+// Set once this process's kill is granted: from then on no handler here applies its effect (each
+// waits for the end), so the kill waits only for the effects already applied to be confirmed.
+let dying = false;
+
 async function crash(): Promise<never> {
+  dying = true;
   while (unconfirmed.size > 0) await sleep(1);
   process.kill(process.pid, 'SIGKILL');
   return new Promise<never>(() => {});
@@ -151,16 +157,21 @@ const receiver = createReceiver({
     recordRun.run(id, attempt, process.pid);
     const dice = Math.random();
     if (killFirst || dice < killRate) {
+      const first = killFirst;
       killFirst = false;
       await sleep(Math.random() * 20);
-      // Refused (another process is down or going down): this run throws instead, as below.
+      // Refused (another process is down, going down or still starting): this run goes on as the
+      // dice say; the first kill is asked for again at the next run, so a run keeps its chaos.
       if (await mayKill()) await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
+      if (first) killFirst = true;
     }
     if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
     if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
     await sleep(2 + Math.random() * 10, signal); // the real work
     // A well-behaved handler commits nothing once its signal has aborted.
     if (signal.aborted) throw signal.reason;
+    // This process is about to be killed: the run dies here, before its effect, like the killed one.
+    if (dying) await new Promise<never>(() => {});
     applyEffect.run(id, attempt, process.pid);
     unconfirmed.add(ran(key, attempt));
   },
