@@ -73,9 +73,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 // not) is the one gap no claim can close: the retry runs the effect again. Closing it takes the effect
 // and the dedup row in one transaction (record(key, { tx })). The demo's kills land mid-work, so it
 // stops opening the window (see `dying`), waits for it to be empty, then kills the process in the
-// same tick. Entries are keyed by
-// event and attempt, and only the delivery that ran the handler clears its own: a duplicate of the
-// same event answered in-flight meanwhile must not open the window early.
+// same tick. Entries are keyed by event and attempt, and only the delivery that ran the handler
+// clears its own: a duplicate of the same event answered in-flight meanwhile must not open the
+// window early.
 const unconfirmed = new Set<string>();
 const ran = (key: string | undefined, attempt: number | undefined) => `${key}#${attempt}`;
 // The ledger's event id of each key a handler ran here (GitHub's is in the body, not the result).

@@ -188,9 +188,9 @@ export function markSettlesInline<S extends LeaseMethods>(store: S): S {
 }
 
 /**
- * How long before the lease's end the last confirm retry may still be sent (by the engine, or a store's
- * own second command): room for the call to
- * reach the store and for the two clocks' rates to differ. A tenth of the lease, within 100 ms–1 s.
+ * How long before the lease's end the last confirm retry may still be sent (by the engine, or a
+ * store's own second command): room for the call to reach the store and for the two clocks' rates
+ * to differ. A tenth of the lease, within 100 ms–1 s.
  */
 export function confirmMarginMs(leaseMs: number): number {
   return Math.min(1_000, Math.max(100, Math.floor(leaseMs / 10)));

@@ -183,19 +183,16 @@ if (
       let extendFails = false;
       const CONFIRM_SHA = createHash('sha1').update(CONFIRM).digest('hex');
       const EXTEND_SHA = createHash('sha1').update(EXTEND).digest('hex');
+      const runs = (args: string[], sha: string) => args[0] === 'EVALSHA' && args[1] === sha;
       const client = recording(nodeRedis, calls, {
         rewrite: (args) =>
-          args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA
+          runs(args, CONFIRM_SHA)
             ? ['EVALSHA', 'f'.repeat(40), ...args.slice(2)]
-            : extendFails && args[0] === 'EVALSHA' && args[1] === EXTEND_SHA
+            : extendFails && runs(args, EXTEND_SHA)
               ? ['PING', 'x', 'y']
               : args,
         replyAt: (args) =>
-          args[0] === 'EVALSHA' && args[1] === CONFIRM_SHA
-            ? lateUntil
-            : args[0] === 'EVALSHA' && args[1] === EXTEND_SHA
-              ? extendAt
-              : undefined,
+          runs(args, CONFIRM_SHA) ? lateUntil : runs(args, EXTEND_SHA) ? extendAt : undefined,
       });
       const storePrefix = `${prefix}noscript:`;
       const store = redisStore({ client, prefix: storePrefix, checkEvictionPolicy: false });

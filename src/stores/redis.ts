@@ -221,6 +221,16 @@ interface Written {
   bound: number;
 }
 
+/** Until when a confirm's later command may go out for a lease claimed or renewed at `sentAt`. */
+function confirmBound(sentAt: number, leaseMs: number): number {
+  return sentAt + leaseMs - confirmMarginMs(leaseMs);
+}
+
+/** What a claim wrote, kept unless the server would answer it back changed (see LONE_SURROGATE). */
+function claimWritten(value: string, fp: string, sentAt: number, leaseMs: number): Written {
+  return { value: LONE_SURROGATE.test(fp) ? undefined : value, bound: confirmBound(sentAt, leaseMs) };
+}
+
 /** A confirm's second command would go out past its lease's end (see {@link Written}). */
 function tooLate(what: string): StoreUnavailableError {
   return new StoreUnavailableError(
@@ -374,11 +384,7 @@ function adapt(client: RedisClientLike): Wire {
       time: () => attempt(() => c.call('TIME')),
       pttl: (key) => attempt(() => c.call('PTTL', key)),
       setIfEq: (key, value, expected, px, get) =>
-        attempt(() =>
-          get
-            ? c.call('SET', key, value, 'IFEQ', expected, 'PX', px, 'GET')
-            : c.call('SET', key, value, 'IFEQ', expected, 'PX', px),
-        ),
+        attempt(() => c.call('SET', key, value, 'IFEQ', expected, 'PX', px, ...(get ? ['GET'] : []))),
       script: async (s, keys, args) => {
         if (!c.evalshaBuffer || !c.evalBuffer) return ioBuffers();
         try {
@@ -610,11 +616,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     return reply;
   };
 
-  /**
-   * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
-   * it. One handler pair on the common path: this runs for every confirm on Redis 7.
-   */
-  /** Runs a script by its body (EVAL): one command, whatever the server has loaded. */
+  /** A script by its body (EVAL): one command, whatever the server has loaded. */
   function byBody(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
     return wire.eval(s, key, args).then(answered, (err: unknown) => {
       throw failure(what, err);
@@ -622,19 +624,17 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   /**
-   * Runs a script by its SHA1, and by its body when the server has not loaded it (NOSCRIPT): that
-   * is a second command, refused past `notAfter` (monotonic clock) when one is given.
+   * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
+   * it. One handler pair on the common path: this runs for every confirm on Redis 7. The EVAL is a
+   * second command, refused past `notAfter` (monotonic clock) when one is given.
    */
   function call(what: string, s: Script, key: string, args: string[], notAfter?: number): Promise<unknown> {
-    const mapped = (err: unknown) => {
-      throw failure(what, err);
-    };
     return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
-      if (!isNoScript(err)) mapped(err);
+      if (!isNoScript(err)) throw failure(what, err);
       if (notAfter !== undefined && performance.now() >= notAfter) {
         throw tooLate('the server had not loaded the confirm script (NOSCRIPT)');
       }
-      return wire.eval(s, key, args).then(answered, mapped);
+      return byBody(what, s, key, args);
     });
   }
 
@@ -770,10 +770,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         fingerprint,
         expiresAt: new Date(expiresAt),
       });
-      written.set(lease, {
-        value: LONE_SURROGATE.test(fp) ? undefined : value,
-        bound: sentAt + leaseMs - confirmMarginMs(leaseMs),
-      });
+      written.set(lease, claimWritten(value, fp, sentAt, leaseMs));
       return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
@@ -806,10 +803,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     if (status === 1) {
       const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
       // What the script wrote, field for field.
-      written.set(acquired, {
-        value: LONE_SURROGATE.test(fp) ? undefined : `p|${token}|${a}|${g}|${lease + g}|${fp}`,
-        bound: sentAt + lease - confirmMarginMs(lease),
-      });
+      written.set(acquired, claimWritten(`p|${token}|${a}|${g}|${lease + g}|${fp}`, fp, sentAt, lease));
       return { status: 'acquired', lease: acquired };
     }
     if (status === 2) {
@@ -1011,7 +1005,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // answer, and if it fails, the lease ends at the earlier of the two ends (the renewal may have
       // landed, with a shorter lease); once renewed, at the new one.
       const sentAt = performance.now();
-      const renewedBound = sentAt + ms - confirmMarginMs(ms);
+      const renewedBound = confirmBound(sentAt, ms);
       const before = written.get(lease);
       if (before !== undefined) {
         written.set(lease, { value: undefined, bound: Math.min(before.bound, renewedBound) });
