@@ -4,7 +4,15 @@
  */
 import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
 import { type TelemetryRun, timedPhase } from './telemetry.js';
-import { callDeadlineMs, confirmMarginMs, sleep, type Tick, wheel, withDeadline } from './timers.js';
+import {
+  callDeadlineMs,
+  confirmMarginMs,
+  leaseNow,
+  sleep,
+  type Tick,
+  wheel,
+  withDeadline,
+} from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
 
 /** What the work receives. */
@@ -83,7 +91,7 @@ export async function runClaimed<T>(
   work: (ctx: WorkContext) => T | Promise<T>,
   options: EngineOptions,
 ): Promise<EngineResult<T>> {
-  const sentAt = performance.now();
+  const sentAt = leaseNow();
   let pending: PromiseLike<Claim>;
   try {
     pending = store.claim(key, {
@@ -172,7 +180,7 @@ class StoreOps implements LeaseOps {
 }
 
 /**
- * Runs `work` under a lease already held (claimed at `sentAt` on this process's monotonic clock):
+ * Runs `work` under a lease already held (claimed at `sentAt` on {@link leaseNow}'s clock):
  * extended while it runs, aborted at its deadline; then settled (confirm) or given up (release).
  * Store errors after the claim are absorbed and reported as `degraded`: by then the work has run or
  * failed. A settle that fails is retried in the background while the lease is surely still ours.
@@ -193,7 +201,7 @@ export async function runLeased<T>(
     else {
       // The first try inline, the commonest case (one async frame less per run); retries as
       // confirmTries makes them, counting from this try.
-      const started = performance.now();
+      const started = leaseNow();
       try {
         confirmed = {
           status: await withDeadline('confirm', deadlineOf(ops, 'settle', options.storeTimeoutMs), () =>
@@ -382,7 +390,7 @@ function runWithDeadline<T>(
     const renew = () => {
       if (beating) return; // the last extend is still out (a slow store): do not pile up calls
       beating = true;
-      const sent = performance.now();
+      const sent = leaseNow();
       withDeadline('extend', deadlineOf(ops, 'extend', options.storeTimeoutMs), () =>
         timedPhase(options.telemetry, 'extend', () => ops.extend(lease, options.leaseMs)),
       )
@@ -439,7 +447,7 @@ async function confirmTries(
   lease: Lease,
   options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs'>,
   clock: LeaseClock,
-  started = performance.now(),
+  started = leaseNow(),
   /** The first try was made already (at `started`) and failed with this. */
   failed?: { error: unknown },
 ): Promise<Confirmed> {
@@ -448,7 +456,7 @@ async function confirmTries(
     let error: unknown;
     if (i === 0 && failed) error = failed.error;
     else {
-      const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - performance.now();
+      const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - leaseNow();
       try {
         // Safe to repeat: a confirm that landed before its answer was lost is still ours.
         const settled = await withDeadline(
@@ -462,7 +470,7 @@ async function confirmTries(
       }
     }
     const wait = CONFIRM_BACKOFF_MS[i];
-    const now = performance.now();
+    const now = leaseNow();
     if (
       wait === undefined ||
       error instanceof StoreTimeoutError ||
@@ -493,7 +501,7 @@ function confirmLater(
   const cap = lateConfirmCapMs(options.leaseMs);
   let wait = Math.min(100, cap);
   const attempt = () => {
-    const left = clock.boundAt - margin - performance.now();
+    const left = clock.boundAt - margin - leaseNow();
     if (left <= 0) return;
     withDeadline('confirm', Math.min(deadlineOf(ops, 'settle', options.storeTimeoutMs), left), () =>
       ops.settle(lease),
@@ -503,7 +511,7 @@ function confirmLater(
     );
   };
   const schedule = () => {
-    if (performance.now() + wait >= clock.boundAt - margin) return;
+    if (leaseNow() + wait >= clock.boundAt - margin) return;
     wheel.add(wait, attempt, false);
     wait = Math.min(wait * 2, cap);
   };

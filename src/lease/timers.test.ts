@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { memoryStore } from '../stores/memory.js';
 import { StoreTimeoutError } from './errors.js';
-import { callDeadlineMs, wheel, withDeadline } from './timers.js';
+import { callDeadlineMs, leaseNow, wheel, withDeadline } from './timers.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -96,5 +96,37 @@ describe('store-call deadlines', () => {
     }
     // A copy by spread has no mark (it is not enumerable): the deadline.
     assert.equal(callDeadlineMs({ ...store }, 'claim', 2_000), 2_000);
+  });
+});
+
+describe('the lease clock (leaseNow)', () => {
+  it('runs with the monotonic clock, adds a suspend (the wall clock ran on alone), and never goes back when the wall clock is set back', async () => {
+    // Ordinary running: both clocks move together, and the reading moves with the monotonic one.
+    const a = leaseNow();
+    const monoA = performance.now();
+    await sleep(50);
+    const moved = leaseNow() - a;
+    const monoMoved = performance.now() - monoA;
+    assert.ok(Math.abs(moved - monoMoved) < 5, `moved ${moved} ms, monotonic ${monoMoved} ms`);
+
+    // A suspend: the wall clock moves 5 s, the monotonic clock does not.
+    const realNow = Date.now.bind(Date);
+    let shift = 5_000;
+    const before = leaseNow();
+    const wall = mock.method(Date, 'now', () => realNow() + shift);
+    try {
+      const afterSuspend = leaseNow();
+      assert.ok(afterSuspend - before >= 4_990, `a 5 s suspend counted as ${afterSuspend - before} ms`);
+
+      // The wall clock set back by 1 min: the reading does not go back, and runs on as before.
+      shift = -55_000;
+      const back = leaseNow();
+      assert.ok(back >= afterSuspend, 'never goes back');
+      await sleep(30);
+      const on = leaseNow() - back;
+      assert.ok(on >= 25 && on < 60, `ran ${on} ms in 30 ms after the wall clock was set back`);
+    } finally {
+      wall.mock.restore();
+    }
   });
 });

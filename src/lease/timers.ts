@@ -188,6 +188,36 @@ export function markSettlesInline<S extends LeaseMethods>(store: S): S {
 }
 
 /**
+ * The wall clock ran this much (ms) further than the monotonic one between two readings of
+ * {@link leaseNow}: taken as time the host spent suspended. Below it is the two clocks' noise
+ * (`Date.now()` counts whole ms, NTP slews it by at most 0.5 ms a second).
+ */
+const SUSPEND_STEP_MS = 20;
+let monoAt = performance.now();
+let wallAt = Date.now();
+/** What the wall clock has run past the monotonic one, in steps of more than SUSPEND_STEP_MS. */
+let suspended = 0;
+
+/**
+ * Milliseconds on the clock every lease bound is read on (when a confirm's retry or a store's
+ * second command may still go out): monotonic, and, unlike `performance.now()` alone, counting
+ * the time the host was suspended. Node's monotonic clock (CLOCK_MONOTONIC on Linux) stops while a
+ * host sleeps, and the store's clock, on another host, does not: read on it alone, a lease would
+ * seem live after it had run out. Whenever the wall clock has run further than the monotonic one
+ * since the last reading, the difference is added. A wall clock set back is ignored (the reading
+ * never goes back); one set forward counts as a suspend, so bounds err early, the safe side.
+ */
+export function leaseNow(): number {
+  const mono = performance.now();
+  const wall = Date.now();
+  const gained = wall - wallAt - (mono - monoAt);
+  if (gained > SUSPEND_STEP_MS) suspended += gained;
+  monoAt = mono;
+  wallAt = wall;
+  return mono + suspended;
+}
+
+/**
  * How long before the lease's end the last confirm retry may still be sent (by the engine, or a
  * store's own second command): room for the call to reach the store and for the two clocks' rates
  * to differ. A tenth of the lease, within 100 ms–1 s.

@@ -11,7 +11,7 @@ import { type EngineResult, type LeaseOps, runLeased, type WorkContext } from '.
 import type { InboxJob, InboxStore } from '../lease/inbox.js';
 import { causeOf } from '../lease/logger.js';
 import type { TelemetryRun } from '../lease/telemetry.js';
-import { later, sleep, withDeadline } from '../lease/timers.js';
+import { later, leaseNow, sleep, withDeadline } from '../lease/timers.js';
 import type { Lease } from '../lease/types.js';
 
 /**
@@ -186,7 +186,7 @@ export interface WorkerHost {
   readonly storeTimeoutMs: number;
   /**
    * Runs one taken entry to its end (re-verify, handler under the lease, complete/retry/bury);
-   * `takenAt` is when the take was sent, on the monotonic clock: the lease's conservative start.
+   * `takenAt` is when the take was sent, on `leaseNow()`'s clock: the lease's conservative start.
    */
   run(job: InboxJob, takenAt: number): Promise<unknown>;
   /** A store error while taking: reported, then the loop waits a poll interval. */
@@ -265,7 +265,7 @@ export function startWorkerLoop(
         continue;
       }
       let jobs: InboxJob[];
-      const takenAt = performance.now();
+      const takenAt = leaseNow();
       try {
         jobs = await takeDue(host, free);
       } catch (error) {

@@ -25,7 +25,7 @@ import {
   TRACE_HEADER,
   timedPhase,
 } from '../lease/telemetry.js';
-import { later, timeoutSignal, withDeadline } from '../lease/timers.js';
+import { later, leaseNow, timeoutSignal, withDeadline } from '../lease/timers.js';
 import { resolveTimings } from '../lease/timings.js';
 import { backendOf, type Lease, type Store } from '../lease/types.js';
 import type {
@@ -1050,7 +1050,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     const started = Date.now();
     // A delivery without a usable id is still kept durably, under a key of its own (never a duplicate).
     const key = e.key ?? `${space}:~unkeyed:${newToken()}`;
-    const sentAt = performance.now();
+    const sentAt = leaseNow();
     let accepted: Awaited<ReturnType<typeof box.accept>>;
     const claimMs = p.inlineMs === undefined ? undefined : timings.leaseMs;
     const writing = Promise.resolve().then(() =>
@@ -1406,7 +1406,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     },
     async runDue({ limit = 100 }: { limit?: number } = {}): Promise<number> {
       const box = requireInbox('runDue()');
-      const takenAt = performance.now();
+      const takenAt = leaseNow();
       const jobs = await takeDue(
         { inbox: box, space, leaseMs: timings.leaseMs, storeTimeoutMs: timings.storeTimeoutMs },
         limit,

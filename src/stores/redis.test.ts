@@ -261,6 +261,24 @@ if (
       calls.splice(0);
       assert.equal(await store.confirm(after.lease, { retentionMs: LONG }), true);
       assert.deepEqual(calls, ['EVAL'], 'one command');
+
+      // The host slept past the lease right after the claim: the wall clock moved 2 s, the
+      // monotonic one did not (CLOCK_MONOTONIC stops in a suspend). The lease counts as over: one
+      // command, never an EVALSHA whose NOSCRIPT would send an EVAL after the lease.
+      const slept = await late('slept', false);
+      const realNow = Date.now.bind(Date);
+      const suspend = mock.method(Date, 'now', () => realNow() + 2_000);
+      try {
+        calls.splice(0);
+        assert.equal(await store.confirm(slept.lease, { retentionMs: LONG }), true);
+        assert.ok(
+          performance.now() - slept.at < 900,
+          'the monotonic clock still put the lease within its margin',
+        );
+        assert.deepEqual(calls, ['EVAL'], 'one command after a suspend');
+      } finally {
+        suspend.mock.restore();
+      }
     });
 
     it('claims a free key with one plain SET NX PX GET, answers a completed key and a live lease the same way (a PTTL only for a token without its lease end), scripts only a lapsed or released one', async () => {

@@ -9,7 +9,7 @@ import { newToken } from '../lease/crypto.js';
 import { type Duration, parsePositiveDuration } from '../lease/duration.js';
 import type { HealthCheck, StoreHealth } from '../lease/health.js';
 import { storeKey } from '../lease/keys.js';
-import { confirmMarginMs } from '../lease/timers.js';
+import { confirmMarginMs, leaseNow } from '../lease/timers.js';
 import {
   assertVersion,
   type Claim,
@@ -212,16 +212,16 @@ function owned(was: string, id: string, claimed: string): boolean | undefined {
 }
 
 /**
- * What a lease's claim wrote (none once renewed), and until when (monotonic clock) a command of its
- * confirm may still be sent after another: the lease's end as last claimed or renewed, less the
- * engine's confirm margin.
+ * What a lease's claim wrote (none once renewed), and until when (on `leaseNow()`'s clock, which
+ * counts a host's suspend) a command of its confirm may still be sent after another: the lease's
+ * end as last claimed or renewed, less the engine's confirm margin.
  */
 interface Written {
   value: string | undefined;
   bound: number;
 }
 
-/** Until when a confirm's later command may go out for a lease claimed or renewed at `sentAt`. */
+/** Until when a confirm's later command may go out for a lease claimed or renewed at `sentAt` (`leaseNow()`). */
 function confirmBound(sentAt: number, leaseMs: number): number {
   return sentAt + leaseMs - confirmMarginMs(leaseMs);
 }
@@ -626,12 +626,12 @@ export function redisStore(options: RedisStoreOptions): Store {
   /**
    * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
    * it. One handler pair on the common path: this runs for every confirm on Redis 7. The EVAL is a
-   * second command, refused past `notAfter` (monotonic clock) when one is given.
+   * second command, refused past `notAfter` (on `leaseNow()`'s clock) when one is given.
    */
   function call(what: string, s: Script, key: string, args: string[], notAfter?: number): Promise<unknown> {
     return wire.evalsha(s, key, args).then(answered, (err: unknown) => {
       if (!isNoScript(err)) throw failure(what, err);
-      if (notAfter !== undefined && performance.now() >= notAfter) {
+      if (notAfter !== undefined && leaseNow() >= notAfter) {
         throw tooLate('the server had not loaded the confirm script (NOSCRIPT)');
       }
       return byBody(what, s, key, args);
@@ -735,6 +735,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     // Read just before the SET goes out: the lease end it gives errs early, by no more than the
     // SET's trip out (a first claim's one-time costs before this point must not widen that).
     const sentAt = performance.now();
+    const boundFrom = leaseNow();
     const clock = sentAt - clockReadAt > CLOCK_REFRESH_MS ? readClock(key) : undefined;
     const value = `p|${token}|1|${g}|${leaseMs + g}|${fp}`;
     let held: unknown;
@@ -770,7 +771,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         fingerprint,
         expiresAt: new Date(expiresAt),
       });
-      written.set(lease, claimWritten(value, fp, sentAt, leaseMs));
+      written.set(lease, claimWritten(value, fp, boundFrom, leaseMs));
       return { status: 'acquired', lease };
     }
     const fields = VALUE.exec(String(held));
@@ -791,7 +792,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     fp: string,
     fingerprint: string | undefined,
   ): Promise<Claim> {
-    const sentAt = performance.now();
+    const sentAt = leaseNow();
     const reply = (await call('claim', scripts.claim, claimKey(key), [
       token,
       String(lease),
@@ -943,7 +944,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // takeover, its release and that record's expiry could come first, and a late write would turn
       // the retry away as a duplicate). A confirm called later (or of a lease this store did not hand
       // out) is the script, as on Redis 7.
-      const notAfter = held !== undefined && performance.now() < held.bound ? held.bound : undefined;
+      const notAfter = held !== undefined && leaseNow() < held.bound ? held.bound : undefined;
       const claimed = notAfter === undefined ? undefined : held?.value;
       if (claimed !== undefined && casAnswer() === true) {
         // The key still holds what the claim wrote: ours, untouched since. The SET answers what the
@@ -968,7 +969,7 @@ export function redisStore(options: RedisStoreOptions): Store {
         }
         // The key vanished (invariant 3: completed all the same), holds our lease renewed, or the
         // server refused the SET: the script decides, if it can still be sent in time.
-        if (performance.now() >= notAfter!) {
+        if (leaseNow() >= notAfter!) {
           throw tooLate(
             was === REFUSED
               ? 'the server refused SET ... IFEQ'
@@ -1004,7 +1005,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       // A renewal rewrites the key (a new lease end): its confirm goes to the script. Until the
       // answer, and if it fails, the lease ends at the earlier of the two ends (the renewal may have
       // landed, with a shorter lease); once renewed, at the new one.
-      const sentAt = performance.now();
+      const sentAt = leaseNow();
       const renewedBound = confirmBound(sentAt, ms);
       const before = written.get(lease);
       if (before !== undefined) {
