@@ -65,3 +65,28 @@ describe('Node replies: the outcome written directly equals the web path', () =>
     });
   }
 });
+
+describe('Node replies: the plain ones are built once', () => {
+  it('answers every shape again, in any order, exactly as the web path does; a plain reply is shared and frozen', async () => {
+    const inFlight = (retryAfter: number) =>
+      ({ ...base, outcome: 'in-flight', status: 409, retryAfter }) as DeliveryResult;
+    const shapes = [...results, inFlight(7), inFlight(60), ...[...results].reverse(), inFlight(7)];
+    for (const result of shapes) {
+      const direct = await toNodeReply(result);
+      const viaWeb = await responseToReply(toResponse(result));
+      assert.equal(direct.status, viaWeb.status);
+      assert.deepEqual(
+        { ...direct.headers },
+        { ...viaWeb.headers },
+        `${result.outcome} ${result.retryAfter}`,
+      );
+      assert.equal(String(direct.body), new TextDecoder().decode(viaWeb.body as Uint8Array));
+    }
+    const plain = toNodeReply(results[0]!);
+    assert.equal(plain, toNodeReply({ ...results[0]! }), 'shared');
+    assert.ok(Object.isFrozen(plain) && Object.isFrozen((plain as { headers: object }).headers), 'frozen');
+    // A degraded or later-attempt answer is never the shared one.
+    assert.notEqual(toNodeReply(results[1]!), toNodeReply(results[1]!));
+    assert.notEqual(toNodeReply(results[2]!), toNodeReply(results[2]!));
+  });
+});

@@ -73,7 +73,9 @@ export function webhook<P extends Provider<any, any>>(
           url: nodeUrl(request.raw),
           method: request.method,
         });
-        return send(reply, await toNodeReply(result, request.raw));
+        // Synchronous for the outcome JSON: no await (one microtask less per answer).
+        const out = toNodeReply(result, request.raw);
+        return send(reply, out instanceof Promise ? await out : out);
       },
     });
   };

@@ -52,7 +52,8 @@ export function webhook<P extends Provider<any, any>>(
     // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(req, FIX, [(req as { rawBody?: unknown }).rawBody]);
     const result = await receiveNode(r, req, raw);
-    writeNodeReply(res, await toNodeReply(result, req));
+    const out = toNodeReply(result, req);
+    writeNodeReply(res, out instanceof Promise ? await out : out);
   }
 }
 

@@ -106,8 +106,37 @@ function closedIfUnread(reply: NodeReply, req: IncomingMessage | undefined): Nod
   return reply;
 }
 
+/**
+ * Replies that depend on nothing but the outcome, status and `Retry-After` (no code, no degraded
+ * reason, a first attempt): nearly every answer (processed, duplicate, in flight). Built once each
+ * and frozen, headers too: every adapter only reads a reply (a copy is made where one is changed,
+ * as `closedIfUnread` does). Bounded (a `Retry-After` is any number).
+ */
+const plainReplies = new Map<string, NodeReply>();
+const PLAIN_REPLIES_MAX = 256;
+
 /** The reply `toResponse` would make for a result without a handler response, built directly. */
 function outcomeReply(result: DeliveryResult): NodeReply {
+  if (
+    result.code === undefined &&
+    result.degraded === undefined &&
+    result.outcome !== 'rejected' &&
+    result.outcome !== 'too-large' &&
+    (result.attempt === undefined || result.attempt <= 1)
+  ) {
+    const id = `${result.outcome}|${result.status}|${result.retryAfter}`;
+    let plain = plainReplies.get(id);
+    if (plain === undefined) {
+      const built = builtReply(result);
+      plain = Object.freeze({ ...built, headers: Object.freeze(built.headers) });
+      if (plainReplies.size < PLAIN_REPLIES_MAX) plainReplies.set(id, plain);
+    }
+    return plain;
+  }
+  return builtReply(result);
+}
+
+function builtReply(result: DeliveryResult): NodeReply {
   const headers: Record<string, string> = {};
   const given = outcomeHeaders(result);
   for (const name in given) headers[name.toLowerCase()] = given[name]!;
