@@ -325,7 +325,7 @@ function runWithDeadline<T>(
   options: Pick<EngineOptions, 'leaseMs' | 'timeoutMs' | 'storeTimeoutMs' | 'telemetry'>,
   clock: LeaseClock,
 ): RunResult<T> | Promise<RunResult<T>> {
-  const startedAt = performance.now();
+  const startedAt = leaseNow();
   const abort = new LazySignal();
   const ctx = new RunContext(lease.attempt, lease, abort);
   let running: T | Promise<T>;
@@ -363,22 +363,32 @@ function runWithDeadline<T>(
     const arm = () => {
       const at = Math.min(deadlineAt, beatAt);
       // Ref'd: the deadline is always still ahead, and someone awaits it.
-      tick = wheel.add(Math.max(0, at - performance.now()), due, true);
+      tick = wheel.add(Math.max(0, at - leaseNow()), due, true);
     };
     const end = (result: RunResult<T>) => {
       if (ended) return; // a handler that ignores its signal may settle after the deadline
+      // Its end came after its deadline, before the deadline's tick (within the wheel's 10 ms, or
+      // at the first tick after a host's suspend, when the lease may be long gone): past the
+      // deadline all the same, released, never confirmed.
+      if (result.ok && leaseNow() >= deadlineAt) {
+        timedOut();
+        return;
+      }
       ended = true;
       wheel.cancel(tick);
       result.degraded = degraded;
       resolve(result);
     };
+    const timedOut = () => {
+      const error = new HandlerTimeoutError(options.timeoutMs);
+      abort.abort(error);
+      end({ ok: false, error });
+    };
     const due = () => {
       if (ended) return;
-      const now = performance.now();
+      const now = leaseNow();
       if (now >= deadlineAt) {
-        const error = new HandlerTimeoutError(options.timeoutMs);
-        abort.abort(error);
-        end({ ok: false, error });
+        timedOut();
         return;
       }
       if (now >= beatAt) {
@@ -452,11 +462,14 @@ async function confirmTries(
   failed?: { error: unknown },
 ): Promise<Confirmed> {
   const margin = confirmMarginMs(options.leaseMs);
+  let error: unknown;
   for (let i = 0; ; i++) {
-    let error: unknown;
     if (i === 0 && failed) error = failed.error;
     else {
       const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - leaseNow();
+      // The wait before this try may have outlasted the lease (a stall, a host's suspend): a try
+      // is never sent after its end.
+      if (left <= 0) return { status: 'error', error };
       try {
         // Safe to repeat: a confirm that landed before its answer was lost is still ours.
         const settled = await withDeadline(

@@ -100,7 +100,7 @@ describe('store-call deadlines', () => {
 });
 
 describe('the lease clock (leaseNow)', () => {
-  it('runs with the monotonic clock, adds a suspend (the wall clock ran on alone), and never goes back when the wall clock is set back', async () => {
+  it('runs with the monotonic clock, adds a suspend (the wall clock pulled ahead), never goes back when the wall clock is set back, and counts a later suspend from there', async () => {
     // Ordinary running: both clocks move together, and the reading moves with the monotonic one.
     const a = leaseNow();
     const monoA = performance.now();
@@ -109,12 +109,13 @@ describe('the lease clock (leaseNow)', () => {
     const monoMoved = performance.now() - monoA;
     assert.ok(Math.abs(moved - monoMoved) < 5, `moved ${moved} ms, monotonic ${monoMoved} ms`);
 
-    // A suspend: the wall clock moves 5 s, the monotonic clock does not.
     const realNow = Date.now.bind(Date);
-    let shift = 5_000;
+    let shift = 0;
     const before = leaseNow();
     const wall = mock.method(Date, 'now', () => realNow() + shift);
     try {
+      // A suspend: the wall clock moves 5 s, the monotonic clock does not.
+      shift = 5_000;
       const afterSuspend = leaseNow();
       assert.ok(afterSuspend - before >= 4_990, `a 5 s suspend counted as ${afterSuspend - before} ms`);
 
@@ -124,7 +125,20 @@ describe('the lease clock (leaseNow)', () => {
       assert.ok(back >= afterSuspend, 'never goes back');
       await sleep(30);
       const on = leaseNow() - back;
-      assert.ok(on >= 25 && on < 60, `ran ${on} ms in 30 ms after the wall clock was set back`);
+      assert.ok(on >= 25 && on < 500, `ran ${on} ms in 30 ms after the wall clock was set back`);
+
+      // A suspend after that counts in full, from the clock as set back.
+      const beforeSecond = leaseNow();
+      shift += 3_000;
+      assert.ok(leaseNow() - beforeSecond >= 2_990, 'a later suspend counts in full');
+
+      // A lead that grows in small steps, each below the noise floor, counts once it adds up.
+      const beforeSteps = leaseNow();
+      for (let i = 0; i < 6; i++) {
+        shift += 10;
+        leaseNow();
+      }
+      assert.ok(leaseNow() - beforeSteps >= 40, 'small steps add up');
     } finally {
       wall.mock.restore();
     }

@@ -56,7 +56,7 @@ export function timeoutSignal(ms: number, reason: () => unknown): { signal: Abor
 
 /** One pending event of the {@link wheel}. */
 export interface Tick {
-  /** When it fires, on the monotonic clock (ms). */
+  /** When it fires, on {@link leaseNow}'s clock (ms). */
   at: number;
   fn: () => void;
   /** Whether it keeps the process alive while it waits (a deadline someone awaits). */
@@ -79,8 +79,9 @@ class Node implements Tick {
 /**
  * One shared coarse clock for the many short-lived deadlines of deliveries (store calls, handler
  * deadlines, lease renewals, late confirms): a single timer, armed while anything waits, instead of
- * a timer (or two) per delivery. Events fire within a tick (10 ms) after their time; any duration
- * works, 2^31 ms and beyond included. The timer keeps the process alive only while some waiting
+ * a timer (or two) per delivery. Events fire within a tick (10 ms) after their time, read on
+ * {@link leaseNow}'s clock (so those due during a host's suspend fire at the first tick after it);
+ * any duration works, 2^31 ms and beyond included. The timer keeps the process alive only while some waiting
  * event does. Pending events are a doubly linked list: adding and cancelling are a few pointer
  * writes, on the path of every store call.
  */
@@ -95,7 +96,7 @@ class Wheel {
   static readonly TICK_MS = 10;
 
   add(ms: number, fn: () => void, ref: boolean): Tick {
-    const tick = new Node(performance.now() + ms, fn, ref);
+    const tick = new Node(leaseNow() + ms, fn, ref);
     if (this.tail) {
       this.tail.next = tick;
       tick.prev = this.tail;
@@ -145,7 +146,7 @@ class Wheel {
   }
 
   private fire(): void {
-    const now = performance.now();
+    const now = leaseNow();
     // Those due now, found first (an event may add or cancel others while it runs); one cancelled
     // by an earlier one's run does not fire.
     const due: Node[] = [];
@@ -188,32 +189,36 @@ export function markSettlesInline<S extends LeaseMethods>(store: S): S {
 }
 
 /**
- * The wall clock ran this much (ms) further than the monotonic one between two readings of
- * {@link leaseNow}: taken as time the host spent suspended. Below it is the two clocks' noise
- * (`Date.now()` counts whole ms, NTP slews it by at most 0.5 ms a second).
+ * How far (ms) the wall clock must have run ahead of the monotonic one, since the last suspend
+ * counted, for {@link leaseNow} to count it: above the two clocks' noise (`Date.now()` counts whole
+ * ms) and any slow drift between them, which counts only once it adds up to this.
  */
 const SUSPEND_STEP_MS = 20;
-let monoAt = performance.now();
-let wallAt = Date.now();
-/** What the wall clock has run past the monotonic one, in steps of more than SUSPEND_STEP_MS. */
+/** The wall clock's lead over the monotonic one, as last counted (lowered when the wall clock is set back). */
+let lead = Date.now() - performance.now();
+/** The time counted as suspended so far. */
 let suspended = 0;
 
 /**
- * Milliseconds on the clock every lease bound is read on (when a confirm's retry or a store's
- * second command may still go out): monotonic, and, unlike `performance.now()` alone, counting
- * the time the host was suspended. Node's monotonic clock (CLOCK_MONOTONIC on Linux) stops while a
- * host sleeps, and the store's clock, on another host, does not: read on it alone, a lease would
- * seem live after it had run out. Whenever the wall clock has run further than the monotonic one
- * since the last reading, the difference is added. A wall clock set back is ignored (the reading
- * never goes back); one set forward counts as a suspend, so bounds err early, the safe side.
+ * Milliseconds on the clock every lease bound and deadline is read on (when a confirm's retry or
+ * a store's second command may still go out, when a handler's or a store call's deadline has
+ * passed): monotonic, and, unlike `performance.now()` alone, counting the time the host was
+ * suspended. Node's monotonic clock (CLOCK_MONOTONIC on Linux) stops while a host sleeps, and the
+ * store's clock, on another host, does not: read on it alone, a lease would seem live after it
+ * had run out. The wall clock is stepped forward on resume, so whenever it has pulled ahead of the
+ * monotonic one, that lead counts too. A wall clock set back is ignored (the reading never goes
+ * back; later leads count from there); one set forward counts as a suspend, so bounds err early,
+ * the safe side. Not seen: a suspend within the same reading interval as a wall clock set back by
+ * as much or more.
  */
 export function leaseNow(): number {
   const mono = performance.now();
-  const wall = Date.now();
-  const gained = wall - wallAt - (mono - monoAt);
-  if (gained > SUSPEND_STEP_MS) suspended += gained;
-  monoAt = mono;
-  wallAt = wall;
+  const ahead = Date.now() - mono;
+  const gained = ahead - lead;
+  if (gained > SUSPEND_STEP_MS) {
+    suspended += gained;
+    lead = ahead;
+  } else if (gained < 0) lead = ahead;
   return mono + suspended;
 }
 

@@ -1,10 +1,16 @@
 /**
- * A host that sleeps while a handler runs (a laptop lid, a paused VM): Node's monotonic clock stops,
- * the store's clock, on another host, does not. The lease runs out, a takeover runs the work at
- * attempt 2, fails and releases, and the released record expires. When the host wakes up and the
- * first confirm fails, a retry must not go out (invariant 7): on the monotonic clock alone the lease
- * would still seem live, and the retry would write the vanished key completed (invariant 3's rule),
- * so the provider's retry would be turned away though the only run that got past the fence failed.
+ * Time this process does not see pass, while the store's clock does.
+ *
+ * A host that sleeps while a handler runs (a laptop lid): Node's monotonic clock stops, the store's
+ * clock, on another host, does not. The lease runs out, a takeover runs the work at attempt 2,
+ * fails and releases, and the released record expires. On the monotonic clock alone the handler
+ * would have ended within its deadline and been confirmed: the confirm would write the vanished key
+ * completed (invariant 3's rule), and the provider's retry would be turned away though the only run
+ * that got past the fence failed. Its deadline is read on a clock that counts the suspend: the run
+ * is past it, released, never confirmed.
+ *
+ * An event loop stalled during a failed confirm's backoff, past the lease: the retry must not go out
+ * after it (invariant 7), or it would complete a record a takeover is about to claim.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
@@ -45,25 +51,32 @@ function acquired(claim: Claim): Lease {
   return (claim as { lease: Lease }).lease;
 }
 
-describe('a host suspended while its handler runs (Redis 7)', { skip: !client }, () => {
-  it('sends no confirm retry after the lease ran out on the store, so the retry gets in', async () => {
+describe('time the process does not see pass (Redis 7)', { skip: !client }, () => {
+  it('a suspend inside the handler, past its deadline and lease: timed out and released, never confirmed; the retry gets in', async () => {
     const inner = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
     const takeover = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
-    // The first confirm fails as a store error would (it never reaches the server); any retry goes through.
-    let confirms = 0;
+    const calls: string[] = [];
     const store = wrapStore(inner, (method) => {
-      if (method === 'confirm' && confirms++ === 0) throw new Error('ECONNRESET');
+      calls.push(method);
     });
-    const key = 'evt_1';
+    const key = 'suspended-handler';
     const LEASE = 600;
+    const TIMEOUT = 300;
     const RETENTION = 300; // also the released record's grace: it expires soon after the release
     let slept: { monoMs: number; wallMs: number } | undefined;
+    let monoInHandler = Number.NaN;
     let takenOver: Lease | undefined;
+    // The handler's own end (the engine may answer first: at its deadline, once the suspend is over).
+    let handlerEnded!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      handlerEnded = resolve;
+    });
 
     const result = await once(
       store,
       key,
       async () => {
+        const monoStart = performance.now();
         slept = await whileSuspended(async () => {
           await sleep(LEASE + 150); // the lease runs out on the server
           takenOver = acquired(await takeover.claim(key, { leaseMs: LEASE, retentionMs: RETENTION }));
@@ -71,19 +84,63 @@ describe('a host suspended while its handler runs (Redis 7)', { skip: !client },
           await sleep(RETENTION + 300); // the released record expires
           assert.equal(await inner.inspect(key), undefined, 'the key vanished');
         });
+        monoInHandler = performance.now() - monoStart;
+        handlerEnded();
       },
-      { lease: `${LEASE}ms`, timeout: '300ms', retention: `${RETENTION}ms`, logger: false },
+      { lease: `${LEASE}ms`, timeout: `${TIMEOUT}ms`, retention: `${RETENTION}ms`, logger: false },
     );
 
-    // The suspend happened: the monotonic clock stood still while the lease ran out in real time,
-    // and a takeover ran (attempt 2).
-    assert.ok(slept && slept.monoMs < 50 && slept.wallMs >= LEASE + RETENTION + 400, JSON.stringify(slept));
+    await ended;
+    // The suspend happened: on the monotonic clock the handler ended well within its deadline,
+    // while in real time its lease ran out and a takeover ran (attempt 2).
+    assert.ok(monoInHandler < TIMEOUT / 2, `the handler took ${monoInHandler} ms on the monotonic clock`);
+    assert.ok(slept && slept.wallMs >= LEASE + RETENTION + 400, JSON.stringify(slept));
     assert.equal(takenOver?.attempt, 2);
-    // The answer: the work ran, its confirm failed, and nothing more was sent, now or later.
-    assert.equal(result.outcome === 'processed' && result.degraded, 'confirm-failed');
-    await sleep(1_000);
-    assert.equal(confirms, 1, 'no confirm retry after the lease ran out');
-    // The provider's retry gets in (with a confirm retry, the key would read completed).
+    // The answer: past the deadline, released, never confirmed.
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.outcome === 'failed' && (result.error as Error).name, 'HandlerTimeoutError');
+    await sleep(500);
+    assert.deepEqual(
+      calls.filter((c) => c !== 'inspect'),
+      ['claim', 'release'],
+    );
+    // The provider's retry gets in (confirmed, the key would read completed).
     assert.equal((await inner.claim(key, { leaseMs: LEASE, retentionMs: RETENTION })).status, 'acquired');
+  });
+
+  it("a stall during a failed confirm's backoff, past the lease: no retry after it, and a competitor takes over", async () => {
+    const inner = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
+    const LEASE = 1_000;
+    // The first confirm fails as a store error would (it never reaches the server); 5 ms later,
+    // inside the engine's 25 ms backoff, the event loop stalls past the lease's end.
+    let confirms = 0;
+    let stalled = 0;
+    const store = wrapStore(inner, (method) => {
+      if (method !== 'confirm' || confirms++ > 0) return;
+      setTimeout(() => {
+        const from = process.hrtime.bigint();
+        const ms = () => Number(process.hrtime.bigint() - from) / 1e6;
+        while (ms() < LEASE + 100);
+        stalled = ms();
+      }, 5);
+      throw new Error('ECONNRESET');
+    });
+    const key = 'stalled-confirm';
+    const result = await once(store, key, () => 'done', {
+      lease: `${LEASE}ms`,
+      timeout: '200ms',
+      retention: '1h',
+      logger: false,
+    });
+    // The stall happened, and the retry would have gone out after it (the first try failed at once).
+    assert.ok(stalled >= LEASE + 100, `stalled ${stalled} ms`);
+    assert.equal(result.outcome === 'processed' && result.degraded, 'confirm-failed');
+    await sleep(500);
+    assert.equal(confirms, 1, 'no confirm try after the lease ran out');
+    // The lease ran out unconfirmed: a competitor takes over at attempt 2 (a late retry would have
+    // written the key completed under it).
+    const competitor = await inner.claim(key, { leaseMs: LEASE, retentionMs: 3_600_000 });
+    assert.equal(competitor.status, 'acquired');
+    assert.equal(acquired(competitor).attempt, 2);
   });
 });

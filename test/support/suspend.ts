@@ -1,31 +1,32 @@
 /**
- * A host suspend, as this process sees one: while `during` runs (in real time, so a store on
- * another host lets keys expire), `performance.now()` stands still, as CLOCK_MONOTONIC does while
- * a Linux host sleeps, and `Date.now()` goes on. Afterwards the monotonic clock carries on from
- * where it stopped. Returns how far each clock moved across the suspend, so a test can first check
- * that the suspend happened.
+ * A host suspend, as this process sees one. While `during` runs (in real time, so a store on another
+ * host lets keys expire meanwhile), neither clock moves: `performance.now()` and `Date.now()` stand
+ * still, as if nothing in this process ran. Afterwards the wall clock is where real time is (Linux
+ * steps CLOCK_REALTIME forward on resume) and the monotonic clock carries on from where it stopped
+ * (CLOCK_MONOTONIC does not count a suspend). Returns how far each clock moved across it.
  */
 export async function whileSuspended(
   during: () => Promise<void>,
 ): Promise<{ monoMs: number; wallMs: number }> {
-  const real = performance.now.bind(performance);
-  const stoppedAt = real();
-  const wallBefore = Date.now();
-  let lag = 0;
-  let frozen = true;
-  performance.now = () => (frozen ? stoppedAt : real() - lag);
+  const realPerf = performance.now.bind(performance);
+  const realDate = Date.now;
+  const monoStopped = performance.now();
+  const wallStopped = Date.now();
+  const realStopped = realPerf();
+  performance.now = () => monoStopped;
+  Date.now = () => wallStopped;
   try {
     await during();
   } finally {
-    lag = real() - stoppedAt;
-    frozen = false;
+    // (The clock in place before, itself maybe behind from an earlier suspend, less this one.)
+    const lag = realPerf() - realStopped;
+    performance.now = () => realPerf() - lag;
+    Date.now = realDate;
   }
-  const monoMs = performance.now() - stoppedAt;
-  const wallMs = Date.now() - wallBefore;
-  return { monoMs, wallMs };
+  return { monoMs: performance.now() - monoStopped, wallMs: Date.now() - wallStopped };
 }
 
-/** Gives `performance.now` back (call once the test is over: readings after the suspend stay behind the real clock until then). */
+/** Gives `performance.now` back (once the test is over: after a suspend it stays behind the real clock until then). */
 export function resumeClock(): void {
   delete (performance as { now?: unknown }).now;
 }
