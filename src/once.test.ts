@@ -76,6 +76,26 @@ describe('once()', () => {
     assert.ok(Date.now() - started < 1_000);
   });
 
+  it('counts work that ends past its deadline as failed, synchronous or not, even before the deadline could fire', async () => {
+    // Synchronous work no timer can stop: 120 ms of it against a 60 ms deadline.
+    const store = memoryStore();
+    const busy = (ms: number) => {
+      const from = performance.now();
+      while (performance.now() - from < ms);
+      return 'done';
+    };
+    const sync = await once(store, 'sync', () => busy(120), { timeout: '60ms' });
+    assert.ok(sync.outcome === 'failed' && sync.error instanceof HandlerTimeoutError);
+    assert.equal((await store.inspect('sync'))?.state, 'released');
+    // Async work that blocks the loop past its deadline and then resolves: its end comes before the
+    // deadline's tick could.
+    const late = await once(store, 'late', async () => busy(120), { timeout: '60ms' });
+    assert.ok(late.outcome === 'failed' && late.error instanceof HandlerTimeoutError);
+    assert.equal((await store.inspect('late'))?.state, 'released');
+    // Within its deadline: processed, as ever.
+    assert.equal((await once(store, 'quick', () => busy(5), { timeout: '60ms' })).outcome, 'processed');
+  });
+
   it('extends the lease while the work runs past its first expiry', async () => {
     const store = memoryStore();
     const running = once(store, 'k', () => sleep(500), { lease: '150ms', timeout: '5s' });

@@ -336,10 +336,14 @@ function runWithDeadline<T>(
     timed?.end(error);
     return { ok: false, error };
   }
-  // A handler that returned at once needs no deadline and no heartbeat: no timer could have fired
-  // while it ran (one thread), and it is over.
+  // A handler that returned at once needs no timer and no heartbeat: none could have fired while
+  // it ran (one thread), and it is over. Past its deadline all the same (long work, or a host's
+  // suspend meanwhile), it failed, as an async one would.
   if (!isThenable(running)) {
     timed?.end();
+    if (leaseNow() >= startedAt + options.timeoutMs) {
+      return { ok: false, error: new HandlerTimeoutError(options.timeoutMs) };
+    }
     return { ok: true, value: running };
   }
   // The handler's own end, even past its deadline (a handler that ignores its signal).

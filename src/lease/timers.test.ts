@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import os from 'node:os';
 import { describe, it, mock } from 'node:test';
 import { memoryStore } from '../stores/memory.js';
 import { StoreTimeoutError } from './errors.js';
@@ -100,7 +101,7 @@ describe('store-call deadlines', () => {
 });
 
 describe('the lease clock (leaseNow)', () => {
-  it('runs with the monotonic clock, adds a suspend (the wall clock pulled ahead), never goes back when the wall clock is set back, and counts a later suspend from there', async () => {
+  it('runs with the monotonic clock, adds a suspend (the wall and boot clocks pulled ahead), never goes back when the wall clock is set back, and counts a later suspend from there', async () => {
     // Ordinary running: both clocks move together, and the reading moves with the monotonic one.
     const a = leaseNow();
     const monoA = performance.now();
@@ -110,17 +111,22 @@ describe('the lease clock (leaseNow)', () => {
     assert.ok(Math.abs(moved - monoMoved) < 5, `moved ${moved} ms, monotonic ${monoMoved} ms`);
 
     const realNow = Date.now.bind(Date);
-    let shift = 0;
+    const realUptime = os.uptime.bind(os);
+    let wallShift = 0;
+    let bootShift = 0;
     const before = leaseNow();
-    const wall = mock.method(Date, 'now', () => realNow() + shift);
+    const wall = mock.method(Date, 'now', () => realNow() + wallShift);
+    const boot = mock.method(os, 'uptime', () => realUptime() + bootShift / 1_000);
     try {
-      // A suspend: the wall clock moves 5 s, the monotonic clock does not.
-      shift = 5_000;
+      // A suspend: the wall clock is stepped 5 s on resume, the boot clock ran on, the monotonic
+      // clock did not.
+      wallShift = 5_000;
+      bootShift = 5_000;
       const afterSuspend = leaseNow();
-      assert.ok(afterSuspend - before >= 4_990, `a 5 s suspend counted as ${afterSuspend - before} ms`);
+      assert.ok(afterSuspend - before >= 4_980, `a 5 s suspend counted as ${afterSuspend - before} ms`);
 
       // The wall clock set back by 1 min: the reading does not go back, and runs on as before.
-      shift = -55_000;
+      wallShift = -55_000;
       const back = leaseNow();
       assert.ok(back >= afterSuspend, 'never goes back');
       await sleep(30);
@@ -129,18 +135,52 @@ describe('the lease clock (leaseNow)', () => {
 
       // A suspend after that counts in full, from the clock as set back.
       const beforeSecond = leaseNow();
-      shift += 3_000;
-      assert.ok(leaseNow() - beforeSecond >= 2_990, 'a later suspend counts in full');
+      wallShift += 3_000;
+      bootShift += 3_000;
+      assert.ok(leaseNow() - beforeSecond >= 2_980, 'a later suspend counts in full');
 
-      // A lead that grows in small steps, each below the noise floor, counts once it adds up.
+      // A suspend noticed in small steps, each below the noise floor, counts once they add up.
       const beforeSteps = leaseNow();
       for (let i = 0; i < 6; i++) {
-        shift += 10;
+        wallShift += 10;
+        bootShift += 10;
         leaseNow();
       }
       assert.ok(leaseNow() - beforeSteps >= 40, 'small steps add up');
+
+      // The wall clock stepped forward alone (NTP at boot, a test's fake Date): on Linux the boot
+      // clock says no suspend happened, and nothing counts; elsewhere it counts (the safe side).
+      const beforeStep = leaseNow();
+      wallShift += 60_000;
+      const stepped = leaseNow() - beforeStep;
+      if (process.platform === 'linux') assert.ok(stepped < 50, `a wall clock step counted ${stepped} ms`);
+      else assert.ok(stepped >= 59_980);
     } finally {
       wall.mock.restore();
+      boot.mock.restore();
     }
+  });
+});
+
+describe('the wheel after fake timers', () => {
+  it('fires again once a test that faked setInterval while the wheel started has put it back', async () => {
+    await sleep(50); // the wheel stops at its first tick with nothing waiting
+    mock.timers.enable({ apis: ['setInterval'] });
+    try {
+      wheel.cancel(wheel.add(10, () => {}, false)); // its timer is made under the fake
+    } finally {
+      mock.timers.reset();
+    }
+    await sleep(150);
+    let fired = false;
+    wheel.add(
+      20,
+      () => {
+        fired = true;
+      },
+      true,
+    );
+    await sleep(200);
+    assert.equal(fired, true, 'fired on a real timer');
   });
 });

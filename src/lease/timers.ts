@@ -93,10 +93,14 @@ class Wheel {
   private refs = 0;
   /** Whether the timer is ref'd now; brought in line with `refs` on add and at each tick. */
   private refed = false;
+  /** When the timer last fired (or was made), on {@link leaseNow}'s clock. */
+  private firedAt = 0;
   static readonly TICK_MS = 10;
+  static readonly STALE_MS = 100;
 
   add(ms: number, fn: () => void, ref: boolean): Tick {
-    const tick = new Node(leaseNow() + ms, fn, ref);
+    const now = leaseNow();
+    const tick = new Node(now + ms, fn, ref);
     if (this.tail) {
       this.tail.next = tick;
       tick.prev = this.tail;
@@ -104,8 +108,12 @@ class Wheel {
     this.tail = tick;
     this.size++;
     if (ref) this.refs++;
-    if (!this.timer) {
+    if (!this.timer || now - this.firedAt > Wheel.STALE_MS) {
+      // None yet, or one that stopped firing: made under a test's fake timers since uninstalled
+      // (or a loop blocked that long, where a new one costs nothing).
+      if (this.timer) clearInterval(this.timer);
       this.timer = setInterval(() => this.fire(), Wheel.TICK_MS);
+      this.firedAt = now;
       this.refed = true;
     }
     if (this.refed !== this.refs > 0) this.keepAlive();
@@ -147,6 +155,7 @@ class Wheel {
 
   private fire(): void {
     const now = leaseNow();
+    this.firedAt = now;
     // Those due now, found first (an event may add or cancel others while it runs); one cancelled
     // by an earlier one's run does not fire.
     const due: Node[] = [];
@@ -190,34 +199,81 @@ export function markSettlesInline<S extends LeaseMethods>(store: S): S {
 
 /**
  * How far (ms) the wall clock must have run ahead of the monotonic one, since the last suspend
- * counted, for {@link leaseNow} to count it: above the two clocks' noise (`Date.now()` counts whole
- * ms) and any slow drift between them, which counts only once it adds up to this.
+ * counted, for {@link leaseNow} to look at it: above the two clocks' noise (`Date.now()` counts
+ * whole ms, `os.uptime()` tens of ms) and any slow drift between them.
  */
 const SUSPEND_STEP_MS = 20;
-/** The wall clock's lead over the monotonic one, as last counted (lowered when the wall clock is set back). */
+/** The wall clock's lead over the monotonic one, as last seen (lowered when the wall clock is set back). */
 let lead = Date.now() - performance.now();
 /** The time counted as suspended so far. */
 let suspended = 0;
+/**
+ * On Linux, `os.uptime()` reads CLOCK_BOOTTIME (/proc/uptime): the monotonic clock plus the time
+ * the host was suspended, never stepped. Its lead over the monotonic clock, less what was counted.
+ */
+const bootClock = linuxUptime();
+let bootBase = bootClock && bootLead(performance.now());
 
 /**
- * Milliseconds on the clock every lease bound and deadline is read on (when a confirm's retry or
- * a store's second command may still go out, when a handler's or a store call's deadline has
- * passed): monotonic, and, unlike `performance.now()` alone, counting the time the host was
- * suspended. Node's monotonic clock (CLOCK_MONOTONIC on Linux) stops while a host sleeps, and the
- * store's clock, on another host, does not: read on it alone, a lease would seem live after it
- * had run out. The wall clock is stepped forward on resume, so whenever it has pulled ahead of the
- * monotonic one, that lead counts too. A wall clock set back is ignored (the reading never goes
- * back; later leads count from there); one set forward counts as a suspend, so bounds err early,
- * the safe side. Not seen: a suspend within the same reading interval as a wall clock set back by
- * as much or more.
+ * `os.uptime` on Linux, found without importing `node:os` (edge runtimes have no such module and
+ * no boot clock to ask), or undefined.
+ */
+function linuxUptime(): { uptime(): number } | undefined {
+  try {
+    const proc = (
+      globalThis as { process?: { platform?: string; getBuiltinModule?: (id: string) => unknown } }
+    ).process;
+    if (proc?.platform !== 'linux') return undefined;
+    const os = proc.getBuiltinModule?.('node:os') as { uptime?: () => number } | undefined;
+    return typeof os?.uptime === 'function' ? (os as { uptime(): number }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function bootLead(mono: number): number | undefined {
+  try {
+    const up = bootClock!.uptime();
+    return Number.isFinite(up) && up > 0 ? up * 1_000 - mono : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How much of the wall clock's new lead a suspend explains: on Linux no more than the boot clock
+ * gained over the monotonic one meanwhile, so a wall clock stepped forward (NTP at boot, a test's
+ * fake `Date`) is not one; where the boot clock cannot tell, all of it (the bound errs early).
+ */
+function suspendIn(gained: number, mono: number): number {
+  if (bootBase === undefined) return gained;
+  const boot = bootLead(mono);
+  if (boot === undefined) return gained;
+  const bootGained = boot - bootBase;
+  if (bootGained <= SUSPEND_STEP_MS) return 0;
+  const counted = Math.min(gained, bootGained);
+  bootBase += counted;
+  return counted;
+}
+
+/**
+ * Milliseconds on the clock every lease bound and lease deadline is read on (when a confirm's
+ * retry or a store's second command may still go out, when a leased handler's or a store call's
+ * deadline has passed): monotonic, and, unlike `performance.now()` alone, counting the time the
+ * host was suspended. Node's monotonic clock (CLOCK_MONOTONIC on Linux) stops while a host sleeps,
+ * and the store's clock, on another host, does not: read on it alone, a lease would seem live after
+ * it had run out. The wall clock is stepped forward on resume: when it has pulled ahead of the
+ * monotonic one, the lead counts, as far as the boot clock confirms it on Linux (elsewhere in
+ * full, so bounds err early, the safe side). A wall clock set back is ignored (the reading never
+ * goes back). Costs two clock reads; the boot clock (a file read) only when the wall clock leapt.
  */
 export function leaseNow(): number {
   const mono = performance.now();
   const ahead = Date.now() - mono;
   const gained = ahead - lead;
   if (gained > SUSPEND_STEP_MS) {
-    suspended += gained;
     lead = ahead;
+    suspended += suspendIn(gained, mono);
   } else if (gained < 0) lead = ahead;
   return mono + suspended;
 }

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { after, before, describe, it, mock } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient, createClientPool } from 'redis';
@@ -262,12 +263,14 @@ if (
       assert.equal(await store.confirm(after.lease, { retentionMs: LONG }), true);
       assert.deepEqual(calls, ['EVAL'], 'one command');
 
-      // The host slept past the lease right after the claim: the wall clock moved 2 s, the
-      // monotonic one did not (CLOCK_MONOTONIC stops in a suspend). The lease counts as over: one
+      // The host slept past the lease right after the claim: the wall and boot clocks moved 2 s,
+      // the monotonic one did not (CLOCK_MONOTONIC stops in a suspend). The lease counts as over: one
       // command, never an EVALSHA whose NOSCRIPT would send an EVAL after the lease.
       const slept = await late('slept', false);
       const realNow = Date.now.bind(Date);
+      const realUptime = os.uptime.bind(os);
       const suspend = mock.method(Date, 'now', () => realNow() + 2_000);
+      const boot = mock.method(os, 'uptime', () => realUptime() + 2);
       try {
         calls.splice(0);
         assert.equal(await store.confirm(slept.lease, { retentionMs: LONG }), true);
@@ -278,6 +281,7 @@ if (
         assert.deepEqual(calls, ['EVAL'], 'one command after a suspend');
       } finally {
         suspend.mock.restore();
+        boot.mock.restore();
       }
     });
 

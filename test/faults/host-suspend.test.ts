@@ -51,7 +51,7 @@ function acquired(claim: Claim): Lease {
   return (claim as { lease: Lease }).lease;
 }
 
-describe('time the process does not see pass (Redis 7)', { skip: !client }, () => {
+describe('time the process does not see pass (Redis 7)', { skip: !client, timeout: 60_000 }, () => {
   it('a suspend inside the handler, past its deadline and lease: timed out and released, never confirmed; the retry gets in', async () => {
     const inner = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
     const takeover = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
@@ -77,15 +77,18 @@ describe('time the process does not see pass (Redis 7)', { skip: !client }, () =
       key,
       async () => {
         const monoStart = performance.now();
-        slept = await whileSuspended(async () => {
-          await sleep(LEASE + 150); // the lease runs out on the server
-          takenOver = acquired(await takeover.claim(key, { leaseMs: LEASE, retentionMs: RETENTION }));
-          assert.equal(await takeover.release(takenOver), true); // its run failed
-          await sleep(RETENTION + 300); // the released record expires
-          assert.equal(await inner.inspect(key), undefined, 'the key vanished');
-        });
-        monoInHandler = performance.now() - monoStart;
-        handlerEnded();
+        try {
+          slept = await whileSuspended(async () => {
+            await sleep(LEASE + 150); // the lease runs out on the server
+            takenOver = acquired(await takeover.claim(key, { leaseMs: LEASE, retentionMs: RETENTION }));
+            assert.equal(await takeover.release(takenOver), true); // its run failed
+            await sleep(RETENTION + 300); // the released record expires
+            assert.equal(await inner.inspect(key), undefined, 'the key vanished');
+          });
+          monoInHandler = performance.now() - monoStart;
+        } finally {
+          handlerEnded(); // a failed step above shows in the checks below, never as a hang
+        }
       },
       { lease: `${LEASE}ms`, timeout: `${TIMEOUT}ms`, retention: `${RETENTION}ms`, logger: false },
     );
@@ -106,6 +109,41 @@ describe('time the process does not see pass (Redis 7)', { skip: !client }, () =
     );
     // The provider's retry gets in (confirmed, the key would read completed).
     assert.equal((await inner.claim(key, { leaseMs: LEASE, retentionMs: RETENTION })).status, 'acquired');
+  });
+
+  it("a handler still waiting after a suspend is timed out at the wheel's first tick, not its deadline's monotonic rest", async () => {
+    const inner = redisStore({ client: client!, prefix, checkEvictionPolicy: false });
+    const key = 'suspended-waiting';
+    const LEASE = 3_000;
+    const TIMEOUT = 2_000;
+    let resumedAt = Number.NaN;
+    let slept: { monoMs: number; wallMs: number } | undefined;
+    const result = await once(
+      inner,
+      key,
+      async ({ signal }) => {
+        slept = await whileSuspended(async () => {
+          await sleep(LEASE + 200);
+        });
+        resumedAt = performance.now();
+        // Then it waits for its signal (as a handler on a slow call would), at most 5 s.
+        await new Promise<void>((resolve) => {
+          const stop = setTimeout(resolve, 5_000);
+          signal.addEventListener('abort', () => {
+            clearTimeout(stop);
+            resolve();
+          });
+        });
+      },
+      { lease: `${LEASE}ms`, timeout: `${TIMEOUT}ms`, logger: false },
+    );
+    const answeredIn = performance.now() - resumedAt;
+    // The suspend happened (the monotonic clock stood still through it), and on that clock alone
+    // the deadline was still 2 s away: it came at the wheel's first tick after the resume instead.
+    assert.ok(slept && slept.monoMs < 50 && slept.wallMs >= LEASE + 200, JSON.stringify(slept));
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.outcome === 'failed' && (result.error as Error).name, 'HandlerTimeoutError');
+    assert.ok(answeredIn < TIMEOUT / 2, `answered ${answeredIn} ms after the resume`);
   });
 
   it("a stall during a failed confirm's backoff, past the lease: no retry after it, and a competitor takes over", async () => {
