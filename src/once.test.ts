@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { ConfigError, HandlerTimeoutError, LeaseLostError } from './errors.js';
+import type { Telemetry } from './lease/telemetry.js';
 import type { Store } from './lease/types.js';
 import { once } from './once.js';
 import { memoryStore } from './stores/memory.js';
@@ -84,9 +85,20 @@ describe('once()', () => {
       while (performance.now() - from < ms);
       return 'done';
     };
-    const sync = await once(store, 'sync', () => busy(120), { timeout: '60ms' });
+    // (Telemetry's handler phase ends with the timeout too.)
+    const ended: [string, unknown][] = [];
+    const telemetry: Telemetry = {
+      start: () => ({
+        phase: (name) => ({ end: (error) => ended.push([name, error]) }),
+        wrap: (fn) => fn(),
+        end: () => {},
+      }),
+      outcome: () => {},
+    };
+    const sync = await once(store, 'sync', () => busy(120), { timeout: '60ms', telemetry });
     assert.ok(sync.outcome === 'failed' && sync.error instanceof HandlerTimeoutError);
     assert.equal((await store.inspect('sync'))?.state, 'released');
+    assert.ok(ended.find(([name]) => name === 'handler')?.[1] instanceof HandlerTimeoutError);
     // Async work that blocks the loop past its deadline and then resolves: its end comes before the
     // deadline's tick could.
     const late = await once(store, 'late', async () => busy(120), { timeout: '60ms' });

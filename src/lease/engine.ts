@@ -340,10 +340,12 @@ function runWithDeadline<T>(
   // it ran (one thread), and it is over. Past its deadline all the same (long work, or a host's
   // suspend meanwhile), it failed, as an async one would.
   if (!isThenable(running)) {
-    timed?.end();
     if (leaseNow() >= startedAt + options.timeoutMs) {
-      return { ok: false, error: new HandlerTimeoutError(options.timeoutMs) };
+      const error = new HandlerTimeoutError(options.timeoutMs);
+      timed?.end(error);
+      return { ok: false, error };
     }
+    timed?.end();
     return { ok: true, value: running };
   }
   // The handler's own end, even past its deadline (a handler that ignores its signal).
