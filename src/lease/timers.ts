@@ -81,9 +81,9 @@ class Node implements Tick {
  * deadlines, lease renewals, late confirms): a single timer, armed while anything waits, instead of
  * a timer (or two) per delivery. Events fire within a tick (10 ms) after their time, read on
  * {@link leaseNow}'s clock (so those due during a host's suspend fire at the first tick after it);
- * any duration works, 2^31 ms and beyond included. The timer keeps the process alive only while some waiting
- * event does. Pending events are a doubly linked list: adding and cancelling are a few pointer
- * writes, on the path of every store call.
+ * any duration works, 2^31 ms and beyond included. The timer keeps the process alive only while
+ * some waiting event does. Pending events are a doubly linked list: adding and cancelling are a few
+ * pointer writes, on the path of every store call.
  */
 class Wheel {
   private head: Node | undefined = undefined;
