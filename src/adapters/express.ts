@@ -13,9 +13,8 @@ import {
   type Provider,
   type ReceiverInput,
   receiveNode,
-  toNodeReply,
   toReceiver,
-  writeNodeReply,
+  writeResult,
 } from '../receiver/node.js';
 
 export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
@@ -51,7 +50,6 @@ export function webhook<P extends Provider<any, any>>(
     // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(req, FIX, [req.body, req.rawBody]);
     const result = await receiveNode(r, req, raw);
-    const out = toNodeReply(result, req);
-    writeNodeReply(res, out instanceof Promise ? await out : out);
+    return writeResult(res, result, req);
   }
 }

@@ -326,6 +326,7 @@ function runWithDeadline<T>(
   clock: LeaseClock,
 ): RunResult<T> | Promise<RunResult<T>> {
   const startedAt = leaseNow();
+  const deadlineAt = startedAt + options.timeoutMs;
   const abort = new LazySignal();
   const ctx = new RunContext(lease.attempt, lease, abort);
   let running: T | Promise<T>;
@@ -340,7 +341,7 @@ function runWithDeadline<T>(
   // it ran (one thread), and it is over. Past its deadline all the same (long work, or a host's
   // suspend meanwhile), it failed, as an async one would.
   if (!isThenable(running)) {
-    if (leaseNow() >= startedAt + options.timeoutMs) {
+    if (leaseNow() >= deadlineAt) {
       const error = new HandlerTimeoutError(options.timeoutMs);
       timed?.end(error);
       return { ok: false, error };
@@ -362,7 +363,6 @@ function runWithDeadline<T>(
     let ended = false;
     // Extend the lease at a third of its length, so two missed beats still leave it alive.
     const period = Math.max(1, Math.floor(options.leaseMs / 3));
-    const deadlineAt = startedAt + options.timeoutMs;
     let beatAt = startedAt + period;
     // One wheel event per run, for whichever comes first: the deadline or the next heartbeat.
     let tick: Tick;

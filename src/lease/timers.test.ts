@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import os from 'node:os';
 import { describe, it, mock } from 'node:test';
+import { shiftedClocks } from '../../test/support/suspend.js';
 import { memoryStore } from '../stores/memory.js';
 import { StoreTimeoutError } from './errors.js';
 import { callDeadlineMs, leaseNow, wheel, withDeadline } from './timers.js';
@@ -110,23 +110,18 @@ describe('the lease clock (leaseNow)', () => {
     const monoMoved = performance.now() - monoA;
     assert.ok(Math.abs(moved - monoMoved) < 5, `moved ${moved} ms, monotonic ${monoMoved} ms`);
 
-    const realNow = Date.now.bind(Date);
-    const realUptime = os.uptime.bind(os);
-    let wallShift = 0;
-    let bootShift = 0;
     const before = leaseNow();
-    const wall = mock.method(Date, 'now', () => realNow() + wallShift);
-    const boot = mock.method(os, 'uptime', () => realUptime() + bootShift / 1_000);
+    const clocks = shiftedClocks();
     try {
       // A suspend: the wall clock is stepped 5 s on resume, the boot clock ran on, the monotonic
       // clock did not.
-      wallShift = 5_000;
-      bootShift = 5_000;
+      clocks.wallMs = 5_000;
+      clocks.bootMs = 5_000;
       const afterSuspend = leaseNow();
       assert.ok(afterSuspend - before >= 4_980, `a 5 s suspend counted as ${afterSuspend - before} ms`);
 
       // The wall clock set back by 1 min: the reading does not go back, and runs on as before.
-      wallShift = -55_000;
+      clocks.wallMs = -55_000;
       const back = leaseNow();
       assert.ok(back >= afterSuspend, 'never goes back');
       await sleep(30);
@@ -135,15 +130,15 @@ describe('the lease clock (leaseNow)', () => {
 
       // A suspend after that counts in full, from the clock as set back.
       const beforeSecond = leaseNow();
-      wallShift += 3_000;
-      bootShift += 3_000;
+      clocks.wallMs += 3_000;
+      clocks.bootMs += 3_000;
       assert.ok(leaseNow() - beforeSecond >= 2_980, 'a later suspend counts in full');
 
       // A suspend noticed in small steps, each below the noise floor, counts once they add up.
       const beforeSteps = leaseNow();
       for (let i = 0; i < 6; i++) {
-        wallShift += 10;
-        bootShift += 10;
+        clocks.wallMs += 10;
+        clocks.bootMs += 10;
         leaseNow();
       }
       assert.ok(leaseNow() - beforeSteps >= 40, 'small steps add up');
@@ -151,13 +146,12 @@ describe('the lease clock (leaseNow)', () => {
       // The wall clock stepped forward alone (NTP at boot, a test's fake Date): on Linux the boot
       // clock says no suspend happened, and nothing counts; elsewhere it counts (the safe side).
       const beforeStep = leaseNow();
-      wallShift += 60_000;
+      clocks.wallMs += 60_000;
       const stepped = leaseNow() - beforeStep;
       if (process.platform === 'linux') assert.ok(stepped < 50, `a wall clock step counted ${stepped} ms`);
       else assert.ok(stepped >= 59_980);
     } finally {
-      wall.mock.restore();
-      boot.mock.restore();
+      clocks.restore();
     }
   });
 });

@@ -1,13 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import { after, before, describe, it, mock } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient, createClientPool } from 'redis';
 import { redisBinaries, startRedisServer, type TestServer } from '../../test/support/redis-cluster.js';
 import { recording } from '../../test/support/redis-recording.js';
 import { reachable, servers } from '../../test/support/servers.js';
+import { shiftedClocks } from '../../test/support/suspend.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { Lease } from '../lease/types.js';
 import { runConformance } from '../testing/index.js';
@@ -267,10 +267,9 @@ if (
       // the monotonic one did not (CLOCK_MONOTONIC stops in a suspend). The lease counts as over: one
       // command, never an EVALSHA whose NOSCRIPT would send an EVAL after the lease.
       const slept = await late('slept', false);
-      const realNow = Date.now.bind(Date);
-      const realUptime = os.uptime.bind(os);
-      const suspend = mock.method(Date, 'now', () => realNow() + 2_000);
-      const boot = mock.method(os, 'uptime', () => realUptime() + 2);
+      const clocks = shiftedClocks();
+      clocks.wallMs = 2_000;
+      clocks.bootMs = 2_000;
       try {
         calls.splice(0);
         assert.equal(await store.confirm(slept.lease, { retentionMs: LONG }), true);
@@ -280,8 +279,7 @@ if (
         );
         assert.deepEqual(calls, ['EVAL'], 'one command after a suspend');
       } finally {
-        suspend.mock.restore();
-        boot.mock.restore();
+        clocks.restore();
       }
     });
 
