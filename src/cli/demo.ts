@@ -354,6 +354,12 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
     new Error(
       `interrupted: the workers are stopped${flags.store === undefined || flags.store === 'memory' ? '' : `, and the key space ${config.storeName} is ${flags.keep ? 'kept' : 'removed'}`}`,
     );
+  // On a shared server, the run's tables or keys are named before any is written: a run killed
+  // outright (SIGKILL, a lost host) cannot drop them, and its operator then knows what to remove.
+  if (flags.store !== undefined && flags.store !== 'memory')
+    process.stderr.write(
+      `onceonly: this run's key space on the store is ${config.storeName} (${flags.keep ? 'kept at its end (--keep)' : 'removed at its end, and on Ctrl-C'})\n`,
+    );
   const webRole: DemoRole = mode !== 'inline' && storeUrl === 'memory' ? 'both' : 'web';
   for (let i = 0; i < workers; i++) fork(webRole);
   for (let i = 0; i < inboxWorkers; i++) fork('worker');

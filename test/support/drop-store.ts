@@ -67,13 +67,3 @@ export async function storeHas(url: string, name: string): Promise<boolean> {
   const ours = new Set([name, `${name}_versions`, `${name}_inbox`]);
   return (await namesOnStore(url, name)).some((n) => ours.has(n) || n.startsWith(`${name}:`));
 }
-
-/** The demo runs' key spaces on the store (`onceonly_demo_<hex>`). */
-export async function demoKeySpaces(url: string): Promise<Set<string>> {
-  const names = new Set<string>();
-  for (const found of await namesOnStore(url, 'onceonly_demo_')) {
-    const name = /^onceonly_demo_[0-9a-f]{16}/.exec(found)?.[0];
-    if (name) names.add(name);
-  }
-  return names;
-}
