@@ -46,7 +46,7 @@ export const demoFlags = {
   'kill-rate': {
     type: 'number',
     default: 0.01,
-    help: 'share of handler runs killed with SIGKILL mid-work, one process at a time while all are up (a kill refused meanwhile is a throw instead; when over 0, the first run is killed too, so every run has a kill)',
+    help: 'share of handler runs killed with SIGKILL mid-work, one process at a time while all are up (a kill refused meanwhile is a throw instead; when over 0, one process is sure to be killed too, at its first handler run or, inline, its tenth, so every run has a kill)',
   },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
@@ -235,18 +235,19 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   );
   cluster.setupPrimary({ exec: workerFile, silent: false });
   const roles = new Map<number, DemoRole>();
-  // With kills on, the first inbox worker process kills its first run: every inbox or hybrid run
-  // has at least one kill of a worker (the rest are random), so a short run cannot pass without its
-  // chaos. Not in inline mode: a web process killed at its first delivery, while the sender's first
-  // connections queue on it, left a run where nearly every delivery dropped (random kills remain).
+  // With kills on, one process is sure to be killed, so a short run cannot pass without its chaos
+  // (the other kills are random): the first inbox worker process at its first run (inbox and hybrid
+  // modes), the first web process at its tenth in inline mode. Not at its first there: a web process
+  // killed while the sender's first connections queue on it left a run where nearly every delivery
+  // dropped. A kill the primary refuses (another process down) is asked for again at the next run.
   let firstKill = killRate > 0;
   const fork = (role: DemoRole) => {
-    const killFirst = firstKill && role === 'worker';
-    if (killFirst) firstKill = false;
+    const killAt = !firstKill ? 0 : role === 'worker' ? 1 : mode === 'inline' ? 10 : 0;
+    if (killAt > 0) firstKill = false;
     const w = cluster.fork({
       ONCEONLY_DEMO_WORKER: JSON.stringify(config),
       ONCEONLY_DEMO_ROLE: role,
-      ONCEONLY_DEMO_KILL_FIRST: killFirst ? '1' : '0',
+      ONCEONLY_DEMO_KILL_AT: String(killAt),
     });
     roles.set(w.id, role);
   };

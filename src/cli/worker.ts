@@ -53,8 +53,11 @@ const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
 // Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
 const killRate = config.mode === 'inline' || role === 'worker' ? config.killRate : 0;
-// The first process to run handlers kills its first run (see demo.ts), the others by chance.
-let killFirst = killRate > 0 && process.env.ONCEONLY_DEMO_KILL_FIRST === '1';
+// The process the primary picked kills its run number ONCEONLY_DEMO_KILL_AT (see demo.ts), or the
+// next one when that kill was refused; the others die by chance.
+const killAt = killRate > 0 ? Number(process.env.ONCEONLY_DEMO_KILL_AT ?? 0) : 0;
+let runs = 0;
+let killDue = false;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -156,14 +159,15 @@ const receiver = createReceiver({
     if (key !== undefined) eventOfKey.set(key, id);
     recordRun.run(id, attempt, process.pid);
     const dice = Math.random();
-    if (killFirst || dice < killRate) {
-      const first = killFirst;
-      killFirst = false;
+    if (++runs === killAt) killDue = true;
+    if (killDue || dice < killRate) {
+      const due = killDue;
+      killDue = false;
       await sleep(Math.random() * 20);
       // Refused (another process is down, going down or still starting): this run goes on as the
-      // dice say; the first kill is asked for again at the next run, so a run keeps its chaos.
+      // dice say; the sure kill is asked for again at the next run, so a run keeps its chaos.
       if (await mayKill()) await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
-      if (first) killFirst = true;
+      if (due) killDue = true;
     }
     if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
     if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
