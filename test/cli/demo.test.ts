@@ -92,11 +92,11 @@ describe('onceonly demo', () => {
     rmSync(dirname(report.ledger), { recursive: true, force: true });
     assert.equal(code, 1, 'the demo fails: events were lost');
     assert.ok(report.eventsLost > 0, 'events lost');
-    assert.equal(
-      report.eventsLost,
-      report.deliveriesFailed,
-      'each lost event is a delivery the sender saw fail',
-    );
+    // Every lost event is a delivery the sender saw fail, none one it saw succeed. (Not every failed
+    // delivery is a lost event: on a loaded host a handler can apply its effect, then end past its
+    // deadline or answer past the sender's 10 s, and fail all the same.)
+    assert.ok(report.eventsLost <= report.deliveriesFailed, 'every lost event is a failed delivery');
+    assert.equal(report.lostAfter2xx, 0, 'no event lost after a 2xx');
     assert.equal(report.effectsAppliedTwice, 0);
   });
 

@@ -162,22 +162,37 @@ describe('an outage shorter than the lease doubles nothing (own redis-server sto
     const competitorClient = await client(redis.url);
     const competitor = redisStore({ client: competitorClient, prefix });
     const runs = new Map<string, number>();
+    // The owners' handlers end 200 ms into the outage (whenever the last claim got in: a fixed delay
+    // before the stop left a claim slowed by a loaded host unanswered, failing instead), the
+    // competitor's after 1 s.
+    let started = 0;
+    let allStarted!: () => void;
+    const everyHandlerStarted = new Promise<void>((resolve) => {
+      allStarted = resolve;
+    });
+    let stopped!: () => void;
+    const outage = new Promise<void>((resolve) => {
+      stopped = resolve;
+    });
     const work = (key: string) => () => {
       runs.set(key, (runs.get(key) ?? 0) + 1);
-      return sleep(1_000);
+      if (++started === events) allStarted();
+      return started <= events ? outage.then(() => sleep(200)) : sleep(1_000);
     };
     const options = { lease: '8s', timeout: '10s', storeTimeout: '1s', logger: false } as const;
 
-    // Claims spread over 300 ms, the stop 500 ms after the first: every handler ends in the outage,
-    // and every lease (no renewal got through) ends 7.5-7.8 s after the stop.
+    // Claims spread over 300 ms, the stop once every handler runs: every handler ends in the outage,
+    // and every lease (no renewal got through) ends less than 8 s after the stop.
     const keys = Array.from({ length: events }, (_, i) => `evt_${i}`);
     const owners = keys.map(async (key, i) => {
       await sleep(Math.floor((300 * i) / events));
       return once(owner, key, work(key), options);
     });
-    await sleep(500);
+    await Promise.race([everyHandlerStarted, sleep(10_000)]);
+    assert.equal(started, events, "every owner's claim got in before the stop");
     await redis.stop();
     const stoppedAt = Date.now();
+    stopped();
     assert.equal(await answers(redis.port, 300), false, 'the server is down');
     const results = await Promise.all(owners);
     await sleep(Math.max(0, 5_000 - (Date.now() - stoppedAt)));

@@ -12,7 +12,7 @@ describe('sqliteStore across processes on one file', () => {
   });
 
   it('a lease holder SIGKILLed mid-handler: in-flight during its lease, taken over with attempt 2 after', async () => {
-    await runCrash({ spec, leaseMs: 1500 });
+    await runCrash({ spec });
   });
 
   it('4 processes releasing and claiming one key 25 times each: attempts 1..100, strictly increasing, one owner at a time', async () => {

@@ -15,7 +15,9 @@ db.prepare('BEGIN IMMEDIATE').run();
 const { duplicate } = store.recordSync(key, { retentionMs: 60_000, tx: db });
 process.send!({ holding: true, duplicate });
 setTimeout(() => {
+  // When the transaction began to end: a transaction that waited for it finishes after this.
+  const endingAt = Date.now();
   db.prepare(ending === 'commit' ? 'COMMIT' : 'ROLLBACK').run();
   db.close();
-  process.disconnect();
+  process.send!({ endingAt }, () => process.disconnect());
 }, holdMs);

@@ -19,25 +19,42 @@ const retentionMs = 60_000;
 
 /**
  * Forks a process that holds a write transaction with `key`'s dedup row in it for `holdMs`, then
- * ends it with `ending`. Resolves once it holds it, with a promise for its exit.
+ * ends it with `ending`. Resolves once it holds it, with `waitedFor(finishedAt)`: called with the
+ * time a second transaction on the key finished, it asserts that one waited for this one's end (it
+ * finished after this one began to end: an order, not a duration a stalled test process could
+ * shorten), and resolves when the process has exited.
  */
 async function heldElsewhere(
   file: string,
   key: string,
   ending: 'commit' | 'rollback',
   holdMs = 400,
-): Promise<{ exited: Promise<unknown> }> {
+): Promise<{ waitedFor: (finishedAt: number) => Promise<void> }> {
   const worker = fork(new URL('./tx-worker.ts', import.meta.url), {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, TX_WORKER: JSON.stringify({ file, key, ending, holdMs }) },
   });
   const exited = new Promise((resolve) => worker.once('exit', resolve));
-  const held = await new Promise<{ duplicate: boolean }>((resolve, reject) => {
+  const held = new Promise<{ duplicate: boolean }>((resolve, reject) => {
     worker.once('message', (m) => resolve(m as { duplicate: boolean }));
     worker.once('error', reject);
   });
-  assert.equal(held.duplicate, false);
-  return { exited };
+  const ended = new Promise<{ endingAt: number }>((resolve) =>
+    worker.on('message', (m: { endingAt?: number }) => {
+      if (typeof m.endingAt === 'number') resolve({ endingAt: m.endingAt });
+    }),
+  );
+  assert.equal((await held).duplicate, false);
+  return {
+    waitedFor: async (finishedAt) => {
+      const { endingAt } = await ended;
+      assert.ok(
+        finishedAt >= endingAt,
+        `the second transaction finished after the first began to end (${finishedAt - endingAt} ms)`,
+      );
+      await exited;
+    },
+  };
 }
 
 function open(name: string) {
@@ -113,15 +130,13 @@ describe('sqliteStore record() inside db.transaction', () => {
       const mine = new Database(file);
       const store2 = sqliteStore({ client: mine, busyTimeout: 5_000 });
       await store2.ready();
-      const { exited } = await heldElsewhere(file, 'k', ending);
+      const { waitedFor } = await heldElsewhere(file, 'k', ending);
       // Act: BEGIN IMMEDIATE waits (busy timeout) until the worker ends its transaction.
-      const started = Date.now();
       const result = mine.transaction(() => store2.recordSync('k', { retentionMs, tx: mine })).immediate();
-      const waited = Date.now() - started;
+      const finishedAt = Date.now();
       // Assess
-      assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
       assert.deepEqual(result, { duplicate: ending === 'commit' });
-      await exited;
+      await waitedFor(finishedAt);
       mine.close();
     });
   }
@@ -151,15 +166,13 @@ describe('sqliteStore record() in a Kysely transaction (kyselyTx)', () => {
     await store2.ready();
     const k2 = new Kysely<Record<string, never>>({ dialect: new SqliteDialect({ database: mine }) });
     try {
-      const { exited } = await heldElsewhere(file, 'kc', 'commit');
-      const started = Date.now();
+      const { waitedFor } = await heldElsewhere(file, 'kc', 'commit');
       const result = await k2
         .transaction()
         .execute((trx) => store2.record('kc', { retentionMs, tx: kyselyTx(trx) }));
-      const waited = Date.now() - started;
-      assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
+      const finishedAt = Date.now();
       assert.deepEqual(result, { duplicate: true });
-      await exited;
+      await waitedFor(finishedAt);
     } finally {
       await k2.destroy();
     }
@@ -217,18 +230,16 @@ describe('sqliteStore record() in a Drizzle transaction (drizzleTx)', () => {
       const store2 = sqliteStore({ client: mine, busyTimeout: 5_000 });
       await store2.ready();
       const d2 = drizzle({ client: mine });
-      const { exited } = await heldElsewhere(file, 'dc', ending);
-      const started = Date.now();
+      const { waitedFor } = await heldElsewhere(file, 'dc', ending);
       const result = d2.transaction(
         (tx) => store2.recordSync('dc', { retentionMs, tx: drizzleTx(tx, drizzleSql) }),
         {
           behavior: 'immediate',
         },
       );
-      const waited = Date.now() - started;
-      assert.ok(waited >= 250, `the second transaction waited for the first (${waited} ms)`);
+      const finishedAt = Date.now();
       assert.deepEqual(result, { duplicate: ending === 'commit' });
-      await exited;
+      await waitedFor(finishedAt);
       mine.close();
     });
   }
