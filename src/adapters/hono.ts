@@ -3,7 +3,7 @@
  * `app.post('/webhooks', webhook(receiver))`. The route hands `c.req.raw` to the receiver's
  * web-standard `fetch`, so the body is read once, with the `maxBodyBytes` bound.
  */
-import { toResponse } from '../receiver/http.js';
+import { answerOf } from '../receiver/http.js';
 import {
   closeIfRefused,
   type Provider,
@@ -62,6 +62,6 @@ export function webhook<P extends Provider<any, any>>(
       headers: request.headers,
       url: request.url,
     });
-    return toResponse(result);
+    return answerOf(result);
   };
 }

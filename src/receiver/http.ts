@@ -68,8 +68,144 @@ export function outcomeBody(result: DeliveryResult): { outcome: Outcome; code?: 
   return body;
 }
 
+/** What the receiver that took a `Response` from its handler says of it: see {@link watchResponse}. */
+export interface ResponseWatch {
+  /** Told why the `Response` could not be sent. */
+  readonly warn: (message: string) => void;
+  /** How long its body may take to be read where it is read whole (the Node adapters). */
+  readonly readMs: number;
+}
+
+/**
+ * The handler's own `Response`s, with who hears of one that cannot be sent and how long it may
+ * take to read (a handler's `Response` is rare: nothing is registered for the outcome replies
+ * every other delivery gets).
+ */
+const responseWatches = new WeakMap<Response, ResponseWatch>();
+
+/** Registers `watch` for the handler's own `response` (see `unsendable`); returns `response`. */
+export function watchResponse(response: Response, watch: ResponseWatch): Response {
+  responseWatches.set(response, watch);
+  return response;
+}
+
+/**
+ * The result to answer instead when the handler's own `Response` cannot be sent (its body read
+ * already, failing, too large, or not ending in time): the outcome's own reply. The event was
+ * handled and confirmed, so the answer stays the outcome's (a 200 for `processed`), and the
+ * receiver's logger hears why the handler's `Response` was dropped.
+ */
+export function unsendable(result: DeliveryResult, why: string): DeliveryResult {
+  const response = result.response;
+  if (response) {
+    responseWatches
+      .get(response)
+      ?.warn(
+        `onceonly: ${result.provider} ${result.outcome} event ${result.id ?? '(no id)'} (key ${result.key ?? 'none'}): the handler's own Response could not be sent (${why}); answered with the outcome instead`,
+      );
+  }
+  return { ...result, response: undefined };
+}
+
+/**
+ * A `Response` whose body is the bytes `fetch()` decoded: its `Content-Encoding` describes the
+ * bytes on the wire, not these. A `Response` the handler built itself
+ * (`type` `default`) keeps every header as set.
+ */
+function decodedBody(response: Response): boolean {
+  return response.type !== 'default' && response.body !== null;
+}
+
+/** How large the handler's own `Response` may be, and how long it may take to read when unregistered. */
+const ANSWER_BYTES = 1_048_576;
+const ANSWER_READ_MS = 5_000;
+/** Headers of a message's framing and connection, never passed on with bytes read whole. */
+const HOP_BY_HOP = [
+  'connection',
+  'content-length',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
+/** Statuses whose `Response` cannot carry a body. */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * The answer for a result, as {@link toResponse} makes it, with the handler's own `Response` read
+ * whole first: at most 1 MiB, within the handler's timeout (at most 5 s). One that cannot be (read
+ * already, failing, larger, or never ending) is answered with the outcome's own reply instead, and
+ * the receiver's logger hears why: the event was handled, so the answer must leave, whole, with the
+ * outcome's status. What every adapter sends; never rejects.
+ */
+export async function answerOf(result: DeliveryResult, extra?: Record<string, string>): Promise<Response> {
+  const response = result.response;
+  if (!response) return toResponse(result, extra);
+  if (response.bodyUsed || response.body?.locked)
+    return toResponse(unsendable(result, 'its body was read already'), extra);
+  let body: Uint8Array | null;
+  try {
+    body = await readWhole(response, responseWatches.get(response)?.readMs ?? ANSWER_READ_MS);
+  } catch (error) {
+    return toResponse(unsendable(result, error instanceof Error ? error.message : String(error)), extra);
+  }
+  // The bytes are whole now, and the runtime frames them: no header of the framing the handler's
+  // Response came with (a proxied fetch() Response's Transfer-Encoding, its hop-by-hop headers)
+  // goes on, nor the encoding of bytes fetch() decoded.
+  const headers = new Headers(response.headers);
+  for (const name of HOP_BY_HOP) headers.delete(name);
+  if (decodedBody(response)) headers.delete('content-encoding');
+  const read = new Response(NULL_BODY.has(response.status) ? null : (body as BodyInit | null), {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+  return toResponse({ ...result, response: read }, extra);
+}
+
+/** A body's bytes, at most {@link ANSWER_BYTES}, within `readMs` (else it rejects and cancels the body). */
+async function readWhole(response: Response, readMs: number): Promise<Uint8Array | null> {
+  if (response.body === null) return null;
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`its body was not read in ${readMs} ms`)), readMs);
+  });
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), late]);
+      if (done) break;
+      if (!(value instanceof Uint8Array)) throw new Error('its body stream gave something other than bytes');
+      size += value.byteLength;
+      if (size > ANSWER_BYTES) throw new Error('its body is over 1 MiB');
+      chunks.push(value);
+    }
+  } catch (error) {
+    reader.cancel().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
+
 /** The web `Response` for a result; the handler's own response passes through with the outcome headers added. */
 export function toResponse(result: DeliveryResult, extra?: Record<string, string>): Response {
+  if (result.response && (result.response.bodyUsed || result.response.body?.locked)) {
+    // Read already (a Response kept in a constant and returned twice, say): it cannot be sent again.
+    return toResponse(unsendable(result, 'its body was read already'), extra);
+  }
   const headers = outcomeHeaders(result, extra);
   // The rest of a refused body was never read: close the connection rather than leave it for reuse.
   if (result.outcome === 'too-large' || result.code === 'body_timeout') headers.Connection = 'close';

@@ -11,7 +11,7 @@ export type { Provider } from '../providers/types.js';
 export { BodyAlreadyParsedError, OnceonlyError };
 
 import type { Provider } from '../providers/types.js';
-import { outcomeBody, outcomeHeaders, toResponse } from './http.js';
+import { answerOf, outcomeBody, outcomeHeaders } from './http.js';
 import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
 
 /** A receiver, or the options to create one: what every adapter accepts. */
@@ -92,8 +92,16 @@ export interface NodeReply {
 export function toNodeReply(result: DeliveryResult, req?: IncomingMessage): NodeReply | Promise<NodeReply> {
   // The outcome JSON straight to text: a web Response read back costs more than the rest of a
   // duplicate's answer. The handler's own Response goes through the web path.
-  if (result.response) return responseToReply(toResponse(result)).then((reply) => closedIfUnread(reply, req));
+  if (result.response) return handlerReply(result, req);
   return closedIfUnread(outcomeReply(result), req);
+}
+
+/**
+ * The handler's own `Response` as a reply: read whole by `answerOf` (at most 1 MiB, in the
+ * handler's time), or the outcome's own reply when it cannot be. Never rejects.
+ */
+async function handlerReply(result: DeliveryResult, req: IncomingMessage | undefined): Promise<NodeReply> {
+  return closedIfUnread(await responseToReply(await answerOf(result)), req);
 }
 
 function closedIfUnread(reply: NodeReply, req: IncomingMessage | undefined): NodeReply {

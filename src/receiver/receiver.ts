@@ -48,7 +48,7 @@ import {
   toBytes,
   toHeaderReader,
 } from './body.js';
-import { type Outcome, toResponse } from './http.js';
+import { answerOf, type Outcome, toResponse, watchResponse } from './http.js';
 import {
   type InboxOptions,
   type InboxRunEnd,
@@ -562,6 +562,17 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   };
   if (telemetry && inbox) telemetry.observeInbox?.(inbox, space);
   const handshake = typeof provider.handshake === 'function' ? provider.handshake.bind(provider) : undefined;
+
+  // The handler's own Response, watched: if it cannot be sent (read already, failing, never ending),
+  // the answer is the outcome's and the logger hears why (see `unsendable`). Where it is read whole
+  // (the Node adapters), it gets the handler's timeout, at most 5 s.
+  const responseWatch = {
+    warn: (message: string) => emit(logger, 'warn', message),
+    readMs: Math.min(timings.timeoutMs, 5_000),
+  };
+  function asResponse(value: unknown): Response | undefined {
+    return value instanceof Response ? watchResponse(value, responseWatch) : undefined;
+  }
 
   function pickHandler(type: string | undefined): Handler<unknown> | undefined {
     const byType =
@@ -1435,7 +1446,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         return toResponse(rejectionResult(error, started));
       }
       const result = await pipeline(bytes, request.headers, request.url, new Date(), started, method);
-      return toResponse(result);
+      return result.response ? answerOf(result) : toResponse(result);
     },
   };
 }
@@ -1601,10 +1612,6 @@ function withCarrier(
 
 function failureCode(error: unknown): string {
   return error instanceof OnceonlyError ? error.code : 'handler_failed';
-}
-
-function asResponse(value: unknown): Response | undefined {
-  return value instanceof Response ? value : undefined;
 }
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {

@@ -115,6 +115,31 @@ export class Behaviour {
             ['set-cookie', 'b=2; Path=/'],
           ],
         });
+      // A Response that cannot be sent: its body read already (a constant returned twice), failing
+      // with a message an answer must not show, or never ending.
+      case 'respond-used': {
+        this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
+        const used = new Response('read already', { status: 202 });
+        await used.text();
+        return used;
+      }
+      case 'respond-broken':
+        this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
+        return new Response(
+          new ReadableStream({
+            start: (controller) => controller.error(new Error('upstream reset at /srv/app/secret.ts:12')),
+          }),
+          { status: 202 },
+        );
+      case 'respond-endless':
+        this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
+        return new Response(
+          new ReadableStream({
+            start: (controller) => controller.enqueue(new TextEncoder().encode('partial')),
+            pull: () => new Promise(() => {}),
+          }),
+          { status: 202 },
+        );
     }
     this.runs.set(event.id, (this.runs.get(event.id) ?? 0) + 1);
     return undefined;

@@ -412,6 +412,20 @@ export function adapterSuite(
       assert.equal(res.outcome, 'processed');
     });
 
+    it("answers the outcome when the handler's own Response cannot be sent (read already, failing, never ending): the event stays processed", async () => {
+      for (const action of ['respond-used', 'respond-broken', 'respond-endless']) {
+        const id = eventId();
+        const body = bodyOf({ id, action });
+        const res = await deliver(server.url, body);
+        assert.equal(res.status, 200, action);
+        assert.equal(res.outcome, 'processed', action);
+        assert.deepEqual(res.json, { outcome: 'processed' }, action);
+        assert.doesNotMatch(res.text, /secret|upstream|partial/, action);
+        assert.equal(await c.runs(id), 1, action);
+        assert.equal((await deliver(server.url, body)).outcome, 'duplicate', action);
+      }
+    });
+
     it('finishes and confirms the event when the provider hangs up while the handler runs', async () => {
       const id = eventId();
       const body = bodyOf({ id, action: 'gate' });
