@@ -13,7 +13,14 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { webhook } from '../src/adapters/node.js';
-import { createReceiver, type DeliveryResult, hmac, memoryStore, toResponse } from '../src/index.js';
+import {
+  createReceiver,
+  type DeliveryResult,
+  type Duration,
+  hmac,
+  memoryStore,
+  toResponse,
+} from '../src/index.js';
 import { SECRET, signed } from './adapters/harness.js';
 
 const provider = hmac<{ id: string; answer: string }>({
@@ -38,7 +45,7 @@ before(async () => {
 after(() => upstream.close());
 
 /** A receiver whose handler answers with the Response named by the event's `answer`. */
-function setup(timeout = '2s') {
+function setup(timeout: Duration = '2s') {
   const warnings: string[] = [];
   const outcomes: DeliveryResult[] = [];
   const receiver = createReceiver({
