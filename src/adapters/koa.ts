@@ -24,6 +24,8 @@ export interface KoaContext {
   readonly request: { readonly body?: unknown; readonly rawBody?: unknown };
   readonly method: string;
   readonly path: string;
+  /** The URL the request arrived with, before a mount rewrote it. */
+  readonly originalUrl?: string;
   status: number;
   body: unknown;
   set(field: string, value: string | string[]): void;
@@ -64,7 +66,8 @@ export function webhook<P extends Provider<any, any>>(
     }
     // Every method reaches the core: a GET may be the provider's handshake, the rest is 405 there.
     const raw = nodeRawBody(ctx.req, FIX, [ctx.request.rawBody]);
-    const result = await receiveNode(r, ctx.req, raw);
+    // The URL the request arrived with (koa-mount rewrites ctx.req.url): providers sign it.
+    const result = await receiveNode(r, ctx.req, raw, ctx.originalUrl);
     reply(ctx, await toNodeReply(result, ctx.req));
   };
 }

@@ -62,13 +62,19 @@ export function nodeRawBody(
   return req;
 }
 
-/** The full URL of a Node request, for providers that sign it (Twilio, Square). */
-export function nodeUrl(req: IncomingMessage): string {
+/**
+ * The full URL of a Node request, for providers that sign it (Twilio, Square). The path is the one
+ * the request arrived with: `originalUrl` where a framework rewrote `url` for a mounted app or
+ * router (Express, Nest on Express), or the `originalUrl` given (Koa's, under koa-mount).
+ */
+export function nodeUrl(req: IncomingMessage, originalUrl?: string): string {
   const forwarded = req.headers['x-forwarded-proto'];
   const proto = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
   const encrypted = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
   const host = req.headers.host ?? 'localhost';
-  return `${proto || (encrypted ? 'https' : 'http')}://${host}${req.url ?? '/'}`;
+  const kept = originalUrl ?? (req as { originalUrl?: unknown }).originalUrl;
+  const path = typeof kept === 'string' && kept.startsWith('/') ? kept : (req.url ?? '/');
+  return `${proto || (encrypted ? 'https' : 'http')}://${host}${path}`;
 }
 
 /** A result as plain status, headers and body bytes: what Node-based frameworks write. */
@@ -216,8 +222,14 @@ export function receiveNode(
   receiver: Receiver,
   req: IncomingMessage,
   rawBody: Uint8Array | IncomingMessage | AsyncIterable<Uint8Array>,
+  originalUrl?: string,
 ): Promise<DeliveryResult> {
-  return receiver.receive({ rawBody, headers: req.headers, url: nodeUrl(req), method: req.method ?? 'POST' });
+  return receiver.receive({
+    rawBody,
+    headers: req.headers,
+    url: nodeUrl(req, originalUrl),
+    method: req.method ?? 'POST',
+  });
 }
 
 /**
