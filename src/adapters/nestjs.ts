@@ -197,14 +197,30 @@ function ownBodyProvider(path: string, token: string): FactoryProvider {
     inject: [HttpAdapterHost],
     useFactory: (host: HttpAdapterHost) => {
       const adapter = host.httpAdapter as
-        | { getType?: () => string; getInstance?: () => { use?: (fn: unknown) => unknown } }
+        | {
+            getType?: () => string;
+            getInstance?: () => { use?: (fn: unknown) => unknown };
+            registerParserMiddleware?: (prefix?: string, rawBody?: boolean) => unknown;
+          }
         | undefined;
       if (adapter?.getType?.() !== 'express') return false;
+      // The global prefix, as Nest hands it to the adapter when it registers its body parsers (the
+      // app sets it after this runs): the route is then at `/<prefix>/<path>`.
+      let prefixed: string | undefined;
+      const register = adapter.registerParserMiddleware;
+      if (typeof register === 'function') {
+        adapter.registerParserMiddleware = function (this: unknown, prefix?: string, rawBody?: boolean) {
+          const trimmed = (prefix ?? '').replace(/^\/+|\/+$/g, '');
+          prefixed = trimmed === '' ? undefined : `/${trimmed}${route}`;
+          return register.call(this, prefix, rawBody);
+        };
+      }
       adapter.getInstance?.().use?.((req: IncomingMessage, _res: unknown, next: () => void) => {
         if (req.method === 'POST') {
-          // The route's path under any global prefix: the path as registered ends the URL's path.
+          // Exactly the module's route, under the global prefix or not: an app route of its own
+          // that merely ends the same way (`POST /projects/:id/webhooks`) keeps its body.
           const at = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
-          if (at === route || at.endsWith(route)) setBodyHeadersAside(req);
+          if (at === route || at === prefixed) setBodyHeadersAside(req);
         }
         next();
       });

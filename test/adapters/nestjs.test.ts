@@ -292,3 +292,51 @@ describe('NestJS 11: OnceonlyModule', () => {
     }
   });
 });
+
+describe("NestJS 11: OnceonlyModule leaves the app's other routes their bodies", () => {
+  // An app route that ends the way the module's does: `POST /projects/:id/webhooks` (a project's
+  // webhook settings), with Nest's JSON parser, beside OnceonlyModule at `webhooks`.
+  function projectsModule(receiver: Receiver) {
+    class ProjectsController {
+      save(body: unknown) {
+        return { saved: body };
+      }
+    }
+    Controller('projects')(ProjectsController);
+    const save = Object.getOwnPropertyDescriptor(ProjectsController.prototype, 'save')!;
+    Post(':id/webhooks')(ProjectsController.prototype, 'save', save);
+    Body()(ProjectsController.prototype, 'save', 0);
+    class AppModule {}
+    Module({
+      imports: [OnceonlyModule.register({ path: 'webhooks', ...receiver })],
+      controllers: [ProjectsController],
+    })(AppModule);
+    return AppModule;
+  }
+
+  for (const prefix of [undefined, 'api']) {
+    it(`POST /${prefix ? `${prefix}/` : ''}projects/42/webhooks still gets its JSON body, and the module's route still works`, async () => {
+      const f = fixture();
+      const app = await NestFactory.create(projectsModule(f.receiver), { logger: false });
+      if (prefix) app.setGlobalPrefix(prefix);
+      await app.listen(0, '127.0.0.1');
+      const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+      const at = prefix ? `${base}/${prefix}` : base;
+      try {
+        const res = await fetch(`${at}/projects/42/webhooks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ url: 'https://example.com/hook' }),
+        });
+        assert.equal(res.status, 201);
+        assert.deepEqual(await res.json(), { saved: { url: 'https://example.com/hook' } });
+        const id = eventId();
+        const delivered = await deliver(`${at}/webhooks`, bodyOf({ id, action: 'ok' }));
+        assert.equal(delivered.outcome, 'processed');
+        assert.equal(f.behaviour.runs.get(id), 1);
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});
