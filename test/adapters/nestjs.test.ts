@@ -340,3 +340,43 @@ describe("NestJS 11: OnceonlyModule leaves the app's other routes their bodies",
     });
   }
 });
+
+describe('NestJS 11: OnceonlyModule on the Fastify platform (rawBody: true) takes a delivery sent as text/plain', () => {
+  it("verifies the exact bytes of a text/plain delivery (AWS SNS's content type), and the app's own text route still gets text", async () => {
+    class NotesController {
+      save(body: unknown) {
+        return { type: typeof body, body };
+      }
+    }
+    Controller('notes')(NotesController);
+    const save = Object.getOwnPropertyDescriptor(NotesController.prototype, 'save')!;
+    Post()(NotesController.prototype, 'save', save);
+    Body()(NotesController.prototype, 'save', 0);
+    const f = fixture();
+    class AppModule {}
+    Module({
+      imports: [OnceonlyModule.register({ path: 'webhooks', ...f.receiver })],
+      controllers: [NotesController],
+    })(AppModule);
+    const app = await NestFactory.create(AppModule, new FastifyAdapter(), { rawBody: true, logger: false });
+    await app.listen(0, '127.0.0.1');
+    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+    try {
+      const id = eventId();
+      const res = await deliver(`${base}/webhooks`, bodyOf({ id, action: 'ok' }), {
+        headers: { 'content-type': 'text/plain; charset=UTF-8' },
+      });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.outcome, 'processed');
+      assert.equal(f.behaviour.runs.get(id), 1);
+      const note = await fetch(`${base}/notes`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: 'héllo',
+      });
+      assert.deepEqual(await note.json(), { type: 'string', body: 'héllo' });
+    } finally {
+      await app.close();
+    }
+  });
+});
