@@ -60,6 +60,8 @@ export type RejectionCode =
   | 'timestamp_too_new'
   | 'invalid_signature'
   | 'invalid_body'
+  /** The body ended early: the sender closed the connection (or the body source failed) mid-body. */
+  | 'body_aborted'
   | 'missing_event_id'
   | 'method_not_allowed'
   | 'unkeyed'
@@ -75,6 +77,7 @@ const rejectionStatus: Record<RejectionCode, number> = {
   timestamp_too_new: 401,
   invalid_signature: 401,
   invalid_body: 400,
+  body_aborted: 400,
   missing_event_id: 400,
   method_not_allowed: 405,
   unkeyed: 422,

@@ -1,4 +1,4 @@
-import { BodyTimeoutError, BodyTooLargeError, VerificationError } from '../errors.js';
+import { BodyTimeoutError, BodyTooLargeError, OnceonlyError, VerificationError } from '../errors.js';
 import { type Later, later, type Tick, wheel } from '../lease/timers.js';
 import type { HeaderReader } from '../providers/types.js';
 
@@ -187,7 +187,7 @@ export async function readBounded(
   } catch (error) {
     // Not awaited past a moment: a source that never settles its cancel must not hold the answer.
     await Promise.race([cancel().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 100))]);
-    throw error;
+    throw bodyFailure(error);
   } finally {
     timer?.cancel();
   }
@@ -268,12 +268,15 @@ function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): 
         finish(error);
       }
     };
-    const onError = (error: unknown) => finish(error);
+    const onError = (error: unknown) => finish(bodyFailure(error));
     // A stream may emit 'close' right after its last push, before its (next-tick) 'end': only a
     // close that no 'end' follows is the sender going away.
     const onClose = () =>
       setTimeout(
-        () => finish(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })),
+        () =>
+          finish(
+            bodyFailure(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })),
+          ),
         0,
       );
     if (timeoutMs !== undefined) {
@@ -287,6 +290,20 @@ function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): 
 }
 
 function ignore(): void {}
+
+/**
+ * What reading a body source threw, as the delivery's rejection: onceonly's own refusals as they
+ * are, anything else (the sender closed the connection mid-body, a source that failed) as
+ * `body_aborted`, so a dropped connection is not counted as a malformed body.
+ */
+function bodyFailure(error: unknown): unknown {
+  if (error instanceof OnceonlyError) return error;
+  return new VerificationError(
+    'body_aborted',
+    'onceonly: the body ended early (the sender closed the connection, or the body source failed)',
+    { cause: error },
+  );
+}
 
 function joined(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
