@@ -55,44 +55,28 @@ export function webhook<P extends Provider<any, any>>(
     instance.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     // POST for deliveries, GET for a provider's handshake (Meta's hub.challenge); the core refuses a
     // GET that is not one with 405.
-    const deliver = async (
-      request: FastifyRequest,
-      reply: FastifyReply,
-      payload: IncomingMessage | undefined,
-    ) => {
-      const kept = (request as { rawBody?: unknown }).rawBody;
-      const rawBody =
-        payload === undefined || payload === null
-          ? kept instanceof Uint8Array
-            ? kept
-            : new Uint8Array(0)
-          : nodeRawBody(payload, FIX, [kept]);
-      const result = await r.receive({
-        rawBody,
-        headers: request.headers,
-        url: nodeUrl(request.raw),
-        method: request.method,
-      });
-      // Synchronous for the outcome JSON: no await (one microtask less per answer).
-      const out = toNodeReply(result, request.raw);
-      return send(reply, out instanceof Promise ? await out : out);
-    };
     instance.route({
       method: ['GET', 'POST'],
       url: path,
-      handler: (request: FastifyRequest, reply: FastifyReply) =>
-        deliver(request, reply, request.body as IncomingMessage | undefined),
-    });
-    // A Content-Type Fastify cannot parse at all (empty, `;`, a list) never reaches a parser: Fastify
-    // answers its own 415. The delivery goes to the core all the same, as on every other adapter
-    // (the signature is over the bytes, whatever the header says); any other error is the app's.
-    instance.setErrorHandler((error, request, reply) => {
-      if (
-        (error as { code?: unknown }).code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ||
-        request.raw.readableDidRead
-      )
-        throw error;
-      return deliver(request, reply, request.raw);
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const kept = (request as { rawBody?: unknown }).rawBody;
+        const payload = request.body as IncomingMessage | undefined;
+        const rawBody =
+          payload === undefined || payload === null
+            ? kept instanceof Uint8Array
+              ? kept
+              : new Uint8Array(0)
+            : nodeRawBody(payload, FIX, [kept]);
+        const result = await r.receive({
+          rawBody,
+          headers: request.headers,
+          url: nodeUrl(request.raw),
+          method: request.method,
+        });
+        // Synchronous for the outcome JSON: no await (one microtask less per answer).
+        const out = toNodeReply(result, request.raw);
+        return send(reply, out instanceof Promise ? await out : out);
+      },
     });
   };
 }
