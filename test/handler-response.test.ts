@@ -62,6 +62,8 @@ function setup(timeout: Duration = '2s') {
           return new Response(new ReadableStream({ pull: () => new Promise(() => {}) }));
         case 'large':
           return new Response(new Uint8Array(1_048_577));
+        case 'error':
+          return Response.error();
         case 'no-content':
           return new Response(null, { status: 204, headers: { 'x-handler': 'yes' } });
         case 'proxied':
@@ -119,6 +121,28 @@ describe("the handler's own Response", () => {
     const res = await receiver.fetch(await request('strings'));
     assert.deepEqual(await res.json(), { outcome: 'processed' });
     assert.match(warnings[0] ?? '', /something other than bytes/);
+  });
+
+  it('Response.error() (status 0) is answered with the outcome, through fetch() and onceonly/node', async () => {
+    const { receiver, warnings } = setup();
+    const res = await receiver.fetch(await request('error'));
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { outcome: 'processed' });
+    assert.match(warnings[0] ?? '', /its status 0 cannot be answered/);
+    const server = createServer(webhook(receiver)).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const req = await request('error');
+      const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`, {
+        method: 'POST',
+        body: await req.text(),
+        headers: req.headers,
+      });
+      assert.equal(answer.status, 200);
+      assert.deepEqual(await answer.json(), { outcome: 'processed' });
+    } finally {
+      server.close();
+    }
   });
 
   it('a 204 passes through, with no body and the outcome header', async () => {

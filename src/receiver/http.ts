@@ -145,23 +145,27 @@ export async function answerOf(result: DeliveryResult, extra?: Record<string, st
   if (!response) return toResponse(result, extra);
   if (response.bodyUsed || response.body?.locked)
     return toResponse(unsendable(result, 'its body was read already'), extra);
-  let body: Uint8Array | null;
+  // Response.error() (status 0, type error), or any status no answer can carry.
+  if (response.type === 'error' || response.status < 200 || response.status > 599) {
+    return toResponse(unsendable(result, `its status ${response.status} cannot be answered`), extra);
+  }
+  let read: Response;
   try {
-    body = await readWhole(response, responseWatches.get(response)?.readMs ?? ANSWER_READ_MS);
+    const body = await readWhole(response, responseWatches.get(response)?.readMs ?? ANSWER_READ_MS);
+    // The bytes are whole now, and the runtime frames them: no header of the framing the handler's
+    // Response came with (a proxied fetch() Response's Transfer-Encoding, its hop-by-hop headers)
+    // goes on, nor the encoding of bytes fetch() decoded.
+    const headers = new Headers(response.headers);
+    for (const name of HOP_BY_HOP) headers.delete(name);
+    if (decodedBody(response)) headers.delete('content-encoding');
+    read = new Response(NULL_BODY.has(response.status) ? null : (body as BodyInit | null), {
+      status: response.status,
+      statusText: response.statusText,
+      headers,
+    });
   } catch (error) {
     return toResponse(unsendable(result, error instanceof Error ? error.message : String(error)), extra);
   }
-  // The bytes are whole now, and the runtime frames them: no header of the framing the handler's
-  // Response came with (a proxied fetch() Response's Transfer-Encoding, its hop-by-hop headers)
-  // goes on, nor the encoding of bytes fetch() decoded.
-  const headers = new Headers(response.headers);
-  for (const name of HOP_BY_HOP) headers.delete(name);
-  if (decodedBody(response)) headers.delete('content-encoding');
-  const read = new Response(NULL_BODY.has(response.status) ? null : (body as BodyInit | null), {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
   return toResponse({ ...result, response: read }, extra);
 }
 
@@ -202,9 +206,13 @@ async function readWhole(response: Response, readMs: number): Promise<Uint8Array
 
 /** The web `Response` for a result; the handler's own response passes through with the outcome headers added. */
 export function toResponse(result: DeliveryResult, extra?: Record<string, string>): Response {
-  if (result.response && (result.response.bodyUsed || result.response.body?.locked)) {
+  const own = result.response;
+  if (own && (own.bodyUsed || own.body?.locked)) {
     // Read already (a Response kept in a constant and returned twice, say): it cannot be sent again.
     return toResponse(unsendable(result, 'its body was read already'), extra);
+  }
+  if (own && (own.type === 'error' || own.status < 200 || own.status > 599)) {
+    return toResponse(unsendable(result, `its status ${own.status} cannot be answered`), extra);
   }
   const headers = outcomeHeaders(result, extra);
   // The rest of a refused body was never read: close the connection rather than leave it for reuse.
