@@ -9,6 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
+import { createGunzip } from 'node:zlib';
 import { webhook } from '../src/adapters/node.js';
 import { createReceiver, type DeliveryResult, hmac, memoryStore } from '../src/index.js';
 
@@ -61,12 +62,12 @@ describe('a body that ends early', () => {
     }
   });
 
-  it('a body source that fails (receive() with an async iterable): rejected body_aborted, with the cause kept', async () => {
+  it('a body source whose connection reset (receive() with an async iterable): rejected body_aborted, with the cause kept', async () => {
     const { receiver, runs } = setup();
     const failing = {
       async *[Symbol.asyncIterator]() {
         yield new TextEncoder().encode('{"id":');
-        throw new Error('socket hang up');
+        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
       },
     };
     const result = await receiver.receive({
@@ -76,11 +77,24 @@ describe('a body that ends early', () => {
     assert.equal(result.outcome, 'rejected');
     assert.equal(result.code, 'body_aborted');
     assert.equal(result.status, 400);
-    assert.match(String((result.error as { cause?: unknown }).cause), /socket hang up/);
+    assert.match(String((result.error as { cause?: unknown }).cause), /ECONNRESET/);
     assert.equal(runs(), 0);
   });
 
-  it('a web stream that errors (fetch()): rejected body_aborted', async () => {
+  it('a body source that fails otherwise (a decoder given bytes it cannot decode) stays invalid_body', async () => {
+    const { receiver, runs } = setup();
+    const gunzip = createGunzip();
+    gunzip.end(Buffer.from('not gzip at all'));
+    const result = await receiver.receive({
+      rawBody: gunzip,
+      headers: { 'x-hub-signature-256': 'sha256=00' },
+    });
+    assert.equal(result.outcome, 'rejected');
+    assert.equal(result.code, 'invalid_body');
+    assert.equal(runs(), 0);
+  });
+
+  it('a web stream that errors as undici does when the socket closes (fetch()): rejected body_aborted', async () => {
     const { receiver, runs } = setup();
     const body = new ReadableStream<Uint8Array>({
       start(controller) {

@@ -291,16 +291,44 @@ function readNodeStream(stream: NodeStream, limit: number, timeoutMs?: number): 
 
 function ignore(): void {}
 
+/** Error codes and messages of a connection that went away mid-body (Node's streams, undici). */
+const DROPPED_CODES = new Set([
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+  'ABORT_ERR',
+]);
+const DROPPED_MESSAGES = new Set(['aborted', 'terminated', 'Premature close', 'socket hang up']);
+
+function dropped(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 2) return false;
+  const { code, name, message, cause } = error as {
+    code?: unknown;
+    name?: unknown;
+    message?: unknown;
+    cause?: unknown;
+  };
+  return (
+    (typeof code === 'string' && DROPPED_CODES.has(code)) ||
+    name === 'AbortError' ||
+    (typeof message === 'string' && DROPPED_MESSAGES.has(message)) ||
+    dropped(cause, depth + 1)
+  );
+}
+
 /**
- * What reading a body source threw, as the delivery's rejection: onceonly's own refusals as they
- * are, anything else (the sender closed the connection mid-body, a source that failed) as
- * `body_aborted`, so a dropped connection is not counted as a malformed body.
+ * What reading a body source threw, as the delivery's rejection: a connection that went away
+ * mid-body as `body_aborted`, so a dropped connection is not counted as a malformed body; anything
+ * else as it was (onceonly's own refusals, and a source that failed otherwise, such as a decoder
+ * given bytes it cannot decode, which stays `invalid_body`).
  */
 function bodyFailure(error: unknown): unknown {
-  if (error instanceof OnceonlyError) return error;
+  if (error instanceof OnceonlyError || !dropped(error)) return error;
   return new VerificationError(
     'body_aborted',
-    'onceonly: the body ended early (the sender closed the connection, or the body source failed)',
+    'onceonly: the body ended early: the sender closed the connection before it was whole',
     { cause: error },
   );
 }
