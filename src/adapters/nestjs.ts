@@ -80,14 +80,32 @@ export function webhook<P extends Provider<any, any>>(
 ): (req: NestRequest, res: NestResponse) => Promise<void> {
   const r = toReceiver(receiver);
   return async (req, res) => {
-    const node = 'raw' in req && isNodeRequest(req.raw) ? req.raw : (req as IncomingMessage);
+    const fastify = 'raw' in req && isNodeRequest(req.raw);
+    const node = fastify ? (req.raw as IncomingMessage) : (req as IncomingMessage);
     restoreBodyHeaders(node);
     const { rawBody, body } = req as { rawBody?: unknown; body?: unknown };
-    const result = await receiveNode(r, node, nodeRawBody(node, FIX, [rawBody, body]));
+    const result = await receiveNode(
+      r,
+      node,
+      nodeRawBody(node, FIX, [rawBody, fastify ? textBytes(node, body) : undefined, body]),
+    );
     const reply = await toNodeReply(result, node);
     if ('raw' in res && typeof res.send === 'function') sendFastify(res, reply);
     else writeNodeReply(res as ServerResponse, reply);
   };
+}
+
+/**
+ * On the Fastify platform a `text/plain` body (AWS SNS sends one) arrives as the text Fastify
+ * decoded: its own text parser keeps no bytes, and Nest's `rawBody` covers JSON and forms only.
+ * Valid UTF-8 encodes back to exactly the bytes sent; bytes that were not valid UTF-8 come back
+ * changed, and then fail verification, never pass it.
+ */
+function textBytes(req: IncomingMessage, body: unknown): Uint8Array | undefined {
+  if (typeof body !== 'string') return undefined;
+  const type = req.headers['content-type'];
+  if (typeof type !== 'string' || !/^\s*text\/plain\s*(;|$)/i.test(type)) return undefined;
+  return new TextEncoder().encode(body);
 }
 
 function isNodeRequest(value: unknown): value is IncomingMessage {
@@ -203,7 +221,6 @@ function ownBodyProvider(path: string, token: string): FactoryProvider {
             registerParserMiddleware?: (prefix?: string, rawBody?: boolean) => unknown;
           }
         | undefined;
-      if (adapter?.getType?.() === 'fastify') return keepRawText(adapter);
       if (adapter?.getType?.() !== 'express') return false;
       // The global prefix, as Nest hands it to the adapter when it registers its body parsers (the
       // app sets it after this runs): the route is then at `/<prefix>/<path>`.
@@ -228,57 +245,6 @@ function ownBodyProvider(path: string, token: string): FactoryProvider {
       return true;
     },
   };
-}
-
-/** The Fastify instance's parsers as the module uses them. */
-interface FastifyParsers {
-  readonly initialConfig?: { bodyLimit?: number };
-  addContentTypeParser(
-    type: string,
-    options: { parseAs: 'buffer'; bodyLimit?: number },
-    parser: (
-      req: { rawBody?: unknown },
-      body: Buffer,
-      done: (error: Error | null, body?: unknown) => void,
-    ) => void,
-  ): unknown;
-}
-const RAW_TEXT = Symbol.for('onceonly.nestjs.rawText');
-
-/**
- * On the Fastify platform with `rawBody: true`, Nest keeps the raw bytes of JSON and form bodies
- * only: Fastify's own `text/plain` parser keeps none, so a delivery sent as text (AWS SNS sends
- * `text/plain; charset=UTF-8`) could never be verified. Once Nest registers its parsers, the
- * module adds a `text/plain` parser that keeps them too, and still hands every route the text it
- * had. One the app registered itself is left as it is.
- */
-function keepRawText(adapter: {
-  getInstance?: () => unknown;
-  registerParserMiddleware?: (prefix?: string, rawBody?: boolean) => unknown;
-}): boolean {
-  const register = adapter.registerParserMiddleware;
-  if (typeof register !== 'function') return false;
-  adapter.registerParserMiddleware = function (this: unknown, prefix?: string, rawBody?: boolean) {
-    const done = register.call(this, prefix, rawBody);
-    const instance = adapter.getInstance?.() as (FastifyParsers & Record<symbol, unknown>) | undefined;
-    if (rawBody === true && instance && !instance[RAW_TEXT]) {
-      instance[RAW_TEXT] = true;
-      try {
-        instance.addContentTypeParser(
-          'text/plain',
-          { parseAs: 'buffer', bodyLimit: instance.initialConfig?.bodyLimit },
-          (req, body, parsed) => {
-            req.rawBody = body;
-            parsed(null, body.toString('utf8'));
-          },
-        );
-      } catch {
-        // The app's own text/plain parser (Fastify refuses a second): it decides.
-      }
-    }
-    return done;
-  };
-  return true;
 }
 
 const ASIDE = Symbol.for('onceonly.nestjs.bodyHeaders');

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
-import { Body, Controller, Get, Injectable, Module, Post, Req, Res } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { Body, Controller, Get, Inject, Injectable, Module, Post, Req, Res } from '@nestjs/common';
+import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OnceonlyModule, webhook } from '../../src/adapters/nestjs.js';
 import type { Receiver } from '../../src/index.js';
@@ -375,6 +375,43 @@ describe('NestJS 11: OnceonlyModule on the Fastify platform (rawBody: true) take
         body: 'héllo',
       });
       assert.deepEqual(await note.json(), { type: 'string', body: 'héllo' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('an app that adds its own text/plain parser (in onModuleInit) still boots, and the delivery still verifies', async () => {
+    const f = fixture();
+    class TextParserModule {
+      constructor(private readonly host: HttpAdapterHost) {}
+      onModuleInit() {
+        const fastify = this.host.httpAdapter.getInstance() as {
+          addContentTypeParser(
+            type: string,
+            opts: { parseAs: 'string' },
+            fn: (req: unknown, body: string, done: (e: null, b: unknown) => void) => void,
+          ): void;
+        };
+        fastify.addContentTypeParser('text/plain', { parseAs: 'string' }, (_req, body, done) =>
+          done(null, body),
+        );
+      }
+    }
+    Inject(HttpAdapterHost)(TextParserModule, undefined, 0);
+    Module({ imports: [OnceonlyModule.register({ path: 'webhooks', ...f.receiver })] })(TextParserModule);
+    const app = await NestFactory.create(TextParserModule, new FastifyAdapter(), {
+      rawBody: true,
+      logger: false,
+    });
+    await app.listen(0, '127.0.0.1');
+    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+    try {
+      const id = eventId();
+      const res = await deliver(`${base}/webhooks`, bodyOf({ id, action: 'ok' }), {
+        headers: { 'content-type': 'text/plain; charset=UTF-8' },
+      });
+      assert.equal(res.outcome, 'processed', res.text);
+      assert.equal(f.behaviour.runs.get(id), 1);
     } finally {
       await app.close();
     }
