@@ -233,18 +233,53 @@ function ownBodyProvider(path: string, token: string): FactoryProvider {
           return register.call(this, prefix, rawBody);
         };
       }
-      adapter.getInstance?.().use?.((req: IncomingMessage, _res: unknown, next: () => void) => {
+      const app = adapter.getInstance?.() as (ExpressRoutes & { use?: (fn: unknown) => unknown }) | undefined;
+      app?.use?.((req: IncomingMessage, _res: unknown, next: () => void) => {
         if (req.method === 'POST') {
-          // Exactly the module's route, under the global prefix or not: an app route of its own
-          // that merely ends the same way (`POST /projects/:id/webhooks`) keeps its body.
+          // The module's route: exactly, under the global prefix or not; or a path ending the same
+          // way that Express routes to a static path equal to it (the route under a RouterModule
+          // path, a URI version, a prefix Nest never handed over with bodyParser: false). An app
+          // route that merely ends the same way (`POST /projects/:id/webhooks`) keeps its body.
           const at = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
-          if (at === route || at === prefixed) setBodyHeadersAside(req);
+          if (at === route || at === prefixed || (at.endsWith(route) && routedStatically(app, at))) {
+            setBodyHeadersAside(req);
+          }
         }
         next();
       });
       return true;
     },
   };
+}
+
+/** The part of an Express app (4 or 5) whose routes the module looks up. */
+interface ExpressRoutes {
+  readonly router?: { readonly stack?: unknown };
+  readonly _router?: { readonly stack?: unknown };
+}
+
+/**
+ * Whether Express would route a POST to `path` to a route registered with exactly that static
+ * path (its first route matching it, as Express dispatches), not to one with parameters.
+ */
+function routedStatically(app: ExpressRoutes | undefined, path: string): boolean {
+  const stack = (app?.router ?? app?._router)?.stack;
+  if (!Array.isArray(stack)) return false;
+  for (const layer of stack as {
+    route?: { path?: unknown; methods?: Record<string, boolean> };
+    match?: (path: string) => unknown;
+  }[]) {
+    const route = layer?.route;
+    if (!route || !(route.methods?.post || route.methods?._all) || typeof layer.match !== 'function')
+      continue;
+    try {
+      if (!layer.match(path)) continue;
+    } catch {
+      return false;
+    }
+    return typeof route.path === 'string' && route.path.replace(/\/+$/, '') === path;
+  }
+  return false;
 }
 
 const ASIDE = Symbol.for('onceonly.nestjs.bodyHeaders');

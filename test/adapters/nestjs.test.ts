@@ -2,9 +2,23 @@ import 'reflect-metadata';
 import { strict as assert } from 'node:assert';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
-import { Body, Controller, Get, Inject, Injectable, Module, Post, Req, Res } from '@nestjs/common';
-import { HttpAdapterHost, NestFactory } from '@nestjs/core';
+import {
+  Body,
+  Controller,
+  Get,
+  type INestApplication,
+  Inject,
+  Injectable,
+  Module,
+  Post,
+  Req,
+  Res,
+  VersioningType,
+} from '@nestjs/common';
+import { HttpAdapterHost, NestFactory, RouterModule } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import express from 'express';
 import { OnceonlyModule, webhook } from '../../src/adapters/nestjs.js';
 import type { Receiver } from '../../src/index.js';
 import {
@@ -16,6 +30,7 @@ import {
   eventId,
   fixture,
   handshakeSuite,
+  LARGE_BODY,
   largeBodySuite,
   localOutcomes,
   outcomeSuite,
@@ -334,6 +349,65 @@ describe("NestJS 11: OnceonlyModule leaves the app's other routes their bodies",
         const delivered = await deliver(`${at}/webhooks`, bodyOf({ id, action: 'ok' }));
         assert.equal(delivered.outcome, 'processed');
         assert.equal(f.behaviour.runs.get(id), 1);
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});
+
+describe('NestJS 11: OnceonlyModule on Express finds its route under a RouterModule path, a URI version, or a prefix Nest never handed over', () => {
+  const cases: [string, (receiver: Receiver) => Promise<{ app: INestApplication; path: string }>][] = [
+    [
+      'bodyParser: false, a global prefix, and the app its own express.json()',
+      async (receiver) => {
+        class AppModule {}
+        Module({ imports: [OnceonlyModule.register({ path: 'webhooks', ...receiver })] })(AppModule);
+        const app = await NestFactory.create<NestExpressApplication>(AppModule, {
+          bodyParser: false,
+          logger: false,
+        });
+        app.setGlobalPrefix('api');
+        app.use(express.json());
+        return { app, path: '/api/webhooks' };
+      },
+    ],
+    [
+      'URI versioning with a default version',
+      async (receiver) => {
+        class AppModule {}
+        Module({ imports: [OnceonlyModule.register({ path: 'webhooks', ...receiver })] })(AppModule);
+        const app = await NestFactory.create(AppModule, { logger: false });
+        app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });
+        return { app, path: '/v1/webhooks' };
+      },
+    ],
+    [
+      'a RouterModule path',
+      async (receiver) => {
+        const hooks = OnceonlyModule.register({ path: 'webhooks', ...receiver });
+        class AppModule {}
+        Module({ imports: [hooks, RouterModule.register([{ path: 'payments', module: OnceonlyModule }])] })(
+          AppModule,
+        );
+        const app = await NestFactory.create(AppModule, { logger: false });
+        return { app, path: '/payments/webhooks' };
+      },
+    ],
+  ];
+  for (const [label, make] of cases) {
+    it(`${label}: a delivery (and one over the app parser's 100 kB) reads its own body`, async () => {
+      const f = fixture({ maxBodyBytes: LARGE_BODY + 4096 });
+      const { app, path } = await make(f.receiver);
+      await app.listen(0, '127.0.0.1');
+      const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+      try {
+        for (const padding of ['', 'p'.repeat(LARGE_BODY - 1024)]) {
+          const id = eventId();
+          const res = await deliver(`${base}${path}`, bodyOf({ id, action: 'ok', padding }));
+          assert.equal(res.outcome, 'processed', `${res.status} ${res.text.slice(0, 200)}`);
+          assert.equal(f.behaviour.runs.get(id), 1);
+        }
       } finally {
         await app.close();
       }
