@@ -34,7 +34,13 @@ let upstream: Server;
 let upstreamUrl: string;
 before(async () => {
   // What a handler proxies: a gzip-encoded answer, as a service behind it might send.
-  upstream = createServer((_req, res) => {
+  upstream = createServer((req, res) => {
+    if (req.url === '/unknown-coding') {
+      // A coding fetch() does not decode: the bytes come through as they were sent.
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'x-custom' });
+      res.end('still encoded');
+      return;
+    }
     res.writeHead(201, { 'content-type': 'text/plain', 'content-encoding': 'gzip', 'x-upstream': 'yes' });
     res.end(gzipSync('from upstream'));
   });
@@ -68,6 +74,8 @@ function setup(timeout: Duration = '2s') {
           return new Response(null, { status: 204, headers: { 'x-handler': 'yes' } });
         case 'proxied':
           return fetch(upstreamUrl);
+        case 'proxied-unknown':
+          return fetch(`${upstreamUrl}unknown-coding`);
         case 'strings':
           return new Response(
             new ReadableStream({
@@ -180,6 +188,14 @@ describe("the handler's own Response", () => {
       server.close();
     }
     assert.deepEqual(warnings, []);
+  });
+
+  it('keeps the Content-Encoding of a fetch() Response in a coding fetch() did not decode', async () => {
+    const { receiver } = setup();
+    const res = await receiver.fetch(await request('proxied-unknown'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-encoding'), 'x-custom');
+    assert.equal(await res.text(), 'still encoded');
   });
 
   it('toResponse answers the outcome for a Response whose body was read already', async () => {

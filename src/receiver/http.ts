@@ -107,13 +107,19 @@ export function unsendable(result: DeliveryResult, why: string): DeliveryResult 
   return { ...result, response: undefined };
 }
 
+/** The codings `fetch()` decodes (undici: gzip, deflate, br). */
+const DECODED_CODINGS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'identity']);
+
 /**
  * A `Response` whose body is the bytes `fetch()` decoded: its `Content-Encoding` describes the
- * bytes on the wire, not these. A `Response` the handler built itself
- * (`type` `default`) keeps every header as set.
+ * bytes on the wire, not these. A `Response` the handler built itself (`type` `default`) keeps
+ * every header as set, and so does one in a coding `fetch()` leaves as it came.
  */
 function decodedBody(response: Response): boolean {
-  return response.type !== 'default' && response.body !== null;
+  if (response.type === 'default' || response.body === null) return false;
+  const codings = response.headers.get('content-encoding');
+  if (codings === null) return false;
+  return codings.split(',').every((coding) => DECODED_CODINGS.has(coding.trim().toLowerCase()));
 }
 
 /** How large the handler's own `Response` may be, and how long it may take to read when unregistered. */
