@@ -333,7 +333,8 @@ function bodyFailure(error: unknown): unknown {
   );
 }
 
-function joined(chunks: Uint8Array[], size: number): Uint8Array {
+/** The chunks as one byte array of `size` bytes (the one chunk itself when there is one). */
+export function joined(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(size);
   let offset = 0;

@@ -1,4 +1,5 @@
 import { OnceonlyError } from '../errors.js';
+import { joined } from './body.js';
 import type { DeliveryResult } from './receiver.js';
 
 /** Every outcome of a delivery. */
@@ -200,14 +201,7 @@ async function readWhole(response: Response, readMs: number): Promise<Uint8Array
   } finally {
     clearTimeout(timer);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+  return joined(chunks, size);
 }
 
 /** The web `Response` for a result; the handler's own response passes through with the outcome headers added. */
