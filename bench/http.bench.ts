@@ -233,7 +233,14 @@ for (const framework of frameworks) {
     console.log(line);
     lines.push(line);
   } finally {
-    for (const s of Object.values(servers)) s.child.kill('SIGINT'); // the server exits through process.exit (a --cpu-prof is written)
+    // The servers exit through process.exit (a --cpu-prof is written). Their exits are awaited: a
+    // confirm still in flight lands before the keys are cleaned below, not after.
+    const exits = Object.values(servers).map(
+      (s) =>
+        new Promise((resolve) => (s.child.exitCode !== null ? resolve(null) : s.child.once('exit', resolve))),
+    );
+    for (const s of Object.values(servers)) s.child.kill('SIGINT');
+    await Promise.all(exits);
   }
 }
 
