@@ -108,6 +108,17 @@ export function unsendable(result: DeliveryResult, why: string): DeliveryResult 
   return { ...result, response: undefined };
 }
 
+/** Why a handler's own `Response` cannot be sent at all, if it cannot. */
+function cannotSend(response: Response): string | undefined {
+  // Read already (a Response kept in a constant and returned twice, say): it cannot be sent again.
+  if (response.bodyUsed || response.body?.locked) return 'its body was read already';
+  // Response.error() (status 0, type error), or any status no answer can carry.
+  if (response.type === 'error' || response.status < 200 || response.status > 599) {
+    return `its status ${response.status} cannot be answered`;
+  }
+  return undefined;
+}
+
 /** The codings `fetch()` decodes (undici: gzip, deflate, br). */
 const DECODED_CODINGS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'identity']);
 
@@ -149,13 +160,8 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  */
 export async function answerOf(result: DeliveryResult, extra?: Record<string, string>): Promise<Response> {
   const response = result.response;
-  if (!response) return toResponse(result, extra);
-  if (response.bodyUsed || response.body?.locked)
-    return toResponse(unsendable(result, 'its body was read already'), extra);
-  // Response.error() (status 0, type error), or any status no answer can carry.
-  if (response.type === 'error' || response.status < 200 || response.status > 599) {
-    return toResponse(unsendable(result, `its status ${response.status} cannot be answered`), extra);
-  }
+  // One that cannot be sent at all: toResponse answers the outcome for it.
+  if (!response || cannotSend(response) !== undefined) return toResponse(result, extra);
   let read: Response;
   try {
     const body = await readWhole(response, responseWatches.get(response)?.readMs ?? ANSWER_READ_MS);
@@ -206,14 +212,8 @@ async function readWhole(response: Response, readMs: number): Promise<Uint8Array
 
 /** The web `Response` for a result; the handler's own response passes through with the outcome headers added. */
 export function toResponse(result: DeliveryResult, extra?: Record<string, string>): Response {
-  const own = result.response;
-  if (own && (own.bodyUsed || own.body?.locked)) {
-    // Read already (a Response kept in a constant and returned twice, say): it cannot be sent again.
-    return toResponse(unsendable(result, 'its body was read already'), extra);
-  }
-  if (own && (own.type === 'error' || own.status < 200 || own.status > 599)) {
-    return toResponse(unsendable(result, `its status ${own.status} cannot be answered`), extra);
-  }
+  const why = result.response && cannotSend(result.response);
+  if (why !== undefined) return toResponse(unsendable(result, why), extra);
   const headers = outcomeHeaders(result, extra);
   // The rest of a refused body was never read: close the connection rather than leave it for reuse.
   if (result.outcome === 'too-large' || result.code === 'body_timeout') headers.Connection = 'close';
