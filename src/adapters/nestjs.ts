@@ -215,33 +215,18 @@ function ownBodyProvider(path: string, token: string): FactoryProvider {
     inject: [HttpAdapterHost],
     useFactory: (host: HttpAdapterHost) => {
       const adapter = host.httpAdapter as
-        | {
-            getType?: () => string;
-            getInstance?: () => { use?: (fn: unknown) => unknown };
-            registerParserMiddleware?: (prefix?: string, rawBody?: boolean) => unknown;
-          }
+        | { getType?: () => string; getInstance?: () => ExpressRoutes & { use?: (fn: unknown) => unknown } }
         | undefined;
       if (adapter?.getType?.() !== 'express') return false;
-      // The global prefix, as Nest hands it to the adapter when it registers its body parsers (the
-      // app sets it after this runs): the route is then at `/<prefix>/<path>`.
-      let prefixed: string | undefined;
-      const register = adapter.registerParserMiddleware;
-      if (typeof register === 'function') {
-        adapter.registerParserMiddleware = function (this: unknown, prefix?: string, rawBody?: boolean) {
-          const trimmed = (prefix ?? '').replace(/^\/+|\/+$/g, '');
-          prefixed = trimmed === '' ? undefined : `/${trimmed}${route}`;
-          return register.call(this, prefix, rawBody);
-        };
-      }
-      const app = adapter.getInstance?.() as (ExpressRoutes & { use?: (fn: unknown) => unknown }) | undefined;
+      const app = adapter.getInstance?.();
       app?.use?.((req: IncomingMessage, _res: unknown, next: () => void) => {
         if (req.method === 'POST') {
-          // The module's route: exactly, under the global prefix or not; or a path ending the same
-          // way that Express routes to a static path equal to it (the route under a RouterModule
-          // path, a URI version, a prefix Nest never handed over with bodyParser: false). An app
-          // route that merely ends the same way (`POST /projects/:id/webhooks`) keeps its body.
+          // The module's route: exactly, or a path ending the same way that Express routes to a
+          // static path equal to it (the route under the global prefix, a RouterModule path, a URI
+          // version). An app route that merely ends the same way (`POST /projects/:id/webhooks`)
+          // keeps its body.
           const at = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
-          if (at === route || at === prefixed || (at.endsWith(route) && routedStatically(app, at))) {
+          if (at === route || (at.endsWith(route) && routedStatically(app, at))) {
             setBodyHeadersAside(req);
           }
         }
