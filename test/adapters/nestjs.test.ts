@@ -142,6 +142,12 @@ describe('NestJS 11: its global JSON parser', () => {
 });
 
 /** An app whose only webhook route comes from OnceonlyModule, on either platform. */
+/** Starts `app` on a loopback port; its base URL, on 127.0.0.1. */
+async function listenOnLoopback(app: INestApplication): Promise<string> {
+  await app.listen(0, '127.0.0.1');
+  return (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+}
+
 async function startModule(
   imports: unknown[],
   options: { rawBody?: boolean; bodyParser?: boolean; fastify?: boolean },
@@ -153,8 +159,7 @@ async function startModule(
   const app = fastify
     ? await NestFactory.create(AppModule, new FastifyAdapter(), { ...rest, logger: false })
     : await NestFactory.create(AppModule, { ...rest, logger: false });
-  await app.listen(0, '127.0.0.1');
-  const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+  const base = await listenOnLoopback(app);
   return { url: `${base}/${path}`, close: () => app.close() };
 }
 
@@ -192,8 +197,7 @@ largeBodySuite('NestJS 11 OnceonlyModule.register under a global prefix', async 
   Module({ imports: [OnceonlyModule.register({ path: 'webhooks', ...receiver })] })(AppModule);
   const app = await NestFactory.create(AppModule, { rawBody: true, logger: false });
   app.setGlobalPrefix('api');
-  await app.listen(0, '127.0.0.1');
-  const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+  const base = await listenOnLoopback(app);
   return { url: `${base}/api/webhooks`, close: () => app.close() };
 });
 outcomeSuite(
@@ -334,8 +338,7 @@ describe("NestJS 11: OnceonlyModule leaves the app's other routes their bodies",
       const f = fixture();
       const app = await NestFactory.create(projectsModule(f.receiver), { logger: false });
       if (prefix) app.setGlobalPrefix(prefix);
-      await app.listen(0, '127.0.0.1');
-      const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+      const base = await listenOnLoopback(app);
       const at = prefix ? `${base}/${prefix}` : base;
       try {
         const res = await fetch(`${at}/projects/42/webhooks`, {
@@ -399,8 +402,7 @@ describe('NestJS 11: OnceonlyModule on Express finds its route under a RouterMod
     it(`${label}: a delivery (and one over the app parser's 100 kB) reads its own body`, async () => {
       const f = fixture({ maxBodyBytes: LARGE_BODY + 4096 });
       const { app, path } = await make(f.receiver);
-      await app.listen(0, '127.0.0.1');
-      const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+      const base = await listenOnLoopback(app);
       try {
         for (const padding of ['', 'p'.repeat(LARGE_BODY - 1024)]) {
           const id = eventId();
@@ -433,8 +435,7 @@ describe('NestJS 11: OnceonlyModule on the Fastify platform (rawBody: true) take
       controllers: [NotesController],
     })(AppModule);
     const app = await NestFactory.create(AppModule, new FastifyAdapter(), { rawBody: true, logger: false });
-    await app.listen(0, '127.0.0.1');
-    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+    const base = await listenOnLoopback(app);
     try {
       const id = eventId();
       const res = await deliver(`${base}/webhooks`, bodyOf({ id, action: 'ok' }), {
@@ -477,8 +478,7 @@ describe('NestJS 11: OnceonlyModule on the Fastify platform (rawBody: true) take
       rawBody: true,
       logger: false,
     });
-    await app.listen(0, '127.0.0.1');
-    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+    const base = await listenOnLoopback(app);
     try {
       const id = eventId();
       const res = await deliver(`${base}/webhooks`, bodyOf({ id, action: 'ok' }), {
