@@ -47,12 +47,14 @@ if (
   const nodeRedis4 = await createClient4({ url: servers.redis }).connect();
   const ioredis = new Redis(servers.redis);
   const ioredis5 = new Redis5(servers.redis);
+  const pipelined = new Redis(servers.redis, { enableAutoPipelining: true });
   after(async () => {
     await deleteKeys(nodeRedis, `${prefix}*`);
     await nodeRedis.quit();
     await nodeRedis4.quit();
     ioredis.disconnect();
     ioredis5.disconnect();
+    pipelined.disconnect();
   });
 
   // A leaseGrace far below the cases' waits: only a claim's retentionMs can keep a record that ran
@@ -70,6 +72,11 @@ if (
   await runConformance({
     name: 'redisStore conformance (ioredis)',
     factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
+    runner: { describe, it },
+  });
+  await runConformance({
+    name: 'redisStore conformance (ioredis, enableAutoPipelining as docs/redis.md sets it up)',
+    factory: () => redisStore({ client: pipelined, prefix: `${prefix}iop:` }),
     runner: { describe, it },
   });
   await runConformance({

@@ -43,7 +43,6 @@ export interface IoRedisLike {
   /** The inbox's: replies with bulk strings as Buffers (an inbox body is bytes). */
   evalshaBuffer?(sha1: string, numkeys: number, ...args: (string | Buffer)[]): PromiseLike<unknown>;
   evalBuffer?(script: string, numkeys: number, ...args: (string | Buffer)[]): PromiseLike<unknown>;
-  callBuffer?(command: string, ...args: string[]): PromiseLike<unknown>;
 }
 
 /** A node-redis or ioredis client, standalone or cluster; Valkey servers work with either. */
@@ -332,7 +331,7 @@ const BUFFERS = { typeMapping: { 36: Buffer } };
 function ioBuffers(): never {
   throw new ConfigError(
     'invalid_option',
-    "onceonly: redisStore's inbox needs the ioredis client's evalshaBuffer, evalBuffer and callBuffer (ioredis 5 or later)",
+    "onceonly: redisStore's inbox needs the ioredis client's evalshaBuffer and evalBuffer (ioredis 5 or later)",
   );
 }
 
@@ -394,10 +393,11 @@ function adapt(client: RedisClientLike): Wire {
           return c.evalBuffer(s.body, keys.length, ...keys, ...args);
         }
       },
-      command: async (_key, [name, ...args]) => {
-        if (!c.callBuffer) return ioBuffers();
-        return c.callBuffer(name!, ...args);
-      },
+      // The inbox's plain commands (SADD, SMEMBERS) reply with integers and names, so `call` serves:
+      // `callBuffer` must not be used, because with `enableAutoPipelining` ioredis (5 and 6) queues it
+      // without its command name (only `call` gets the name put back), and the server answers
+      // "unknown command '<key>'".
+      command: (_key, [name, ...args]) => attempt(() => c.call(name!, ...args)),
     };
   }
   throw new ConfigError(

@@ -82,6 +82,23 @@ process.on('message', (m: { id: number; key: string }) => {
       process.send?.({ id: m.id, error: err instanceof Error ? err.message : String(err), ms: performance.now() - started }),
   );
 });
+// The inbox through the same client, as set up (accept, take, complete): the claim path alone once
+// hid an inbox that failed on a documented client option (ioredis enableAutoPipelining).
+{
+  const receiver = \`snippet\${process.pid}\`;
+  const inbox = store.inbox!;
+  const body = new Uint8Array([0, 255, 1]);
+  const receivedAt = new Date();
+  try {
+  const accepted = await inbox.accept({ key: \`\${receiver}:e1\`, receiver, fingerprint: 'f'.repeat(64), body, headers: [], receivedAt });
+  const jobs = await inbox.take({ limit: 5, leaseMs: 10_000, receiver });
+  const done = jobs.length === 1 ? await inbox.complete(jobs[0]!.lease, { retentionMs: 60_000 }) : false;
+  const same = jobs.length === 1 && Buffer.from(jobs[0]!.body).equals(Buffer.from(body));
+  process.send?.({ inbox: { accepted: accepted.status, taken: jobs.length, same, done } });
+  } catch (err) {
+    process.send?.({ inbox: { error: err instanceof Error ? err.message : String(err) } });
+  }
+}
 process.send?.({ ready: true });
 `;
 
@@ -100,6 +117,8 @@ class Running {
   private next = 0;
   private readonly waiting = new Map<number, (r: Reply) => void>();
   readonly ready: Promise<void>;
+  /** What the snippet's inbox round trip (accept, take, complete) found before it was ready. */
+  inbox: unknown;
 
   constructor(file: string) {
     this.child = fork(file, [], {
@@ -115,7 +134,11 @@ class Running {
     });
     this.ready = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no store within 30 s\n${this.stderr}`)), 30_000);
-      this.child.on('message', (m: Reply | { ready: true }) => {
+      this.child.on('message', (m: Reply | { ready: true } | { inbox: unknown }) => {
+        if ('inbox' in m) {
+          this.inbox = m.inbox;
+          return;
+        }
         if ('ready' in m) {
           clearTimeout(timer);
           resolve();
@@ -203,6 +226,12 @@ async function outage(snippet: Snippet, target: Target, index: number): Promise<
   const run = new Running(file);
   try {
     await run.ready;
+    // The inbox works through the snippet's client as configured.
+    assert.deepEqual(
+      run.inbox,
+      { accepted: 'accepted', taken: 1, same: true, done: true },
+      `${snippet.file}:${snippet.line}: the inbox through this client`,
+    );
     const key = async (name: string) => target.key(`${runId}-${index}-${name}`);
     const [held, during, frozen] = [await key('held'), await key('during'), await key('frozen')];
     // Prepare: a key claimed while all is well.
