@@ -2,7 +2,17 @@ import { strict as assert } from 'node:assert';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { netlify } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import {
+  acceptsBoth,
+  type Delivery,
+  MINUTE,
+  NOW,
+  oneSecret,
+  providerCases,
+  rejectsBoth,
+  TRICKY_JSON,
+  withHeader,
+} from './kit.js';
 
 // Netlify's documented scheme (https://docs.netlify.com/site-deploys/deploy-notifications/#payload-signature):
 // X-Webhook-Signature is a JWS signed with the JWS secret token (HS256), claims { iss: 'netlify',
@@ -62,6 +72,26 @@ describe('netlify provider (JWS HS256, signed with the documented scheme over no
       'malformed_header',
     );
     await rejectsBoth(provider, other('not.a-jws'), 'malformed_header');
+  });
+
+  it('honours exp and nbf as a standard JWT check does, with 5 minutes of leeway', async () => {
+    // Prepare: tokens signed with the right key over the right body, differing in their time claims.
+    const key = secret();
+    const provider = netlify({ secret: key });
+    const d = sign(body(), key);
+    const at = (claims: Record<string, unknown>) =>
+      withHeader(d, 'x-webhook-signature', jwt(key, { iss: 'netlify', sha256: sha(body()), ...claims }));
+    const now = NOW.getTime() / 1000;
+    // Assess: expired, not yet valid, and claims of the wrong type are refused.
+    await rejectsBoth(provider, at({ exp: now - 3600 }), 'timestamp_too_old');
+    await rejectsBoth(provider, at({ exp: now - 6 * 60 }), 'timestamp_too_old');
+    await rejectsBoth(provider, at({ nbf: now + 3600 }), 'timestamp_too_new');
+    await rejectsBoth(provider, at({ exp: String(now + 3600) }), 'malformed_header');
+    await rejectsBoth(provider, at({ nbf: null }), 'malformed_header');
+    // Within the leeway, or valid, it verifies.
+    await acceptsBoth(provider, at({ exp: now - 4 * 60 }));
+    await acceptsBoth(provider, at({ nbf: now + 4 * 60, exp: now + 3600 }));
+    await acceptsBoth(provider, at({ exp: (NOW.getTime() + 10 * MINUTE) / 1000 }));
   });
 
   it('defaults retention to 3 days', () => {

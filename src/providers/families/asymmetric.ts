@@ -30,7 +30,7 @@ import {
   type KeyFormat,
   type KeySet,
 } from './fetchedKeys.js';
-import { readCompactJws, requireBodyHash } from './jws.js';
+import { checkValidityClaims, readCompactJws, requireBodyHash } from './jws.js';
 
 /** The detached-signature algorithms. */
 export type AsymmetricAlgorithm =
@@ -474,9 +474,7 @@ export function asymmetric<E>(
           );
         }
         checkTolerance(Math.round(time * 1000), input.receivedAt, tolerance);
-        if (typeof claims.exp === 'number' && claims.exp * 1000 < input.receivedAt.getTime() - tolerance) {
-          throw new VerificationError('timestamp_too_old', `onceonly: the ${label} JWS expired`);
-        }
+        checkValidityClaims(claims, input.receivedAt, tolerance, label);
         requireBodyHash(claims, spec.bodyHashClaim, input.rawBody, label);
         return { claims };
       };

@@ -12,6 +12,7 @@ import { ConfigError, VerificationError } from '../../errors.js';
 import type { Duration } from '../../lease/duration.js';
 import {
   asBuffer,
+  DEFAULT_TOLERANCE_MS,
   decodeStrict,
   type HmacAlgorithm,
   header,
@@ -20,7 +21,7 @@ import {
 } from '../shared.js';
 import type { AuthenticatingProvider, DeliveryInput, HeaderReader } from '../types.js';
 import { assemble, type BaseDeclaration, describer, readSecrets, type SecretSpec } from './define.js';
-import { readCompactJws, requireBodyHash } from './jws.js';
+import { checkValidityClaims, readCompactJws, requireBodyHash } from './jws.js';
 import { macOf } from './mac.js';
 
 /** Where a signature travels: a header, its encoding, a prefix, several per header. */
@@ -263,7 +264,7 @@ export function bodyHmac<E>(
     }
 
     /** The JWS: alg, signature under one of the keys, then issuer and body hash (trusted only now). */
-    function authenticateJws(spec: HmacJwsSpec, { rawBody, headers }: DeliveryInput): undefined {
+    function authenticateJws(spec: HmacJwsSpec, { rawBody, headers, receivedAt }: DeliveryInput): undefined {
       const token = requireHeader(headers, spec.header).trim();
       const { claims, data, signature } = readCompactJws(token, spec.header, label, jwsAlgs);
       if (!hmacMatches(algorithm, keys, [data], [signature])) throw noMatch(label);
@@ -273,6 +274,8 @@ export function bodyHmac<E>(
           `onceonly: the ${label} JWS was not issued by ${spec.issuer}`,
         );
       }
+      // The family has no timestamp of its own: a standard JWT check's leeway for exp and nbf.
+      checkValidityClaims(claims, receivedAt, DEFAULT_TOLERANCE_MS, label);
       requireBodyHash(claims, spec.bodyHashClaim, rawBody, label);
       return undefined;
     }

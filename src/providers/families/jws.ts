@@ -73,3 +73,42 @@ export function requireBodyHash(
     );
   }
 }
+
+/**
+ * Refuses a JWS past its `exp` (`timestamp_too_old`) or before its `nbf` (`timestamp_too_new`), as a
+ * standard JWT check does (RFC 7519, 4.1.4 and 4.1.5), with `leewayMs` of clock skew either way
+ * (the family's tolerance). Either claim present but not a finite number is `malformed_header`: an
+ * expiry the sender signed must never be waved through by a type it did not expect. Call it only
+ * once the signature checked out.
+ */
+export function checkValidityClaims(
+  claims: Record<string, unknown>,
+  receivedAt: Date,
+  leewayMs: number,
+  label: string,
+): void {
+  const now = receivedAt.getTime();
+  for (const name of ['exp', 'nbf'] as const) {
+    const value = claims[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw new VerificationError(
+        'malformed_header',
+        `onceonly: the ${label} JWS's ${name} claim is not a number of seconds`,
+      );
+    }
+    const ms = value * 1000;
+    if (name === 'exp' && now - ms > leewayMs) {
+      throw new VerificationError(
+        'timestamp_too_old',
+        `onceonly: the ${label} JWS expired ${Math.round((now - ms) / 1000)} s ago, past the ${leewayMs / 1000} s leeway (a replay)`,
+      );
+    }
+    if (name === 'nbf' && ms - now > leewayMs) {
+      throw new VerificationError(
+        'timestamp_too_new',
+        `onceonly: the ${label} JWS is not valid for another ${Math.round((ms - now) / 1000)} s, past the ${leewayMs / 1000} s leeway (check the server clock)`,
+      );
+    }
+  }
+}
