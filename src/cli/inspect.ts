@@ -1,4 +1,6 @@
 /** `onceonly inspect`: one key's state, counts by state, the oldest leases (stuck work), and purge. */
+
+import { inertJson, oneLine } from '../lease/text.js';
 import type { RecordView, Store } from '../lease/types.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
@@ -112,7 +114,8 @@ export async function inspect(argv: readonly string[]): Promise<number> {
       ];
       if (leases.length > 0) {
         lines.push('', `oldest leases (${leases.length}):`);
-        for (const l of leases) lines.push(`  ${l.key}  attempt ${l.attempt}  ${l.lease}  ${l.expires}`);
+        for (const l of leases)
+          lines.push(`  ${oneLine(l.key)}  attempt ${l.attempt}  ${l.lease}  ${l.expires}`);
       }
       return lines.join('\n');
     });
@@ -126,7 +129,7 @@ function printView(json: boolean, view: RecordView, now: number): void {
   const described = describe(view, now);
   print(json, described, () =>
     table(
-      `key ${view.key}`,
+      `key ${oneLine(view.key)}`,
       // The table shows durations as people read them; --json keeps renewedAgoMs for scripts.
       Object.entries(described).filter(([k]) => k !== 'key' && k !== 'renewedAgoMs') as [
         string,
@@ -191,7 +194,7 @@ function describe(view: RecordView, now: number) {
           ? `expires in ${ago(expiresIn)}`
           : `expired ${ago(-expiresIn)} ago`,
     expiresAt: view.expiresAt.toISOString(),
-    fingerprint: view.fingerprint ?? '-',
+    fingerprint: oneLine(view.fingerprint ?? '-'),
   };
 }
 
@@ -204,5 +207,5 @@ function ago(ms: number): string {
 }
 
 function print(json: boolean, value: unknown, text: () => string): void {
-  console.log(json ? JSON.stringify(value, null, 2) : text());
+  console.log(json ? inertJson(value, 2) : text());
 }

@@ -1,3 +1,5 @@
+import { hasUnsafe, inertLines, oneLine } from './text.js';
+
 /**
  * Where onceonly reports what must not pass unseen (failed runs, store failures, degraded runs,
  * conflicts, lost leases): any object with `warn` and `error`. The console fits, and so do pino,
@@ -20,7 +22,12 @@ export function resolveLogger(option: Logger | false | undefined): Logger | unde
   return option;
 }
 
-/** Writes one line at its level; a logger that throws changes nothing else. */
+/**
+ * Writes one line at its level; a logger that throws changes nothing else. The line is made inert
+ * (control characters escaped: see `text.ts`), since it may quote text from outside; so is an error
+ * passed as `detail` whose message or stack holds such characters (a copy, the error itself is left
+ * alone), as the console prints both raw.
+ */
 export function emit(
   logger: Logger | undefined,
   level: 'warn' | 'error',
@@ -29,16 +36,34 @@ export function emit(
 ): void {
   if (!logger) return;
   try {
-    if (detail === undefined) logger[level](message);
-    else logger[level](message, detail);
+    if (detail === undefined) logger[level](oneLine(message));
+    else logger[level](oneLine(message), inertError(detail));
   } catch {
     // An observer's bug must not change the outcome.
   }
 }
 
+/** An error whose message or stack would act on a terminal, as a copy with those characters escaped. */
+function inertError(detail: unknown): unknown {
+  if (!(detail instanceof Error)) return detail;
+  const { message, stack } = detail;
+  if (!hasUnsafe(message) && !(typeof stack === 'string' && hasUnsafe(stack))) return detail;
+  const copy = Object.create(Object.getPrototypeOf(detail) as object) as Error;
+  for (const name of Object.getOwnPropertyNames(detail)) {
+    if (name !== 'message' && name !== 'stack') {
+      Object.defineProperty(copy, name, Object.getOwnPropertyDescriptor(detail, name)!);
+    }
+  }
+  Object.defineProperty(copy, 'message', { value: oneLine(message), writable: true, configurable: true });
+  if (typeof stack === 'string') {
+    Object.defineProperty(copy, 'stack', { value: inertLines(stack), writable: true, configurable: true });
+  }
+  return copy;
+}
+
 /**
- * The cause of a failure in one short line: `Name: message` (or `code`), newlines folded and cut
- * at 300 characters. Only the error's own text: never a body, header or secret of onceonly's.
+ * The cause of a failure in one short line: `Name: message` (or `code`), newlines folded, other
+ * control characters escaped, cut at 300 characters. Only the error's own text: never a body, header or secret of onceonly's.
  */
 export function causeOf(error: unknown): string {
   if (error === undefined) return 'unknown cause';
@@ -50,6 +75,7 @@ export function causeOf(error: unknown): string {
   } else {
     text = String(error);
   }
-  text = text.replace(/\s*\n\s*/g, ' ');
+  // Newlines fold to a space; every other control character (CR, ESC, BEL, U+2028...) is escaped.
+  text = oneLine(text.replace(/\s*\n\s*/g, ' '));
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }

@@ -30,7 +30,8 @@ export interface NotionOptions {
   secret: SecretInput;
   /**
    * Called with the `verification_token` of Notion's unsigned set-up request (answered 200, never
-   * stored or handled). Log it or show it to an operator, who pastes it into Notion's Verify form
+   * stored or handled), only when it has a token's shape (`secret_` and up to 128 letters and
+   * digits); any other value is refused as an unsigned delivery and never passed here. Log it or show it to an operator, who pastes it into Notion's Verify form
    * and into `secret`. Anyone can send such a request: never adopt the value as the secret by code.
    */
   onVerificationToken?: ((token: string) => void | Promise<void>) | undefined;
@@ -41,6 +42,12 @@ export interface NotionOptions {
    */
   retention?: Duration;
 }
+
+/**
+ * A Notion verification token: `secret_` and letters and digits (43 in Notion's examples; up to 128
+ * taken). Nothing else reaches `onVerificationToken`.
+ */
+const TOKEN = /^secret_[A-Za-z0-9]{16,128}$/;
 
 /** Notion's set-up request: a POST without `X-Notion-Signature` whose body is `{ verification_token }`. */
 function verificationHandshake(onToken: NotionOptions['onVerificationToken']): HandshakeSpec<undefined> {
@@ -56,7 +63,10 @@ function verificationHandshake(onToken: NotionOptions['onVerificationToken']): H
       return undefined;
     }
     const token = body.verification_token;
-    if (typeof token !== 'string' || token === '' || Object.keys(body).length !== 1) return undefined;
+    // Only a token of Notion's shape is handed on (the docs have users log it): anything else (a
+    // newline or ESC to fake log lines, 900 kB of text) is not a set-up request and goes on to be
+    // refused as an unsigned delivery (missing_header), the callback never called.
+    if (typeof token !== 'string' || !TOKEN.test(token) || Object.keys(body).length !== 1) return undefined;
     await onToken?.(token);
     return { status: 200 };
   };

@@ -81,6 +81,40 @@ describe('notion provider (signed with the documented algorithm over node:crypto
     assert.deepEqual(seen, []);
   });
 
+  it("hands over only a token of Notion's shape: newlines, ESC, 900 kB or another alphabet are refused as unsigned deliveries", async () => {
+    // Prepare: a receiver whose callback records what it is given, and set-up requests anyone can send.
+    const seen: string[] = [];
+    const { store: counted, calls } = countingStore();
+    const receiver = createReceiver({
+      provider: notion({ secret: 'pending', onVerificationToken: (t) => void seen.push(t) }),
+      store: counted,
+      handler: () => {},
+      logger: false,
+    });
+    const hostile = [
+      'secret_abcdefghijklmnop\nonceonly: processed stripe:evt_fake',
+      'secret_abcdefghijklmnop\u001b[2J\u001b]0;owned\u0007',
+      `secret_${'a'.repeat(900_000)}`,
+      'secret_abc',
+      'tMrlL1qK5vuQAh1b6cZGhFChZTSYJlce98V0pYn7yBl',
+      'secret_tMrlL1qK5vuQAh1b6cZGhFChZTSYJlce98V0pYn7yBl\u2028',
+    ];
+    for (const token of hostile) {
+      // Act
+      const result = await receiver.receive({
+        method: 'POST',
+        rawBody: JSON.stringify({ verification_token: token }),
+        headers: { 'content-type': 'application/json' },
+      });
+      // Assess: a stable 4xx, neither callback, store nor handler.
+      assert.equal(result.outcome, 'rejected', token.slice(0, 60));
+      assert.equal(result.code, 'missing_header');
+      assert.equal(result.status, 400);
+    }
+    assert.deepEqual(seen, []);
+    assert.equal(calls(), 0);
+  });
+
   it('takes a retry (attempt_number counted up) as a duplicate', async () => {
     const key = secret();
     const first = await verifyAt(notion({ secret: key }), sign(body(1), key));
