@@ -5,6 +5,8 @@
  * for apps that build their own admin page.
  */
 import type { InboxEntryView, InboxState, InboxStore } from '../lease/inbox.js';
+import { shownHeaderValue } from '../lease/shown-headers.js';
+import { inertJson, oneLine } from '../lease/text.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
 import { openStore } from './stores.js';
@@ -90,7 +92,7 @@ export async function inboxCommand(argv: readonly string[]): Promise<number> {
             bytes: delivery.body.byteLength,
             url: delivery.url,
             receivedAt: delivery.receivedAt,
-            headers: delivery.headers.map(([n, v]) => [n, redactHeader(n, v)]),
+            headers: delivery.headers.map(([n, v]) => [n, shownHeaderValue(n, v)]),
           },
         };
         print(flags.json, shown, () => details(shown));
@@ -144,7 +146,7 @@ async function overview(
   const dead = stats.dead > 0 ? await inbox.list({ state: 'dead', receiver, limit }) : [];
   print(json, { ...stats, deadEntries: dead }, () => {
     const lines = [
-      table(`inbox${receiver ? ` of ${receiver}` : ''}`, [
+      table(`inbox${receiver ? ` of ${oneLine(receiver)}` : ''}`, [
         ['pending', stats.pending],
         ['processing', stats.processing],
         ['completed (within retention)', stats.completed],
@@ -164,9 +166,11 @@ function listing(entries: readonly InboxEntryView[]): string {
   return entries
     .map(
       (e) =>
-        `${e.state.padEnd(10)} ${e.key}  ${e.type ?? ''}  attempts ${e.attempts}  ${
+        // Keys, types and errors come from outside (a signed event, a handler error quoting it):
+        // printed inert, so none can move the cursor, clear the screen or fake a line.
+        `${e.state.padEnd(10)} ${oneLine(e.key)}  ${oneLine(e.type ?? '')}  attempts ${e.attempts}  ${
           e.state === 'pending' ? `due ${e.dueAt.toISOString()}` : `since ${e.updatedAt.toISOString()}`
-        }${e.lastError ? `\n           last error: ${e.lastError}` : ''}`,
+        }${e.lastError ? `\n           last error: ${oneLine(e.lastError)}` : ''}`,
     )
     .join('\n');
 }
@@ -175,14 +179,9 @@ function details(entry: Record<string, unknown>): string {
   return Object.entries(entry)
     .map(
       ([k, v]) =>
-        `${k.padEnd(12)} ${v instanceof Date ? v.toISOString() : typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
+        `${k.padEnd(12)} ${v instanceof Date ? v.toISOString() : oneLine(typeof v === 'object' ? JSON.stringify(v) : String(v))}`,
     )
     .join('\n');
-}
-
-/** Signatures and credentials are shown by name only. */
-function redactHeader(name: string, value: string): string {
-  return /signature|authorization|token|secret|hmac|key/i.test(name) ? `(${value.length} characters)` : value;
 }
 
 /** A duration for people: 0 s, 42 s, 3 min 5 s, 2 h 4 min, 3 d 1 h. */
@@ -197,5 +196,5 @@ export function human(ms: number): string {
 }
 
 function print(json: boolean, value: unknown, text: () => string): void {
-  console.log(json ? JSON.stringify(value, null, 2) : text());
+  console.log(json ? inertJson(value, 2) : text());
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openStore } from '../../src/cli/stores.js';
 import { createReceiver, hmac } from '../../src/index.js';
+import { hasUnsafe } from '../../src/lease/text.js';
 import { runCli } from '../support/cli.js';
 import { dropStore } from '../support/drop-store.js';
 import { sharedStores } from '../support/probes.js';
@@ -122,6 +123,62 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
       assert.equal(purged.purged, 0, 'nothing is completed past its retention yet');
       const after = JSON.parse((await cli('--store', url(), '--name', name, '--json')).stdout);
       assert.deepEqual([after.pending, after.completed, after.dead, after.deadEntries.length], [2, 1, 0, 0]);
+    });
+
+    it('prints stored text inert and shows only allow-listed header values (credentials masked, whatever their name)', async () => {
+      // Prepare: an entry whose signed type and handler error carry terminal sequences, and whose
+      // stored headers carry the credentials a name pattern missed (Okta, PayPal, Plaid) and more.
+      const hostileType = 'order.paid\x1b[2J\x1b]0;owned\x07\r\nfake line\u2028';
+      const hostileError = 'declined\x1b[31m\rdead     acme:evt_forged\u202e';
+      const secrets = {
+        'x-okta-hook-auth': 'okta-shared-secret-in-clear',
+        'paypal-transmission-sig': 'cGF5cGFsLXNpZ25hdHVyZQ==',
+        'plaid-verification': 'eyJhbGciOiJFUzI1NiJ9.plaid.jwt',
+        authorization: 'Bearer sk_live_never_shown',
+        cookie: 'session=never_shown',
+      };
+      const key = 'hostile:evt_hostile';
+      const opened = await openStore(url(), name);
+      try {
+        const inbox = opened.store.inbox!;
+        await inbox.accept({
+          key,
+          receiver: 'hostile',
+          fingerprint: 'f'.repeat(64),
+          type: hostileType,
+          id: 'evt_hostile',
+          body: new TextEncoder().encode('{}'),
+          headers: [['content-type', 'application/json'], ...Object.entries(secrets)],
+          receivedAt: new Date(),
+        });
+        const [job] = await inbox.take({ limit: 10, leaseMs: 60_000, receiver: 'hostile' });
+        assert.equal(job?.key, key, 'the entry was taken');
+        assert.equal(await inbox.bury(job.lease, { error: hostileError }), true);
+      } finally {
+        await opened.close();
+      }
+      // Act: what an operator runs.
+      const outputs = [
+        await cli('--store', url(), '--name', name, '--receiver', 'hostile'),
+        await cli('--store', url(), '--name', name, 'list', '--state', 'dead', '--receiver', 'hostile'),
+        await cli('--store', url(), '--name', name, 'show', key),
+        await cli('--store', url(), '--name', name, '--json', 'show', key),
+      ];
+      // Assess: the fault is there (the entry is shown, dead, with its error), and inert.
+      for (const out of outputs) {
+        assert.equal(out.code, 0, out.stderr);
+        assert.equal(hasUnsafe(out.stdout.replaceAll('\n', '')), false, out.stdout);
+        assert.doesNotMatch(out.stdout, /^fake line|^dead +acme:evt_forged/m, 'no line faked');
+        for (const value of Object.values(secrets))
+          assert.ok(!out.stdout.includes(value), `${value} printed`);
+      }
+      assert.match(outputs[1]!.stdout, /order\.paid\\x1b\[2J/);
+      assert.match(outputs[1]!.stdout, /last error: declined\\x1b\[31m\\rdead/);
+      const shown = JSON.parse(outputs[3]!.stdout);
+      assert.deepEqual(Object.fromEntries(shown.delivery.headers), {
+        'content-type': 'application/json',
+        ...Object.fromEntries(Object.entries(secrets).map(([n, v]) => [n, `(${v.length} characters)`])),
+      });
     });
 
     it('never creates a table or key space it is pointed at: a wrong --name is an error', async () => {
