@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
 import { createRequire } from 'node:module';
+import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { reachable, servers } from '../../test/support/servers.js';

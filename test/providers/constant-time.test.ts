@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { afterEach, describe, it, mock } from 'node:test';
-import { github, square, standardWebhooks, stripe } from '../../src/providers/index.js';
+import { github, meta, square, standardWebhooks, stripe } from '../../src/providers/index.js';
 import type { Provider } from '../../src/providers/types.js';
 import { type Delivery, NOW, verifyAt } from './kit.js';
 
@@ -112,6 +112,37 @@ describe('signatures are compared in constant time', () => {
       );
     });
   }
+});
+
+describe('handshake verify tokens are compared in constant time', () => {
+  afterEach(() => {
+    mock.restoreAll();
+    syncBuiltinESMExports();
+  });
+
+  it("Meta's hub.verify_token goes through timingSafeEqual (over digests, so not even its length shows), right or wrong", async () => {
+    // Prepare: the only handshake that compares a configured token with an offered one.
+    const provider = meta({ secret: 'meta-app-secret', verifyToken: 'my-verify-token' });
+    const check = (token: string) =>
+      provider.handshake!({
+        method: 'GET',
+        url: `https://example.test/meta?hub.mode=subscribe&hub.challenge=42&hub.verify_token=${token}`,
+        rawBody: new Uint8Array(),
+        headers: new Headers(),
+        receivedAt: NOW,
+      });
+    const spy = mock.method(crypto, 'timingSafeEqual');
+    syncBuiltinESMExports();
+    // Act, assess: the right token is answered, and was compared by timingSafeEqual.
+    assert.equal((await check('my-verify-token'))?.body, '42');
+    assert.equal(spy.mock.callCount(), 1, 'the right token was compared by timingSafeEqual');
+    // A wrong one of the same length, its first character off: refused, after the same comparison.
+    await assert.rejects(
+      Promise.resolve().then(() => check('Xy-verify-token')),
+      { code: 'invalid_token' },
+    );
+    assert.equal(spy.mock.callCount(), 2, 'the wrong token was compared by timingSafeEqual too');
+  });
 });
 
 describe('a body passed to authenticate() as another view of bytes', () => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { standardWebhooksFamily } from '../../../src/providers/families/standardWebhooks.js';
-import { NOW, receiveAll, rejectsBoth, verifyAt } from '../kit.js';
+import { acceptsBoth, NOW, receiveAll, rejectsBoth, verifyAt } from '../kit.js';
 import { assertFamilyProperty } from './property.js';
 
 // A sender built on Standard Webhooks, declared as the next providers (Clerk, Resend, Polar...) will be.
@@ -64,6 +64,28 @@ describe('Standard Webhooks family', () => {
         ['processed', `svixish:${id}`],
         ['duplicate', `svixish:${id}`],
       ],
+    );
+  });
+
+  it('verifies a header whose valid signature is not the first (a rotation: old key first, or v1a before v1), as the SDK does', async () => {
+    // Prepare: the valid signature last, after a wrong v1, an asymmetric v1a and an unknown version.
+    const key = secret();
+    const body = '{"data":{"kind":"user.created"}}';
+    const id = msgId();
+    const now = new Date();
+    const headers = sign(key, body, now, id, 'webhook');
+    const valid = headers['webhook-signature']!;
+    const wrong = `v1,${randomBytes(32).toString('base64')}`;
+    headers['webhook-signature'] = `${wrong} v1a,${randomBytes(64).toString('base64')} v2,xyz ${valid}`;
+    // The SDK itself takes it.
+    assert.ok(new Webhook(key).verify(body, headers as unknown as Record<string, string>));
+    // Act, assess: so does the family, through verify and authenticate; without the valid one, not.
+    await acceptsBoth(alias({ secret: key }), { body, headers }, now);
+    await rejectsBoth(
+      alias({ secret: key }),
+      { body, headers: { ...headers, 'webhook-signature': `${wrong} v1a,AAAA` } },
+      'invalid_signature',
+      now,
     );
   });
 
