@@ -68,6 +68,58 @@ describe('health() with the memory store', () => {
   });
 });
 
+describe('health() with a custom store', () => {
+  it('probes a store without health() of its own with a real call: an inspect that fails is unhealthy', async () => {
+    // Prepare: a store of the user's own, working, then failing on every call.
+    const inner = memoryStore();
+    let inspects = 0;
+    let failing = false;
+    const custom: Store = {
+      claim: (k, o) => inner.claim(k, o),
+      confirm: (l, o) => inner.confirm(l, o),
+      release: (l) => inner.release(l),
+      extend: (l, o) => inner.extend(l, o),
+      record: (k, o) => inner.record(k, o),
+      advance: (e, v) => inner.advance(e, v),
+      inspect: async (k) => {
+        inspects++;
+        if (failing) throw new Error('connection refused');
+        return inner.inspect(k);
+      },
+      close: () => inner.close(),
+    };
+    const receiver = receiverOn(custom);
+    // Act, assess: healthy once it answered, and it was asked.
+    const up = await receiver.health();
+    assert.equal(up.ok, true);
+    assert.equal(up.store, 'custom');
+    assert.equal(inspects, 1, 'the store was touched');
+    failing = true;
+    const down = await receiver.health();
+    assert.equal(inspects, 2);
+    assert.equal(down.ok, false, 'a store that fails is not healthy');
+    assert.match(check(down, 'reachable')?.detail ?? '', /connection refused/);
+  });
+
+  it("compares a store's clock with the host's even when the store reports checks of its own", async () => {
+    // Prepare: a store with health() whose own checks pass and whose clock is ten minutes ahead.
+    const inner = memoryStore();
+    const skewed = Object.assign(Object.create(inner) as Store, {
+      health: async () => ({
+        now: new Date(Date.now() + 600_000),
+        checks: [{ name: 'tables', ok: true, detail: 'present' }],
+      }),
+    });
+    // Act
+    const report = await receiverOn(skewed).health();
+    // Assess: its checks are reported, and the clock fails the whole report.
+    assert.equal(check(report, 'tables')?.ok, true);
+    assert.equal(check(report, 'clock')?.ok, false);
+    assert.ok(report.clockSkewMs !== undefined && report.clockSkewMs > 590_000, String(report.clockSkewMs));
+    assert.equal(report.ok, false);
+  });
+});
+
 if (redisUp) {
   describe('health() with Redis', () => {
     it('the shared server: reachable, its clock within the limit, its eviction policy checked', async () => {

@@ -275,6 +275,29 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   {
+    name: "requeue of every dead entry of one receiver leaves another receiver's dead entries dead",
+    async run(inbox, ctx) {
+      // Two receivers on one inbox (two endpoints, or two apps): each has one dead entry.
+      const other = `${ctx.receiver.slice(0, 58)}-other`;
+      const mine = ctx.key('mine');
+      const theirs = `${other}:${ctx.key('theirs')}`;
+      await inbox.accept(entry(ctx, mine));
+      await inbox.accept(entry(ctx, theirs, { receiver: other }));
+      for (const receiver of [ctx.receiver, other]) {
+        const [job] = await inbox.take({ limit: 10, leaseMs: LONG, receiver });
+        assert.ok(job && (await inbox.bury(job.lease, { error: 'x' })), `${receiver}'s entry is dead`);
+      }
+      // Act: requeue every dead entry of this receiver.
+      assert.equal(await inbox.requeue({ dead: true, receiver: ctx.receiver }), 1);
+      // Assess: its own is due again, the other receiver's still dead (and counted there).
+      assert.equal((await inbox.get(mine))?.state, 'pending');
+      assert.equal((await inbox.get(theirs))?.state, 'dead');
+      assert.equal((await inbox.stats({ receiver: other })).dead, 1);
+      assert.equal(await inbox.requeue({ dead: true, receiver: other }), 1);
+      assert.equal((await inbox.get(theirs))?.state, 'pending');
+    },
+  },
+  {
     name: 'complete with dropBody forgets the body but still dedups the key',
     async run(inbox, ctx) {
       const key = ctx.key();

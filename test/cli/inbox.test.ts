@@ -181,6 +181,47 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
       });
     });
 
+    it("retry --dead --receiver requeues that receiver's dead entries only", async () => {
+      // Prepare: one dead entry for each of two receivers.
+      const opened = await openStore(url(), name);
+      try {
+        const inbox = opened.store.inbox!;
+        for (const receiver of ['billing', 'shipping']) {
+          await inbox.accept({
+            key: `${receiver}:evt_dead`,
+            receiver,
+            fingerprint: 'f'.repeat(64),
+            body: new TextEncoder().encode('{}'),
+            headers: [],
+            receivedAt: new Date(),
+          });
+          const [job] = await inbox.take({ limit: 1, leaseMs: 60_000, receiver });
+          assert.ok(job && (await inbox.bury(job.lease, { error: 'failed' })), `${receiver}'s entry is dead`);
+        }
+      } finally {
+        await opened.close();
+      }
+      // Act
+      const retried = await cli(
+        '--store',
+        url(),
+        '--name',
+        name,
+        '--json',
+        'retry',
+        '--dead',
+        '--receiver',
+        'billing',
+      );
+      // Assess: one requeued, billing's; shipping's still dead.
+      assert.equal(retried.code, 0, retried.stderr);
+      assert.equal(JSON.parse(retried.stdout).requeued, 1);
+      const state = async (key: string) =>
+        JSON.parse((await cli('--store', url(), '--name', name, '--json', 'show', key)).stdout).state;
+      assert.equal(await state('billing:evt_dead'), 'pending');
+      assert.equal(await state('shipping:evt_dead'), 'dead');
+    });
+
     it('never creates a table or key space it is pointed at: a wrong --name is an error', async () => {
       const wrong = await cli('--store', url(), '--name', `${name}_nope`, '--json');
       if (label === 'Redis') {
