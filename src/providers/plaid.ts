@@ -1,7 +1,7 @@
 import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import { asymmetric } from './families/asymmetric.js';
-import type { FetchedKeyOptions, KeyFetch } from './families/fetchedKeys.js';
+import { type FetchedKeyOptions, type KeyFetch, readBounded } from './families/fetchedKeys.js';
 import { namedIdentity, parseJsonObject, stringField } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
@@ -28,6 +28,8 @@ export type PlaidFetch = (
   readonly status: number;
   readonly ok: boolean;
   readonly headers: { get(name: string): string | null };
+  /** The answer's bytes: read as a stream and cut off past 64 KiB (fetch's Response has it). */
+  readonly body?: ReadableStream<Uint8Array> | null | undefined;
   text(): Promise<string>;
 }>;
 
@@ -103,8 +105,12 @@ function keyRequest(options: PlaidOptions, host: string): KeyFetch {
       signal: init.signal,
       redirect: 'manual',
     });
+    // Read within the same 64 KiB bound as every fetched key (not `text()` whole, which held a
+    // 300 MB answer in memory before any check).
+    if (!response.ok) await response.body?.cancel().catch(() => {});
+    const raw = response.ok ? await readBounded(response, init.signal) : '';
     const text = async () => {
-      const answer = JSON.parse(await response.text()) as { key?: Record<string, unknown> };
+      const answer = JSON.parse(raw) as { key?: Record<string, unknown> };
       const key = answer.key;
       const usable =
         key && typeof key === 'object' && (key.expired_at === null || key.expired_at === undefined);

@@ -172,6 +172,35 @@ describe('plaid keys and claims', () => {
     assert.deepEqual(asked[0]?.body, { client_id: CLIENT_ID, secret: SECRET, key_id: c.name });
   });
 
+  it('reads a key answer within 64 KiB: a 300 MB answer is cut off after the bound, never held whole', async () => {
+    // Prepare: a key endpoint whose answer is a stream of 300 MB, made only as it is pulled.
+    const c = credential();
+    const chunk = new Uint8Array(16 * 1024).fill(0x20);
+    let pulled = 0;
+    let textCalled = false;
+    const huge: PlaidFetch = async () => ({
+      status: 200,
+      ok: true,
+      headers: new Headers({ 'content-type': 'application/json' }),
+      body: new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled >= 300 * 1024 * 1024) return controller.close();
+          pulled += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+      text: async () => {
+        textCalled = true;
+        return '';
+      },
+    });
+    const provider = plaid({ clientId: CLIENT_ID, secret: SECRET, environment: 'sandbox', fetch: huge });
+    // Act, assess: refused as unavailable, after about 64 KiB, and text() was never used.
+    await assert.rejects(verifyAt(provider, sign(body(), c, NOW)), { code: 'key_unavailable' });
+    assert.ok(pulled > 0 && pulled <= 64 * 1024 + 4 * chunk.byteLength, `pulled ${pulled} bytes`);
+    assert.equal(textCalled, false);
+  });
+
   it('refuses a key Plaid reports as expired, and a kid Plaid does not know', async () => {
     const c = credential();
     published.get(c.name)!.expired = true;

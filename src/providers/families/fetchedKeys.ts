@@ -375,8 +375,13 @@ export async function withinDeadline<T>(
   }
 }
 
-async function readBounded(
-  response: { body: ReadableStream<Uint8Array> | null; text?(): Promise<string> },
+/**
+ * A key server's answer as text, read from its body stream and refused once past 64 KiB, so a huge
+ * or endless answer costs at most that much memory. A response without a stream (a test double)
+ * is read with `text()` and checked after.
+ */
+export async function readBounded(
+  response: { body?: ReadableStream<Uint8Array> | null | undefined; text?(): Promise<string> },
   signal: AbortSignal,
 ): Promise<string> {
   if (!response.body) {
@@ -397,6 +402,8 @@ async function readBounded(
       chunks.push(value);
     }
   } finally {
+    // Past the bound (or on any failure) the rest is never pulled: the stream is cancelled.
+    if (total > MAX_BYTES || signal.aborted) await reader.cancel().catch(() => {});
     reader.releaseLock?.();
   }
   return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
