@@ -374,6 +374,12 @@ export function asymmetric<E>(
       return url;
     }
 
+    /** A delivery verified with the key set at `url`: the set is kept from unverified ones' reach. */
+    function trusted<T>(url: string, result: T): T {
+      fetcher!.trust(url);
+      return result;
+    }
+
     /** The keys to try: by id from the set (refetched once for an id it lacks), or all of them. */
     async function keysFor(url: string, keyId: string | undefined): Promise<readonly KeyObject[]> {
       let set: KeySet = await fetcher!.get(url);
@@ -445,7 +451,8 @@ export function asymmetric<E>(
       };
       // Configured keys are used as they are; only without them are keys fetched.
       if (configured.length > 0 || !fetcher) return check(configured);
-      return keysFor(keyUrlOf(input, parts, parts?.keyId), parts?.keyId).then(check);
+      const url = keyUrlOf(input, parts, parts?.keyId);
+      return keysFor(url, parts?.keyId).then((keys) => trusted(url, check(keys)));
     }
 
     /** A compact JWS: header and alg, key, signature, then the claims (time, body hash). */
@@ -479,7 +486,8 @@ export function asymmetric<E>(
         return { claims };
       };
       if (configured.length > 0 || !fetcher) return check(configured);
-      return keysFor(keyUrlOf(input, undefined, kid), kid).then(check);
+      const url = keyUrlOf(input, undefined, kid);
+      return keysFor(url, kid).then((keys) => trusted(url, check(keys)));
     }
 
     const authenticate = jws ? compact : detached;

@@ -10,13 +10,19 @@
  * 503, never a hung delivery), a size bound, and no redirect to another host. Keys are cached per
  * URL with an expiry, at most `keyCacheSize` URLs (the least recently used is dropped), and one
  * request per URL is shared by the deliveries that arrive while it runs.
+ *
+ * The URL or key id comes from a request not yet authenticated, so the fetching is bounded against
+ * floods: `keyFetchConcurrency` requests in flight, `keyFetchesPerMinute` started, a failed URL
+ * not asked again within `keyFailureCooldown`; what is over a bound is refused `key_unavailable`
+ * (503) without a request. The sets that verified a delivery are cached apart, out of reach of
+ * the sets fetched for unverified requests.
  */
 import { createPublicKey, type JsonWebKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { ConfigError, VerificationError } from '../../errors.js';
 import { type Duration, parseDuration, parsePositiveDuration } from '../../lease/duration.js';
+import { type AllowedHost, checkAllowedHosts, checkSenderUrl, untrusted } from './senderUrl.js';
 
-/** An allowed key host: an exact name, `'*.example.com'` (any name ending in `.example.com`), or an anchored RegExp. */
-export type AllowedHost = string | RegExp;
+export { type AllowedHost, checkAllowedHosts, checkSenderUrl } from './senderUrl.js';
 
 /** The part of `fetch` the key fetcher uses, so a test or a proxy can stand in for it. */
 export type KeyFetch = (
@@ -65,6 +71,26 @@ export interface FetchedKeyOptions {
    * @example '1s'
    */
   keyTimeout?: Duration | undefined;
+  /**
+   * How many key requests may be in flight at once. The key URL or key id comes from a request not
+   * yet authenticated, so anyone can name new ones: past this bound a delivery needing another
+   * fetch is refused as `key_unavailable` (503: a real sender retries) without a request.
+   * @default 2
+   */
+  keyFetchConcurrency?: number | undefined;
+  /**
+   * How many key requests may start per minute (a bucket that refills evenly); past it, as above,
+   * `key_unavailable` without a request. Keeps a flood of forged key ids from becoming a flood of
+   * requests to the sender (for Plaid, authenticated calls carrying your client secret).
+   * @default 10
+   */
+  keyFetchesPerMinute?: number | undefined;
+  /**
+   * How long a key URL or key id whose fetch failed is remembered: within it, a delivery naming it
+   * again is refused as `key_unavailable` without a request.
+   * @default '1m'
+   */
+  keyFailureCooldown?: Duration | undefined;
 }
 
 /** A key set: keys by their id (`kid`), and all of them in order. */
@@ -78,80 +104,6 @@ export type KeyFormat = 'pem' | 'jwks';
 
 const MAX_BYTES = 64 * 1024;
 const MAX_REDIRECTS = 3;
-
-/** Refuses allowed-host entries that would match more than they say. */
-export function checkAllowedHosts(label: string, hosts: readonly AllowedHost[]): readonly AllowedHost[] {
-  if (!Array.isArray(hosts) || hosts.length === 0) {
-    throw new ConfigError('invalid_option', `onceonly: ${label} fetches keys but allows no key host`);
-  }
-  for (const host of hosts) {
-    if (host instanceof RegExp) {
-      if (!host.source.startsWith('^') || !host.source.endsWith('$') || host.flags.includes('g')) {
-        throw new ConfigError(
-          'invalid_option',
-          `onceonly: ${label} key host ${String(host)} must be anchored (^...$) and not global`,
-        );
-      }
-    } else if (
-      typeof host !== 'string' ||
-      !/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(host) ||
-      (host.startsWith('*.') && host.split('.').length < 3)
-    ) {
-      throw new ConfigError(
-        'invalid_option',
-        `onceonly: ${label} key host ${JSON.stringify(host)} must be a lower-case host name, or '*.' and a domain of at least two labels`,
-      );
-    }
-  }
-  return hosts;
-}
-
-function hostAllowed(host: string, allowed: readonly AllowedHost[]): boolean {
-  for (const rule of allowed) {
-    if (rule instanceof RegExp) {
-      if (rule.test(host)) return true;
-    } else if (rule.startsWith('*.')) {
-      // One or more labels before the suffix: 'a.b.example.com' matches '*.example.com'; the bare
-      // 'example.com' does not.
-      const suffix = rule.slice(1);
-      if (host.length > suffix.length && host.endsWith(suffix)) return true;
-    } else if (host === rule) return true;
-  }
-  return false;
-}
-
-/**
- * A URL the sender names (a key URL, AWS SNS's `SubscribeURL`), parsed, when it may be requested:
- * https on the default port, no credentials, an allowed host; `untrusted_key_url` otherwise.
- * Makes no request. `what` names the URL in messages.
- */
-export function checkSenderUrl(
-  label: string,
-  raw: string,
-  allowed: readonly AllowedHost[],
-  what = 'key URL',
-): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw untrusted(label, 'is not a URL', what);
-  }
-  if (url.protocol !== 'https:') throw untrusted(label, 'is not https', what);
-  if (url.username !== '' || url.password !== '') throw untrusted(label, 'carries credentials', what);
-  if (url.port !== '') throw untrusted(label, 'names a port (only the https default is allowed)', what);
-  if (!hostAllowed(url.hostname, allowed)) {
-    throw untrusted(label, `is on ${url.hostname}, not a host the sender serves it from`, what);
-  }
-  return url;
-}
-
-function untrusted(label: string, why: string, what = 'key URL'): VerificationError {
-  return new VerificationError(
-    'untrusted_key_url',
-    `onceonly: the ${label} ${what} ${why}; it was not fetched`,
-  );
-}
 
 function unavailable(label: string, why: string, cause?: unknown): VerificationError {
   return new VerificationError(
@@ -202,6 +154,24 @@ interface Entry {
   readonly expiresAt: number;
 }
 
+/** A map used as a least-recently-used cache of at most `size` entries. */
+function touch<V>(map: Map<string, V>, id: string, value: V, size: number): void {
+  map.delete(id);
+  map.set(id, value);
+  while (map.size > size) {
+    const oldest = map.keys().next().value;
+    if (oldest === undefined) break;
+    map.delete(oldest);
+  }
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigError('invalid_option', `onceonly: ${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
 /**
  * Fetches, checks and caches one sender's keys. One per provider instance; `get` never rejects with
  * anything but a `VerificationError` (`untrusted_key_url`, `key_unavailable`).
@@ -216,7 +186,22 @@ export class KeyFetcher {
   readonly #timeoutMs: number;
   readonly #cooldownMs: number;
   readonly #now: () => number;
+  readonly #concurrency: number;
+  readonly #perMinute: number;
+  readonly #failureCooldownMs: number;
+  /**
+   * Key sets that verified a delivery: only a verified set may push another out, so a flood of
+   * unauthenticated requests naming new URLs churns `#cache` alone and never evicts the real keys.
+   */
+  readonly #trusted = new Map<string, Entry>();
+  /** Key sets fetched for a delivery not (yet) verified with them. */
   readonly #cache = new Map<string, Entry>();
+  /** URLs (and so key ids) whose fetch failed, until when they are not asked again. */
+  readonly #failed = new Map<string, number>();
+  #inFlight = 0;
+  /** Fetches that may start now (refilled evenly, `#perMinute` a minute, at most `#perMinute`). */
+  #tokens: number;
+  #refilledAt: number;
 
   constructor(
     label: string,
@@ -237,15 +222,13 @@ export class KeyFetcher {
     this.#ttlMs = parseDuration(options.keyCacheTtl ?? '1h', 'keyCacheTtl');
     this.#timeoutMs = parsePositiveDuration(options.keyTimeout ?? '3s', 'keyTimeout');
     this.#cooldownMs = parseDuration(options.keyRefetchCooldown ?? '30s', 'keyRefetchCooldown');
-    const size = options.keyCacheSize ?? 32;
-    if (!Number.isSafeInteger(size) || size < 1) {
-      throw new ConfigError(
-        'invalid_option',
-        `onceonly: keyCacheSize must be a positive integer, got ${size}`,
-      );
-    }
-    this.#size = size;
+    this.#size = positiveInteger(options.keyCacheSize ?? 32, 'keyCacheSize');
+    this.#concurrency = positiveInteger(options.keyFetchConcurrency ?? 2, 'keyFetchConcurrency');
+    this.#perMinute = positiveInteger(options.keyFetchesPerMinute ?? 10, 'keyFetchesPerMinute');
+    this.#failureCooldownMs = parseDuration(options.keyFailureCooldown ?? '1m', 'keyFailureCooldown');
     this.#now = options.now ?? Date.now;
+    this.#tokens = this.#perMinute;
+    this.#refilledAt = this.#now();
   }
 
   /** The URL, parsed, when it may be fetched; `untrusted_key_url` otherwise. Makes no request. */
@@ -266,32 +249,86 @@ export class KeyFetcher {
     }
     const id = url.href;
     const now = this.#now();
-    const cached = this.#cache.get(id);
+    const trusted = this.#trusted.has(id);
+    const home = trusted ? this.#trusted : this.#cache;
+    const cached = home.get(id);
     if (cached && now < cached.expiresAt && !(refresh && now - cached.fetchedAt >= this.#cooldownMs)) {
       // Most recently used last: the first entry is the one to drop.
-      this.#cache.delete(id);
-      this.#cache.set(id, cached);
+      touch(home, id, cached, this.#size);
       return cached.keys;
     }
+    const refused = this.#refusal(id, now);
+    // A refresh that may not run now keeps the cached set (its keys still answer).
+    if (refused) return cached && now < cached.expiresAt ? cached.keys : Promise.reject(refused);
+    this.#inFlight++;
     const keys = this.#load(url);
     const entry: Entry = { keys, fetchedAt: now, expiresAt: now + this.#ttlMs };
-    this.#cache.delete(id);
-    this.#cache.set(id, entry);
-    while (this.#cache.size > this.#size) {
-      const oldest = this.#cache.keys().next().value;
-      if (oldest === undefined) break;
-      this.#cache.delete(oldest);
-    }
-    // A failed fetch is not kept: the next delivery tries again.
-    keys.catch(() => {
-      if (this.#cache.get(id) === entry) this.#cache.delete(id);
-    });
+    touch(home, id, entry, this.#size);
+    keys.then(
+      () => {
+        this.#inFlight--;
+        this.#failed.delete(id);
+      },
+      () => {
+        this.#inFlight--;
+        // Remembered for the cooldown: the same missing key costs one request per cooldown. A
+        // verified set whose refresh failed keeps its keys until they expire.
+        touch(this.#failed, id, this.#now() + this.#failureCooldownMs, this.#size * 8);
+        if (home.get(id) !== entry) return;
+        if (cached && trusted && now < cached.expiresAt) home.set(id, cached);
+        else home.delete(id);
+      },
+    );
     return keys;
   }
 
-  /** How many URLs are cached (for tests and metrics). */
+  /** Why a fetch of `id` may not start now, without a request; or undefined when it may. */
+  #refusal(id: string, now: number): VerificationError | undefined {
+    const until = this.#failed.get(id);
+    if (until !== undefined) {
+      if (now < until) {
+        return unavailable(
+          this.#label,
+          `it failed less than ${Math.ceil(this.#failureCooldownMs / 1000)} s ago (keyFailureCooldown) and is not asked for again yet`,
+        );
+      }
+      this.#failed.delete(id);
+    }
+    if (this.#inFlight >= this.#concurrency) {
+      return unavailable(this.#label, `${this.#inFlight} key requests are in flight (keyFetchConcurrency)`);
+    }
+    this.#tokens = Math.min(
+      this.#perMinute,
+      this.#tokens + ((now - this.#refilledAt) * this.#perMinute) / 60_000,
+    );
+    this.#refilledAt = now;
+    if (this.#tokens < 1) {
+      return unavailable(this.#label, `over ${this.#perMinute} key requests a minute (keyFetchesPerMinute)`);
+    }
+    this.#tokens -= 1;
+    return undefined;
+  }
+
+  /**
+   * Marks the key set at `raw` as one that verified a delivery: from now on only other verified
+   * sets can push it out of the cache, never the sets fetched for unauthenticated requests.
+   */
+  trust(raw: string): void {
+    let id: string;
+    try {
+      id = new URL(raw).href;
+    } catch {
+      return;
+    }
+    const entry = this.#cache.get(id);
+    if (entry === undefined) return;
+    this.#cache.delete(id);
+    touch(this.#trusted, id, entry, this.#size);
+  }
+
+  /** How many URLs are cached, verified or not (for tests and metrics). */
   get size(): number {
-    return this.#cache.size;
+    return this.#cache.size + this.#trusted.size;
   }
 
   #load(url: URL): Promise<KeySet> {

@@ -301,7 +301,7 @@ describe('keys fetched from the sender', () => {
     }
   });
 
-  it('does not keep a failed fetch: the next delivery tries again', async () => {
+  it('keeps no failed fetch as keys: once keyFailureCooldown ran out, the next delivery tries again', async () => {
     const { publicKey, privateKey } = rsa();
     let fail = true;
     routes.set('/SimpleNotificationService-k1.pem', (_req, res) => {
@@ -310,12 +310,19 @@ describe('keys fetched from the sender', () => {
         res.end();
       } else res.end(pem(publicKey));
     });
-    const provider = snsLike({ fetch: loopback });
+    const provider = snsLike({ fetch: loopback, keyFailureCooldown: 200 });
     assert.equal(
       await code(verifyAt(provider, { body: snsMessage(privateKey), headers: {} })),
       'key_unavailable',
     );
     fail = false;
+    // Within the cooldown the failure is remembered: refused without a request.
+    assert.equal(
+      await code(verifyAt(provider, { body: snsMessage(privateKey), headers: {} })),
+      'key_unavailable',
+    );
+    assert.equal(hits.get('/SimpleNotificationService-k1.pem'), 1);
+    await new Promise((resolve) => setTimeout(resolve, 250));
     await verifyAt(provider, { body: snsMessage(privateKey), headers: {} });
     assert.equal(hits.get('/SimpleNotificationService-k1.pem'), 2);
   });
