@@ -79,3 +79,30 @@ export function causeOf(error: unknown): string {
   text = oneLine(text.replace(/\s*\n\s*/g, ' '));
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
+
+/**
+ * One log line per kind and interval, for failures anyone can cause without credentials (a request
+ * naming a key that cannot be fetched): the first line of a kind is written at once, the next ones
+ * within `intervalMs` are counted, and one line at the interval's end says how many there were.
+ * So a flood costs two lines a minute, not one a request.
+ */
+export function logThrottle(
+  intervalMs: number,
+): (kind: string, write: () => void, summary: (held: number, seconds: number) => void) => void {
+  const open = new Map<string, { held: number }>();
+  return (kind, write, summary) => {
+    const window = open.get(kind);
+    if (window) {
+      window.held++;
+      return;
+    }
+    write();
+    const fresh = { held: 0 };
+    open.set(kind, fresh);
+    const timer = setTimeout(() => {
+      open.delete(kind);
+      if (fresh.held > 0) summary(fresh.held, Math.round(intervalMs / 1000));
+    }, intervalMs);
+    (timer as { unref?: () => void }).unref?.();
+  };
+}

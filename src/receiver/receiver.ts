@@ -15,7 +15,7 @@ import { type DegradedReason, runClaimed, signalFrom, type WorkContext } from '.
 import { checkHealth, type HealthReport } from '../lease/health.js';
 import type { InboxJob, InboxState } from '../lease/inbox.js';
 import { checkSpace, digestKey, idKey } from '../lease/keys.js';
-import { causeOf, emit, type Logger, resolveLogger } from '../lease/logger.js';
+import { causeOf, emit, type Logger, logThrottle, resolveLogger } from '../lease/logger.js';
 import {
   resolveTelemetry,
   storeKind,
@@ -574,6 +574,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     return value instanceof Response ? watchResponse(value, responseWatch) : undefined;
   }
 
+  const unauthenticated = logThrottle(60_000);
+
   function pickHandler(type: string | undefined): Handler<unknown> | undefined {
     const byType =
       type === undefined ? undefined : Object.hasOwn(handlers, type) ? handlers[type] : undefined;
@@ -584,7 +586,21 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     // The cases someone must hear about are never silent, whatever onOutcome does.
     if (logger) {
       const entry = logEntryFor(result);
-      if (entry) emit(logger, entry.level, entry.message, entry.detail);
+      if (entry && result.outcome === 'rejected') {
+        // Refused before any credential was checked (a key that could not be fetched): anyone can
+        // cause these, so a flood costs one line and a count a minute, never a line a request.
+        const code = result.code ?? 'rejected';
+        unauthenticated(
+          code,
+          () => emit(logger, entry.level, entry.message, entry.detail),
+          (held, seconds) =>
+            emit(
+              logger,
+              entry.level,
+              `onceonly: ${held} more deliveries to ${space} refused ${result.status} ${code} in ${seconds} s, as logged above (requests not yet authenticated: one line a minute)`,
+            ),
+        );
+      } else if (entry) emit(logger, entry.level, entry.message, entry.detail);
     }
     if (options.onOutcome) {
       try {
