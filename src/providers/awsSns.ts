@@ -2,6 +2,7 @@ import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import { parsePositiveDuration } from '../lease/duration.js';
 import { type AsymmetricParts, asymmetric } from './families/asymmetric.js';
+import type { CertificateRules } from './families/certChain.js';
 import { bodyIncludes } from './families/define.js';
 import {
   checkSenderUrl,
@@ -58,9 +59,28 @@ export interface AwsSnsOptions extends FetchedKeyOptions {
   retention?: Duration;
 }
 
-// sns.<region>.amazonaws.com, and the China partition's .com.cn: nothing else serves the
-// certificates, nor confirms subscriptions.
-const SNS_HOSTS = [/^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/];
+// SNS's own regional endpoints serve the certificates and confirm subscriptions: commercial and
+// GovCloud (sns.us-east-1.amazonaws.com, sns.us-gov-west-1.amazonaws.com) and China
+// (sns.cn-north-1.amazonaws.com.cn). A region is two letters, a direction and a number, so S3's
+// virtual-hosted names for a bucket called `sns` (sns.s3.amazonaws.com, sns.s3-us-west-2...,
+// sns.s3-accelerate...) are not SNS: anyone can serve a certificate there.
+const SNS_HOSTS = [
+  /^sns\.[a-z]{2}(-gov)?-[a-z]+-\d{1,2}\.amazonaws\.com$/,
+  /^sns\.cn-[a-z]+-\d{1,2}\.amazonaws\.com\.cn$/,
+];
+/** The path SNS serves its certificates under: `/SimpleNotificationService-<hex>.pem`. */
+const CERT_PATH = /^\/SimpleNotificationService-[0-9a-f]{16,64}\.pem$/;
+/**
+ * The certificate must chain to a public root and be issued to SNS: `sns.amazonaws.com` (the name
+ * AWS's certificates carry in every commercial region), or the regional host it was served from
+ * (a name only AWS can have a certificate for). SNS serves the certificate alone; its
+ * intermediate comes from the certificate's own "CA Issuers" URL at Amazon Trust Services (or
+ * DigiCert), checked by its signature.
+ */
+const SNS_CERTIFICATES: CertificateRules = {
+  subjects: (url) => ['sns.amazonaws.com', url.hostname],
+  issuerHosts: ['*.amazontrust.com', 'cacerts.digicert.com'],
+};
 
 /** The fields each message type signs, in this order (`Key\nValue\n` each, absent ones skipped). */
 const SIGNED: Record<AwsSnsEvent['Type'], readonly string[]> = {
@@ -121,10 +141,11 @@ function reader(topics: ReadonlySet<string>): (input: DeliveryInput) => Asymmetr
       typeof m.Timestamp === 'string' && ISO_TIME.test(m.Timestamp) ? Date.parse(m.Timestamp) : Number.NaN;
     if (Number.isNaN(timestamp)) throw invalid('has no ISO 8601 UTC Timestamp');
     const certUrl = typeof m.SigningCertURL === 'string' ? m.SigningCertURL : '';
-    if (!certUrl.endsWith('.pem')) {
+    const path = URL.canParse(certUrl) ? new URL(certUrl) : undefined;
+    if (!path || !CERT_PATH.test(path.pathname) || path.search !== '' || path.hash !== '') {
       throw new VerificationError(
         'untrusted_key_url',
-        'onceonly: the aws-sns SigningCertURL is not a .pem certificate; it was not fetched',
+        'onceonly: the aws-sns SigningCertURL is not an SNS certificate path (/SimpleNotificationService-<hex>.pem); it was not fetched',
       );
     }
     return {
@@ -182,7 +203,7 @@ function declare(topics: ReadonlySet<string>, confirmSubscriptions: boolean) {
     tolerance: '65m',
     algorithm: 'rsa-sha256',
     read: reader(topics),
-    fetchedKeys: { allowedHosts: SNS_HOSTS, format: 'pem' },
+    fetchedKeys: { allowedHosts: SNS_HOSTS, format: 'pem', certificates: SNS_CERTIFICATES },
     event: { id: 'MessageId', type: 'Type', typeSigned: true },
     // SubscriptionConfirmation: verified like any message, then confirmed by a GET of its
     // SubscribeURL (on SNS's own host only). UnsubscribeConfirmation: verified and acknowledged,
@@ -210,8 +231,10 @@ function declare(topics: ReadonlySet<string>, confirmSubscriptions: boolean) {
 /**
  * AWS SNS (HTTP/S subscriptions): each message is signed by SNS with RSA (`SignatureVersion` 1:
  * SHA1withRSA, 2: SHA256withRSA) over its canonical `Key\nValue\n` fields; the signing certificate
- * is fetched from the message's `SigningCertURL`, but only from `sns.<region>.amazonaws.com` over
- * https (checked before any request), and cached. Only messages of the topics in `topicArn` are
+ * is fetched from the message's `SigningCertURL`, but only from an SNS regional endpoint
+ * (`sns.<region>.amazonaws.com`, or `.amazonaws.com.cn`) over https under
+ * `/SimpleNotificationService-<hex>.pem` (checked before any request), used only when it chains to
+ * a root of Node's store and is issued to `sns.amazonaws.com`, and cached. Only messages of the topics in `topicArn` are
  * accepted. Dedup keys on the signed `MessageId`; `on` routes by `Type`. A `SubscriptionConfirmation`
  * is confirmed by the receiver itself (GET of its `SubscribeURL`, same host rule; outcome
  * `handshake`), an `UnsubscribeConfirmation` acknowledged. Raw message delivery must be off (a raw

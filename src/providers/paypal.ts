@@ -1,6 +1,7 @@
 import { ConfigError, VerificationError } from '../errors.js';
 import type { Duration } from '../lease/duration.js';
 import { type AsymmetricParts, asymmetric } from './families/asymmetric.js';
+import type { CertificateRules } from './families/certChain.js';
 import type { FetchedKeyOptions } from './families/fetchedKeys.js';
 import { asBuffer, namedIdentity, parseIsoTimestamp, requireHeader } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput } from './types.js';
@@ -44,6 +45,19 @@ const PAYPAL_HOSTS = [
   'api-m.sandbox.paypal.com',
 ];
 const CERT_PATH = '/v1/notifications/certs/';
+/**
+ * PayPal's webhook certificates chain to a public root (PayPal serves the chain with the
+ * certificate) and are issued to `messageverificationcerts.paypal.com` or its sandbox name
+ * `messageverificationcerts.sandbox.paypal.com`: the names PayPal's own SDKs check (both PayPal's).
+ */
+const PAYPAL_SUBJECTS = [
+  'messageverificationcerts.paypal.com',
+  'messageverificationcerts.sandbox.paypal.com',
+] as const;
+const PAYPAL_CERTIFICATES: CertificateRules = {
+  subjects: () => PAYPAL_SUBJECTS,
+  issuerHosts: ['cacerts.digicert.com'],
+};
 
 const CRC_TABLE = (() => {
   const table = new Int32Array(256);
@@ -97,7 +111,8 @@ function reader(webhookId: string): (input: DeliveryInput) => AsymmetricParts {
  * PayPal: `PAYPAL-TRANSMISSION-SIG` (base64), SHA256withRSA over
  * `transmission id|transmission time|webhook id|CRC32 of the body` (unsigned decimal), checked
  * with the certificate at `PAYPAL-CERT-URL`, fetched only from PayPal's API hosts (live and
- * sandbox, under `/v1/notifications/certs/`) and cached. The webhook id is yours (configured), so
+ * sandbox, under `/v1/notifications/certs/`), used only when it chains to a root of Node's store and
+ * is issued to `messageverificationcerts.paypal.com` (or its sandbox name), and cached. The webhook id is yours (configured), so
  * a delivery made for another webhook does not verify. Dedup keys on the event `id` (`WH-...`, in
  * the body, the same on every retry); `on` routes by `event_type`.
  *
@@ -133,7 +148,7 @@ export function paypal<E extends PaypalEvent = PaypalEvent>(
     retention: '4d',
     algorithm: 'rsa-sha256',
     read: reader(webhookId),
-    fetchedKeys: { allowedHosts: PAYPAL_HOSTS, format: 'pem' },
+    fetchedKeys: { allowedHosts: PAYPAL_HOSTS, format: 'pem', certificates: PAYPAL_CERTIFICATES },
     event: { id: 'id', type: 'event_type', typeSigned: true },
   });
   // The certificates are PayPal's, the same for every endpoint: the webhook id names this one.

@@ -24,7 +24,7 @@ const certUrl = (name: string) => `https://sns.us-east-1.amazonaws.com/SimpleNot
 // ---- SNS's side: certificates on loopback, and its subscription confirmation endpoint -------------
 
 let subscribeStatus = 200;
-const sns = certServer('/SimpleNotificationService-');
+const sns = certServer('/SimpleNotificationService-', { subject: 'sns.amazonaws.com', served: 'leaf' });
 sns.route = (url, res) => {
   if (url.searchParams.get('Action') !== 'ConfirmSubscription') return false;
   res.statusCode = subscribeStatus;
@@ -32,7 +32,7 @@ sns.route = (url, res) => {
   return true;
 };
 const { requested, keys } = sns;
-const credential = () => sns.credential();
+const credential = (options?: Parameters<typeof sns.credential>[0]) => sns.credential(options);
 const loopback = (trusted: readonly string[]) => sns.loopback(trusted);
 beforeEach(() => {
   subscribeStatus = 200;
@@ -40,7 +40,13 @@ beforeEach(() => {
 
 const make = (config: string | string[], extra: Partial<Parameters<typeof awsSns>[0]> = {}) => {
   const trusted = typeof config === 'string' ? [config] : config;
-  return awsSns({ topicArn: TOPIC, fetch: loopback(trusted), keyTimeout: '30s', ...extra });
+  return awsSns({
+    topicArn: TOPIC,
+    fetch: loopback(trusted),
+    keyTimeout: '30s',
+    certificateRoots: sns.roots(),
+    ...extra,
+  });
 };
 
 const FIELDS: Record<string, string[]> = {
@@ -156,12 +162,12 @@ describe('aws-sns certificates and topics', () => {
   it('refuses a SigningCertURL off sns.<region>.amazonaws.com, over http, on a port, or not a .pem, without any request', async () => {
     const k = credential();
     for (const url of [
-      'https://evil.example/SimpleNotificationService-k1.pem',
-      'https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-k1.pem',
-      'https://s3.amazonaws.com/SimpleNotificationService-k1.pem',
-      'https://snsxus-east-1.amazonaws.com/SimpleNotificationService-k1.pem',
-      'http://sns.us-east-1.amazonaws.com/SimpleNotificationService-k1.pem',
-      'https://sns.us-east-1.amazonaws.com:444/SimpleNotificationService-k1.pem',
+      `https://evil.example/SimpleNotificationService-${k}.pem`,
+      `https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-${k}.pem`,
+      `https://s3.amazonaws.com/SimpleNotificationService-${k}.pem`,
+      `https://snsxus-east-1.amazonaws.com/SimpleNotificationService-${k}.pem`,
+      `http://sns.us-east-1.amazonaws.com/SimpleNotificationService-${k}.pem`,
+      `https://sns.us-east-1.amazonaws.com:444/SimpleNotificationService-${k}.pem`,
       'https://sns.us-east-1.amazonaws.com/cert.txt',
       `${sns.base()}/SimpleNotificationService-${k}.pem`,
     ]) {
@@ -174,6 +180,67 @@ describe('aws-sns certificates and topics', () => {
       );
     }
     assert.deepEqual(requested, []);
+  });
+
+  it("refuses S3's look-alike hosts for a bucket called sns, and other paths than SNS's, without any request", async () => {
+    // A forger's own certificate, served where anyone can serve one: a bucket named `sns`.
+    const forged = credential({ selfSigned: true });
+    for (const url of [
+      `https://sns.s3.amazonaws.com/SimpleNotificationService-${forged}.pem`,
+      `https://sns.s3-us-west-2.amazonaws.com/SimpleNotificationService-${forged}.pem`,
+      `https://sns.s3-accelerate.amazonaws.com/SimpleNotificationService-${forged}.pem`,
+      `https://sns.s3.us-east-1.amazonaws.com/SimpleNotificationService-${forged}.pem`,
+      `https://sns.s3.amazonaws.com.cn/SimpleNotificationService-${forged}.pem`,
+      `https://sns.us-east-1.amazonaws.com/bucket/SimpleNotificationService-${forged}.pem`,
+      `https://sns.us-east-1.amazonaws.com/SimpleNotificationService-${forged}.pem?x=1`,
+      'https://sns.us-east-1.amazonaws.com/SimpleNotificationService-k1.pem',
+      'https://sns.us-east-1.amazonaws.com/evil.pem',
+    ]) {
+      const m = JSON.parse(body(NOW)) as Record<string, string>;
+      m.SigningCertURL = url;
+      await assert.rejects(
+        verifyAt(make(forged), { body: signMessage(m, forged), headers: {} }),
+        { code: 'untrusted_key_url' },
+        url,
+      );
+    }
+    assert.deepEqual(requested, []);
+  });
+
+  it('trusts a certificate only when it chains to a trusted root and is issued to sns.amazonaws.com', async () => {
+    // A self-signed certificate in SNS's name, served from SNS's own host: no chain.
+    const forged = credential({ selfSigned: true });
+    await assert.rejects(verifyAt(make(forged), sign(body(NOW), forged)), {
+      code: 'invalid_signature',
+      message: /not trusted: the certificate does not chain to a trusted root/,
+    });
+    // A certificate from the trusted CA, but issued to another name.
+    const other = credential({ subject: 'sns.evil.example' });
+    await assert.rejects(verifyAt(make(other), sign(body(NOW), other)), {
+      code: 'invalid_signature',
+      message: /not issued to sns\.amazonaws\.com/,
+    });
+    // The real chain, checked against Node's own root store instead of the test root: refused.
+    const k = credential();
+    await assert.rejects(verifyAt(make(k, { certificateRoots: undefined }), sign(body(NOW), k)), {
+      code: 'invalid_signature',
+    });
+    // And with the root it chains to: verified, the intermediate fetched by its CA Issuers URL.
+    await verifyAt(make(k), sign(body(NOW), k));
+    assert.ok(requested.some((u) => u.endsWith('/onceonly-test-intermediate.cer')));
+  });
+
+  it('takes certificates from the GovCloud and China regional endpoints', async () => {
+    const k = credential();
+    for (const host of [
+      'sns.us-gov-west-1.amazonaws.com',
+      'sns.cn-north-1.amazonaws.com.cn',
+      'sns.il-central-1.amazonaws.com',
+    ]) {
+      const m = JSON.parse(body(NOW)) as Record<string, string>;
+      m.SigningCertURL = `https://${host}/SimpleNotificationService-${k}.pem`;
+      await verifyAt(make(k), { body: signMessage(m, k), headers: {} });
+    }
   });
 
   it('refuses a message of a topic the endpoint does not accept before fetching anything: AWS signs every topic alike', async () => {
@@ -224,7 +291,8 @@ describe('aws-sns subscription handshakes', () => {
     await assertHandshake(await send({ body: d.body, headers: d.headers }), { status: 200 });
     assert.deepEqual(
       requested.map((u) => new URL(u).searchParams.get('Action') ?? new URL(u).pathname),
-      ['/SimpleNotificationService-' + k + '.pem', 'ConfirmSubscription'],
+      // The certificate, its intermediate (by the certificate's CA Issuers URL), the confirmation.
+      ['/SimpleNotificationService-' + k + '.pem', '/onceonly-test-intermediate.cer', 'ConfirmSubscription'],
     );
     assert.equal(ran(), 0);
     assert.deepEqual(touched, []);

@@ -1,12 +1,17 @@
 /**
  * A sender's certificate host on loopback, for the providers whose signing certificates are
  * fetched (AWS SNS, PayPal): real X.509 certificates made with openssl, served by a local HTTP
- * server, and a `fetch` that sends the https URLs the provider is allowed to fetch there, so every
- * host check runs on the URL the delivery names while the bytes come from 127.0.0.1.
+ * server, and a `fetch` that sends the URLs the provider is allowed to fetch there, so every host
+ * check runs on the URL the delivery names while the bytes come from 127.0.0.1.
+ *
+ * The certificates chain as the real ones do: a test root (passed to the provider as
+ * `certificateRoots`, standing for Node's store), an intermediate, and per credential a leaf
+ * issued to the sender's name. `served: 'leaf'` serves the leaf alone with a "CA Issuers" URL
+ * for its intermediate (as SNS does); `'chain'` serves the leaf and the intermediate (as PayPal).
  */
 import { execFileSync } from 'node:child_process';
-import { createPrivateKey, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createPrivateKey, type KeyObject, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,8 +26,13 @@ export interface CertServer {
   readonly requested: string[];
   /** Private keys by certificate name. */
   readonly keys: Map<string, KeyObject>;
-  /** Makes a fresh RSA key and a self-signed certificate for it (valid two days from now); returns its name. */
-  credential(): string;
+  /** The test root certificate (PEM), for the provider's `certificateRoots`. */
+  readonly roots: () => string[];
+  /**
+   * Makes a fresh RSA key and a certificate for it (valid two days from now), issued by the test
+   * intermediate to `subject` (the sender's name by default); returns its name (hex).
+   */
+  credential(options?: { subject?: string; selfSigned?: boolean }): string;
   /**
    * The fetch a provider gets. `trusted` stands for the certificates the sender really serves: a
    * URL naming another certificate is answered with the first trusted one, as the real host would
@@ -33,45 +43,65 @@ export interface CertServer {
   route?: (url: URL, res: ServerResponse) => boolean;
 }
 
+/** The intermediate's "CA Issuers" URL in every leaf (its host is one SNS's CA serves from). */
+export const ISSUER_URL = 'http://crt.test.amazontrust.com/onceonly-test-intermediate.cer';
+
 /**
  * Starts the server for the calling test file (node:test hooks) and serves `/<prefix><name>.pem`
  * for every certificate made with `credential()`.
  */
-export function certServer(prefix: string): CertServer {
+export function certServer(
+  prefix: string,
+  options: { subject: string; served: 'leaf' | 'chain' },
+): CertServer {
   let dir = '';
   let server: Server | undefined;
   let base = '';
+  let root = '';
+  let intermediate = '';
+  let intermediateDer = Buffer.alloc(0);
   const certs = new Map<string, string>();
   const keys = new Map<string, KeyObject>();
   const requested: string[] = [];
   const pattern = new RegExp(`${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\w+)\\.pem$`);
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore', cwd: dir });
   const self: CertServer = {
     base: () => base,
     requested,
     keys,
-    credential() {
-      const name = `k${keys.size + 1}`;
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'rsa:2048',
-          '-nodes',
-          '-keyout',
-          join(dir, `${name}.key`),
-          '-out',
-          join(dir, `${name}.pem`),
-          '-days',
-          '2',
-          '-subj',
-          '/CN=onceonly-test-signing-certificate',
-        ],
-        { stdio: 'ignore' },
-      );
+    roots: () => [root],
+    credential({ subject = options.subject, selfSigned = false } = {}) {
+      const name = randomBytes(16).toString('hex');
+      if (selfSigned) {
+        // What a forger makes: the right name, no chain.
+        openssl(
+          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`],
+          ...['-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${subject}`],
+          ...['-addext', `subjectAltName=DNS:${subject}`, '-addext', 'basicConstraints=critical,CA:FALSE'],
+        );
+      } else {
+        openssl(
+          ...['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`],
+          ...['-subj', `/CN=${subject}`],
+        );
+        writeFileSync(
+          join(dir, `${name}.ext`),
+          [
+            'basicConstraints=CA:FALSE',
+            'keyUsage=critical,digitalSignature',
+            `subjectAltName=DNS:${subject}`,
+            `authorityInfoAccess=caIssuers;URI:${ISSUER_URL}`,
+          ].join('\n'),
+        );
+        openssl(
+          ...['x509', '-req', '-in', `${name}.csr`, '-CA', 'int.pem', '-CAkey', 'int.key'],
+          ...['-set_serial', `0x${name.slice(0, 16)}`, '-days', '2', '-sha256'],
+          ...['-extfile', `${name}.ext`, '-out', `${name}.pem`],
+        );
+      }
       keys.set(name, createPrivateKey(readFileSync(join(dir, `${name}.key`))));
-      certs.set(name, readFileSync(join(dir, `${name}.pem`), 'utf8'));
+      const leaf = readFileSync(join(dir, `${name}.pem`), 'utf8');
+      certs.set(name, options.served === 'chain' && !selfSigned ? `${leaf}${intermediate}` : leaf);
       return name;
     },
     loopback(trusted) {
@@ -89,6 +119,28 @@ export function certServer(prefix: string): CertServer {
   };
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'onceonly-certs-'));
+    // The test root and intermediate, as a public CA's would be.
+    openssl(
+      ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'root.key', '-out', 'root.pem'],
+      ...['-days', '3', '-subj', '/CN=onceonly test root', '-addext', 'basicConstraints=critical,CA:TRUE'],
+      ...['-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    );
+    openssl(
+      ...['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'int.key', '-out', 'int.csr'],
+      ...['-subj', '/CN=onceonly test intermediate'],
+    );
+    writeFileSync(
+      join(dir, 'int.ext'),
+      'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n',
+    );
+    openssl(
+      ...['x509', '-req', '-in', 'int.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '2'],
+      ...['-days', '3', '-sha256', '-extfile', 'int.ext', '-out', 'int.pem'],
+    );
+    openssl('x509', '-in', 'int.pem', '-outform', 'DER', '-out', 'int.der');
+    root = readFileSync(join(dir, 'root.pem'), 'utf8');
+    intermediate = readFileSync(join(dir, 'int.pem'), 'utf8');
+    intermediateDer = readFileSync(join(dir, 'int.der'));
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       // A fresh connection per request: a kept-alive socket the server closes while the client
       // reuses it (a loaded machine stretches that window) would fail the fetch.
@@ -98,6 +150,9 @@ export function certServer(prefix: string): CertServer {
       if (name !== undefined && certs.has(name)) {
         res.setHeader('content-type', 'application/x-pem-file');
         res.end(certs.get(name));
+      } else if (url.pathname === new URL(ISSUER_URL).pathname) {
+        res.setHeader('content-type', 'application/pkix-cert');
+        res.end(intermediateDer);
       } else if (!self.route?.(url, res)) {
         res.statusCode = 404;
         res.end();

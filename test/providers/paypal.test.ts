@@ -25,7 +25,10 @@ import {
 } from './kit.js';
 
 const WEBHOOK_ID = '1JE4291016473214C';
-const certs = certServer('/v1/notifications/certs/CERT-360caa42-fca2a594-');
+const certs = certServer('/v1/notifications/certs/CERT-360caa42-fca2a594-', {
+  subject: 'messageverificationcerts.paypal.com',
+  served: 'chain',
+});
 const certUrl = (name: string) =>
   `https://api.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-${name}.pem`;
 const make = (config: string | string[], webhookId = WEBHOOK_ID) =>
@@ -33,6 +36,7 @@ const make = (config: string | string[], webhookId = WEBHOOK_ID) =>
     webhookId,
     keyTimeout: '30s',
     fetch: certs.loopback(typeof config === 'string' ? [config] : config),
+    certificateRoots: certs.roots(),
   });
 
 const body = () =>
@@ -121,6 +125,25 @@ describe('paypal provider (self-verification as documented, certificates fetched
     // The sandbox host is PayPal's too.
     const sandbox = certUrl(k).replace('api.paypal.com', 'api-m.sandbox.paypal.com');
     await verifyAt(make(k), sign(body(), k, NOW, WEBHOOK_ID, sandbox));
+  });
+
+  it('trusts a certificate only when it chains to a trusted root and is issued to messageverificationcerts.paypal.com', async () => {
+    // A self-signed certificate in PayPal's name: no chain.
+    const forged = certs.credential({ selfSigned: true });
+    await assert.rejects(verifyAt(make(forged), sign(body(), forged, NOW)), {
+      code: 'invalid_signature',
+      message: /does not chain to a trusted root/,
+    });
+    // From the trusted CA, issued to another PayPal-looking name.
+    const other = certs.credential({ subject: 'api.paypal.com' });
+    await assert.rejects(verifyAt(make(other), sign(body(), other, NOW)), {
+      code: 'invalid_signature',
+      message: /not issued to messageverificationcerts\.paypal\.com/,
+    });
+    // The sandbox name is PayPal's too; the served chain needs no fetch of its intermediate.
+    const sandbox = certs.credential({ subject: 'messageverificationcerts.sandbox.paypal.com' });
+    await verifyAt(make(sandbox), sign(body(), sandbox, NOW));
+    assert.ok(certs.requested.every((u) => !u.endsWith('.cer')));
   });
 
   it('takes only SHA256withRSA, whatever the unsigned paypal-auth-algo header names', async () => {

@@ -9,7 +9,7 @@
  * The senders' SDKs rarely check freshness; the family applies its tolerance (both directions) to
  * the signed timestamp wherever the scheme has one.
  */
-import { constants, createPublicKey, type KeyObject, verify as verifySignature } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { ConfigError, VerificationError } from '../../errors.js';
 import type { Duration } from '../../lease/duration.js';
 import {
@@ -22,6 +22,7 @@ import {
   toleranceMs,
 } from '../shared.js';
 import type { AuthenticatingProvider, DeliveryInput } from '../types.js';
+import type { CertificateRules } from './certChain.js';
 import { assemble, type BaseDeclaration, describer } from './define.js';
 import {
   type AllowedHost,
@@ -31,81 +32,10 @@ import {
   type KeySet,
 } from './fetchedKeys.js';
 import { checkValidityClaims, readCompactJws, requireBodyHash } from './jws.js';
+import { type AsymmetricAlgorithm, fits, JWS, type JwsAlgorithm, SCHEMES, verifyWith } from './signatures.js';
 
-/** The detached-signature algorithms. */
-export type AsymmetricAlgorithm =
-  | 'ed25519'
-  | 'ecdsa-p256-sha256'
-  | 'ecdsa-p384-sha384'
-  | 'rsa-sha1'
-  | 'rsa-sha256'
-  | 'rsa-sha512'
-  | 'rsa-pss-sha256';
-
-/** The JWS algorithms the family accepts; `none` and the HMAC ones (`HS256`...) never are. */
-export type JwsAlgorithm = 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'ES256' | 'ES384' | 'EdDSA';
-
-interface Scheme {
-  readonly hash: string | null;
-  readonly keyType: 'ed25519' | 'ec' | 'rsa';
-  readonly curve?: string;
-  readonly pss?: boolean;
-}
-
-const SCHEMES: Record<AsymmetricAlgorithm, Scheme> = {
-  ed25519: { hash: null, keyType: 'ed25519' },
-  'ecdsa-p256-sha256': { hash: 'sha256', keyType: 'ec', curve: 'prime256v1' },
-  'ecdsa-p384-sha384': { hash: 'sha384', keyType: 'ec', curve: 'secp384r1' },
-  'rsa-sha1': { hash: 'sha1', keyType: 'rsa' },
-  'rsa-sha256': { hash: 'sha256', keyType: 'rsa' },
-  'rsa-sha512': { hash: 'sha512', keyType: 'rsa' },
-  'rsa-pss-sha256': { hash: 'sha256', keyType: 'rsa', pss: true },
-};
-
-const JWS: Record<JwsAlgorithm, { scheme: Scheme; dsa: 'der' | 'ieee-p1363' }> = {
-  RS256: { scheme: SCHEMES['rsa-sha256'], dsa: 'der' },
-  RS384: { scheme: { hash: 'sha384', keyType: 'rsa' }, dsa: 'der' },
-  RS512: { scheme: SCHEMES['rsa-sha512'], dsa: 'der' },
-  PS256: { scheme: SCHEMES['rsa-pss-sha256'], dsa: 'der' },
-  ES256: { scheme: SCHEMES['ecdsa-p256-sha256'], dsa: 'ieee-p1363' },
-  ES384: { scheme: SCHEMES['ecdsa-p384-sha384'], dsa: 'ieee-p1363' },
-  EdDSA: { scheme: SCHEMES.ed25519, dsa: 'der' },
-};
-
-/** True when `key` is of the kind the scheme needs: a key of another kind never verifies. */
-function fits(key: KeyObject, scheme: Scheme): boolean {
-  if (key.type !== 'public') return false;
-  const type = key.asymmetricKeyType;
-  if (scheme.keyType === 'rsa') return type === 'rsa' || (scheme.pss === true && type === 'rsa-pss');
-  if (type !== scheme.keyType) return false;
-  return scheme.curve === undefined || key.asymmetricKeyDetails?.namedCurve === scheme.curve;
-}
-
-/** One signature check; `false` for a key of the wrong kind or a signature node:crypto cannot read. */
-export function verifyWith(
-  scheme: Scheme,
-  data: Uint8Array,
-  key: KeyObject,
-  signature: Uint8Array,
-  dsaEncoding: 'der' | 'ieee-p1363' = 'der',
-): boolean {
-  if (!fits(key, scheme)) return false;
-  try {
-    if (scheme.keyType === 'ed25519') return verifySignature(null, data, key, signature);
-    if (scheme.keyType === 'ec') return verifySignature(scheme.hash, data, { key, dsaEncoding }, signature);
-    if (scheme.pss) {
-      return verifySignature(
-        scheme.hash,
-        data,
-        { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST },
-        signature,
-      );
-    }
-    return verifySignature(scheme.hash, data, key, signature);
-  } catch {
-    return false;
-  }
-}
+export type { AsymmetricAlgorithm, JwsAlgorithm } from './signatures.js';
+export { verifyWith } from './signatures.js';
 
 /** How configured public keys are written. */
 export interface PublicKeySpec {
@@ -160,6 +90,11 @@ export interface FetchedKeysSpec {
   readonly allowedHosts: readonly AllowedHost[];
   /** What the URL serves. */
   readonly format: KeyFormat;
+  /**
+   * For a certificate (`pem`): the chain and name it must have (AWS SNS, PayPal). Without it, any
+   * certificate the allowed host serves is used as it is.
+   */
+  readonly certificates?: CertificateRules | undefined;
 }
 
 /** What a declaration's own `read` finds in a delivery, for schemes that keep their parts in the body. */
@@ -353,7 +288,11 @@ export function asymmetric<E>(
         ? publicKeys(label, options.publicKey, d.publicKey, accepts)
         : [];
     const fetcher = fetched
-      ? new KeyFetcher(label, { allowedHosts: fetched.allowedHosts, format: fetched.format }, options)
+      ? new KeyFetcher(
+          label,
+          { allowedHosts: fetched.allowedHosts, format: fetched.format, certificates: fetched.certificates },
+          options,
+        )
       : undefined;
     if (typeof fetched?.url === 'string' && fetcher) fetcher.check(fetched.url);
 

@@ -20,8 +20,11 @@
 import { createPublicKey, type JsonWebKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { ConfigError, VerificationError } from '../../errors.js';
 import { type Duration, parseDuration, parsePositiveDuration } from '../../lease/duration.js';
+import { type CertificateRules, parseRoots, verifiedCertificateKey } from './certChain.js';
+import { readBounded, readBoundedBytes, withinDeadline } from './exchange.js';
 import { type AllowedHost, checkAllowedHosts, checkSenderUrl, untrusted } from './senderUrl.js';
 
+export { readBounded, withinDeadline } from './exchange.js';
 export { type AllowedHost, checkAllowedHosts, checkSenderUrl } from './senderUrl.js';
 
 /** The part of `fetch` the key fetcher uses, so a test or a proxy can stand in for it. */
@@ -91,6 +94,14 @@ export interface FetchedKeyOptions {
    * @default '1m'
    */
   keyFailureCooldown?: Duration | undefined;
+  /**
+   * For senders whose signing certificate is checked against a chain (AWS SNS, PayPal): the root
+   * certificates (PEM) it must chain to, in place of Node's store. For tests and private set-ups
+   * only: a certificate of your own CA is then trusted as the sender's, so never pass roots you do
+   * not control.
+   * @default Node's root certificates (`tls.rootCertificates`)
+   */
+  certificateRoots?: readonly string[] | undefined;
 }
 
 /** A key set: keys by their id (`kid`), and all of them in order. */
@@ -102,7 +113,6 @@ export interface KeySet {
 /** What a key URL serves: PEM (an X.509 certificate or a public key) or a JSON Web Key Set. */
 export type KeyFormat = 'pem' | 'jwks';
 
-const MAX_BYTES = 64 * 1024;
 const MAX_REDIRECTS = 3;
 
 function unavailable(label: string, why: string, cause?: unknown): VerificationError {
@@ -180,6 +190,9 @@ export class KeyFetcher {
   readonly #label: string;
   readonly #allowed: readonly AllowedHost[];
   readonly #format: KeyFormat;
+  readonly #certificates: CertificateRules | undefined;
+  readonly #roots: readonly X509Certificate[] | undefined;
+  readonly #issuers = new Map<string, Buffer>();
   readonly #fetch: KeyFetch;
   readonly #ttlMs: number;
   readonly #size: number;
@@ -205,12 +218,25 @@ export class KeyFetcher {
 
   constructor(
     label: string,
-    spec: { allowedHosts: readonly AllowedHost[]; format: KeyFormat },
+    spec: {
+      allowedHosts: readonly AllowedHost[];
+      format: KeyFormat;
+      certificates?: CertificateRules | undefined;
+    },
     options: FetchedKeyOptions & { now?: () => number } = {},
   ) {
     this.#label = label;
     this.#allowed = checkAllowedHosts(label, spec.allowedHosts);
     this.#format = spec.format;
+    this.#certificates = spec.certificates;
+    try {
+      this.#roots = options.certificateRoots ? parseRoots(options.certificateRoots) : undefined;
+    } catch (error) {
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: ${label} certificateRoots must be PEM certificates (${(error as Error).message})`,
+      );
+    }
     const fetcher = options.fetch ?? (globalThis.fetch as unknown as KeyFetch | undefined);
     if (typeof fetcher !== 'function') {
       throw new ConfigError(
@@ -371,6 +397,7 @@ export class KeyFetcher {
         throw unavailable(this.#label, `the key server answered ${response.status}`);
       }
       const text = await readBounded(response, signal);
+      if (this.#certificates) return this.#certified(text, start, signal);
       try {
         return parseKeys(text, this.#format, this.#now());
       } catch (error) {
@@ -378,70 +405,41 @@ export class KeyFetcher {
       }
     }
   }
-}
 
-/**
- * Runs one exchange with a sender (a key fetch, AWS SNS's subscription confirmation) within
- * `timeoutMs`, headers and body together, without relying on the `fetch` honouring its abort
- * signal: past the deadline the signal is aborted and `fail` names the timeout. Any other error
- * that is not already a `VerificationError` is turned into `fail`'s error too, so the caller sees
- * only `VerificationError`s.
- */
-export async function withinDeadline<T>(
-  run: (signal: AbortSignal) => Promise<T>,
-  timeoutMs: number,
-  fail: (why: string, cause?: unknown) => VerificationError,
-): Promise<T> {
-  const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      reject(fail(`no answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    (timer as { unref?: () => void }).unref?.();
-  });
-  try {
-    return await Promise.race([run(controller.signal), deadline]);
-  } catch (error) {
-    if (error instanceof VerificationError) throw error;
-    throw fail(error instanceof Error ? error.message : String(error), error);
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-}
-
-/**
- * A key server's answer as text, read from its body stream and refused once past 64 KiB, so a huge
- * or endless answer costs at most that much memory. A response without a stream (a test double)
- * is read with `text()` and checked after.
- */
-export async function readBounded(
-  response: { body?: ReadableStream<Uint8Array> | null | undefined; text?(): Promise<string> },
-  signal: AbortSignal,
-): Promise<string> {
-  if (!response.body) {
-    const text = (await response.text?.()) ?? '';
-    if (text.length > MAX_BYTES) throw new Error(`the key document is over ${MAX_BYTES} bytes`);
-    return text;
-  }
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      if (signal.aborted) throw new Error('aborted');
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > MAX_BYTES) throw new Error(`the key document is over ${MAX_BYTES} bytes`);
-      chunks.push(value);
+  /** The key of a certificate that chains to a trusted root and is issued to the sender's name. */
+  async #certified(text: string, url: URL, signal: AbortSignal): Promise<KeySet> {
+    try {
+      const key = await verifiedCertificateKey(text, url, this.#certificates!, {
+        now: this.#now(),
+        roots: this.#roots,
+        fetchIssuer: (issuer) => this.#issuer(issuer, signal),
+      });
+      return { byId: new Map(), all: [key] };
+    } catch (error) {
+      if (error instanceof VerificationError) throw error;
+      throw new VerificationError(
+        'invalid_signature',
+        `onceonly: the ${this.#label} signing certificate is not trusted: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
-  } finally {
-    // Past the bound (or on any failure) the rest is never pulled: the stream is cancelled.
-    if (total > MAX_BYTES || signal.aborted) await reader.cancel().catch(() => {});
-    reader.releaseLock?.();
   }
-  return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+
+  /** An intermediate certificate's bytes by its URL (checked by the caller), kept once fetched. */
+  async #issuer(url: string, signal: AbortSignal): Promise<Buffer> {
+    const kept = this.#issuers.get(url);
+    if (kept) return kept;
+    const response = await this.#fetch(url, {
+      signal,
+      redirect: 'manual',
+      headers: { accept: 'application/pkix-cert, application/x-pem-file' },
+    });
+    if (!response.ok || !response.body) {
+      await response.body?.cancel().catch(() => {});
+      throw unavailable(this.#label, `the issuer certificate's server answered ${response.status}`);
+    }
+    const bytes = await readBoundedBytes(response.body, signal);
+    touch(this.#issuers, url, bytes, 8);
+    return bytes;
+  }
 }

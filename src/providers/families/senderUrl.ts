@@ -37,7 +37,8 @@ export function checkAllowedHosts(label: string, hosts: readonly AllowedHost[]):
   return hosts;
 }
 
-function hostAllowed(host: string, allowed: readonly AllowedHost[]): boolean {
+/** Whether a host name matches one of the allowed-host rules. */
+export function hostAllowed(host: string, allowed: readonly AllowedHost[]): boolean {
   for (const rule of allowed) {
     if (rule instanceof RegExp) {
       if (rule.test(host)) return true;
