@@ -192,9 +192,11 @@ export class StoreMisconfiguredError extends StoreUnavailableError {
  * completed, released or run-out key within its retention). Treated like any store outage: fail-closed answers 503 and the provider retries later.
  */
 export class StoreFullError extends StoreUnavailableError {
-  constructor(maxEntries: number) {
+  constructor(limit: number, unit: 'entries' | 'bytes' = 'entries') {
     super(
-      `memory store is full: none of its ${maxEntries} entries may be forgotten yet (live leases, and keys within their retention); raise maxEntries or use a shared store`,
+      unit === 'entries'
+        ? `memory store is full: none of its ${limit} entries may be forgotten yet (live leases, and keys within their retention); raise maxEntries or use a shared store`
+        : `memory store's inbox is full: its deliveries hold ${limit} bytes, none of which may be forgotten yet (entries to run, dead ones, completed ones within their retention); raise maxInboxBytes or use a shared store`,
       { code: 'store_full' },
     );
   }

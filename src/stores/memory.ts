@@ -31,10 +31,20 @@ export interface MemoryStoreOptions {
    * re-create a vanished record (the engine reports it degraded `confirm-failed` and keeps trying
    * while the lease lasts). Size it at least to the keys one retention window brings.
    * The ordering guard's versions are bounded separately by the same number, oldest forgotten
-   * first: a forgotten entity accepts any version again.
+   * first: a forgotten entity accepts any version again. So are the inbox's entries (pending,
+   * running, dead, and completed within their retention): past it an inbox `accept` throws
+   * {@link StoreFullError} too (503 `store_full`, the sender retries), after forgetting the
+   * completed entries whose retention ran out.
    * @default 100_000
    */
   maxEntries?: number;
+  /**
+   * Upper bound on the bytes the inbox's entries hold (bodies, headers and URLs, as received):
+   * past it an inbox `accept` throws {@link StoreFullError} (503 `store_full`). A completed entry's
+   * bytes are freed at once with the inbox's `dropBody`, else once its retention ran out.
+   * @default 268_435_456 (256 MiB)
+   */
+  maxInboxBytes?: number;
   /**
    * The clock, in ms since the epoch. The memory store is the only store that uses the caller's
    * clock, since it is the only one whose state lives in the caller's process.
@@ -81,6 +91,13 @@ export function memoryStore(
     throw new ConfigError(
       'invalid_option',
       `onceonly: memoryStore maxEntries must be a positive integer, got ${maxEntries}`,
+    );
+  }
+  const maxInboxBytes = options.maxInboxBytes ?? 256 * 1024 * 1024;
+  if (!Number.isSafeInteger(maxInboxBytes) || maxInboxBytes < 1) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: memoryStore maxInboxBytes must be a positive integer, got ${maxInboxBytes}`,
     );
   }
   const now = options.now ?? Date.now;
@@ -170,7 +187,7 @@ export function memoryStore(
     };
   }
 
-  const inbox: InboxStore = memoryInbox(now);
+  const inbox: InboxStore = memoryInbox(now, { maxEntries, maxBytes: maxInboxBytes });
 
   // Every call does its work before it returns: no store-call deadline is needed (or set).
   return markSettlesInline(

@@ -4,6 +4,7 @@
  * outlive the process.
  */
 import { newToken } from '../../lease/crypto.js';
+import { StoreFullError } from '../../lease/errors.js';
 import type {
   InboxAccepted,
   InboxAcceptInput,
@@ -38,9 +39,26 @@ interface Entry {
   lastError: string | undefined;
 }
 
-/** An inbox in this process's memory, on the clock `now`. */
-export function memoryInbox(now: () => number): InboxStore {
+/** The bytes an entry's delivery holds: its body, header names and values, and URL. */
+function sizeOf(delivery: InboxDelivery | undefined): number {
+  if (!delivery) return 0;
+  let n = delivery.body.byteLength + (delivery.url?.length ?? 0);
+  for (const [name, value] of delivery.headers) n += name.length + value.length;
+  return n;
+}
+
+/**
+ * An inbox in this process's memory, on the clock `now`, holding at most `maxEntries` entries and
+ * `maxBytes` of deliveries: past either, `accept` throws {@link StoreFullError} (503 `store_full`,
+ * the sender retries), having first forgotten the completed entries whose retention ran out. Dead
+ * entries and completed ones within their retention count: they are kept on purpose.
+ */
+export function memoryInbox(
+  now: () => number,
+  bounds: { maxEntries: number; maxBytes: number } = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 },
+): InboxStore {
   const entries = new Map<string, Entry>();
+  let bytes = 0;
   // Entries a worker may have to take (pending or processing): `take` scans only these.
   const active = new Set<string>();
 
@@ -64,8 +82,26 @@ export function memoryInbox(now: () => number): InboxStore {
     return e && e.state === 'processing' && e.token === lease.token && lease.token !== '' ? e : undefined;
   }
 
+  function forget(key: string, e: Entry): void {
+    entries.delete(key);
+    bytes -= sizeOf(e.delivery);
+  }
+
   function forgetExpired(at: number): void {
-    for (const [key, e] of entries) if (e.state === 'completed' && e.dueAt <= at) entries.delete(key);
+    for (const [key, e] of entries) if (e.state === 'completed' && e.dueAt <= at) forget(key, e);
+  }
+
+  /** Room for one more entry of `size` bytes, or StoreFullError; forgets what ran out first if needed. */
+  function makeRoom(size: number, at: number, replacing: Entry | undefined): void {
+    const fits = () =>
+      entries.size - (replacing ? 1 : 0) < bounds.maxEntries &&
+      bytes - sizeOf(replacing?.delivery) + size <= bounds.maxBytes;
+    if (fits()) return;
+    forgetExpired(at);
+    if (fits()) return;
+    throw entries.size - (replacing ? 1 : 0) >= bounds.maxEntries
+      ? new StoreFullError(bounds.maxEntries)
+      : new StoreFullError(bounds.maxBytes, 'bytes');
   }
 
   return {
@@ -78,6 +114,15 @@ export function memoryInbox(now: () => number): InboxStore {
           : { status: 'conflict', state: held.state };
       }
       const claiming = options.claimMs !== undefined;
+      const delivery: InboxDelivery = {
+        body: input.body,
+        headers: input.headers.map(([n, v]) => [n, v] as const),
+        url: input.url,
+        receivedAt: input.receivedAt,
+      };
+      const size = sizeOf(delivery);
+      makeRoom(size, at, held && entries.get(input.key) === held ? held : undefined);
+      if (held && entries.get(input.key) === held) forget(input.key, held);
       const entry: Entry = {
         key: input.key,
         receiver: input.receiver,
@@ -86,12 +131,7 @@ export function memoryInbox(now: () => number): InboxStore {
         id: input.id,
         item: input.item,
         fingerprint: input.fingerprint,
-        delivery: {
-          body: input.body,
-          headers: input.headers.map(([n, v]) => [n, v] as const),
-          url: input.url,
-          receivedAt: input.receivedAt,
-        },
+        delivery,
         acceptedAt: at,
         attempts: claiming ? 1 : 0,
         token: claiming ? newToken() : '',
@@ -100,6 +140,7 @@ export function memoryInbox(now: () => number): InboxStore {
         lastError: undefined,
       };
       entries.set(input.key, entry);
+      bytes += size;
       active.add(input.key);
       if (!claiming) return { status: 'accepted' };
       return {
@@ -172,7 +213,10 @@ export function memoryInbox(now: () => number): InboxStore {
       e.state = 'completed';
       e.dueAt = at + retentionMs;
       e.updatedAt = at;
-      if (dropBody) e.delivery = undefined;
+      if (dropBody) {
+        bytes -= sizeOf(e.delivery);
+        e.delivery = undefined;
+      }
       active.delete(e.key);
       return true;
     },
