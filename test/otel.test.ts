@@ -411,6 +411,58 @@ describe('onceonly/otel with the real SDK', () => {
     assert.ok(confirm, 'the confirm span says the lease was not held');
   });
 
+  it('lease lost found by the heartbeat: counted in onceonly.leases.lost for the extend', async () => {
+    // Prepare: the first owner's extends fail (a partition) until a second delivery took over;
+    // then its next heartbeat reaches the store and finds the lease held by the other owner.
+    const o = sdk();
+    const inner = memoryStore();
+    let partitioned = true;
+    const refusedHeld: boolean[] = [];
+    const store: Store = {
+      ...wrapStore(inner, () => {}),
+      extend: async (lease, opts) => {
+        if (partitioned) throw new Error('partitioned');
+        const held = await inner.extend(lease, opts);
+        if (!held) refusedHeld.push(held);
+        return held;
+      },
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let runs = 0;
+    const { receiver, results } = receiverWith(o.telemetry, {
+      store,
+      lease: '300ms',
+      timeout: '20s',
+      storeTimeout: '100ms',
+      handler: async ({ signal }) => {
+        if (++runs > 1) return;
+        // The first run waits until its heartbeat says the lease is lost (or the test ends it).
+        await Promise.race([gate, new Promise((resolve) => signal.addEventListener('abort', resolve))]);
+      },
+    });
+    const event = { id: 'evt_beat_lost', type: 'x' };
+    const first = receiver.fetch(delivery(event));
+    for (;;) {
+      await sleep(100);
+      const res = await receiver.fetch(delivery(event));
+      if (res.status === 200) break;
+    }
+    // Act: the partition ends; the first owner's next heartbeat reaches the store.
+    partitioned = false;
+    const deadline = Date.now() + 10_000;
+    while (refusedHeld.length === 0 && Date.now() < deadline) await sleep(50);
+    release();
+    await first;
+    // Assess: the fault happened (an extend found another owner), and it was counted.
+    assert.equal(refusedHeld.length >= 1, true, 'a heartbeat found the lease held by another owner');
+    assert.ok(results.length >= 2);
+    const m = await o.metrics();
+    assert.ok(count(m, 'onceonly.leases.lost', { 'onceonly.store.operation': 'extend' }) >= 1);
+  });
+
   it('handlers in flight: the gauge counts a running handler', async () => {
     const o = sdk();
     let release!: () => void;
