@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import type { Claim, Lease, Store } from '../lease/types.js';
+import { heartbeatCases } from './heartbeat-cases.js';
 
 /** What each conformance case receives. */
 export interface CaseContext {
@@ -654,6 +655,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
       assert.equal((await store.claim(key, { leaseMs: LONG })).status, 'completed');
     },
   },
+  ...heartbeatCases,
 ];
 
 /** A prefix unique to this process and run. */

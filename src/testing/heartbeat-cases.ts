@@ -1,0 +1,54 @@
+import { strict as assert } from 'node:assert';
+import type { Store } from '../lease/types.js';
+import { once } from '../once.js';
+import type { ConformanceCase } from './cases.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Cases of the engine on the store under test: what its heartbeat must keep true on this store's
+ * clock, with a competing claimant.
+ */
+export const heartbeatCases: readonly ConformanceCase[] = [
+  {
+    name: 'work that runs three lease lengths keeps its key: a competitor claiming all along never gets in',
+    async run(store: Store, ctx) {
+      // A lease of 1 s, renewed every third: the run lasts 3.2 leases, so a heartbeat that renewed
+      // late (only once the lease had run out, say) lets the competitor in.
+      const key = ctx.key();
+      const leaseMs = 1_000;
+      const runMs = 3_200;
+      let running = true;
+      const seen: string[] = [];
+      let claims = 0;
+      const competitor = (async () => {
+        await sleep(100);
+        while (running) {
+          const claim = await store.claim(key, { leaseMs, retentionMs: 60_000 });
+          claims++;
+          seen.push(claim.status);
+          if (claim.status === 'acquired') await store.release(claim.lease);
+          await sleep(40);
+        }
+      })();
+      const result = await once(
+        store,
+        key,
+        async () => {
+          await sleep(runMs);
+          running = false;
+        },
+        { lease: leaseMs, timeout: '20s', logger: false },
+      );
+      running = false;
+      await competitor;
+      assert.equal(result.outcome, 'processed');
+      assert.ok(claims >= 10, `the competitor claimed ${claims} times`);
+      assert.deepEqual(
+        [...new Set(seen)],
+        ['in-flight'],
+        `the competitor got in while the work ran: ${seen.join(' ')}`,
+      );
+    },
+  },
+];
