@@ -163,6 +163,45 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   {
+    name: 'take returns the oldest due entry first, not the first accepted: a retried entry waits behind one due before it',
+    async run(inbox, ctx) {
+      // Accepted a then b; both taken and retried: a due a whole shortMs after b. Acceptance order
+      // says a, due order says b.
+      const [a, b] = [ctx.key('a'), ctx.key('b')];
+      await inbox.accept(entry(ctx, a));
+      await inbox.accept(entry(ctx, b));
+      const jobs = await takeAll(inbox, ctx);
+      const job = (key: string) => jobs.find((j) => j.key === key)!;
+      assert.equal(await inbox.retry(job(a).lease, { delayMs: ctx.shortMs, error: 'later' }), true);
+      assert.equal(await inbox.retry(job(b).lease, { delayMs: 0, error: 'sooner' }), true);
+      await ctx.waitOut();
+      // Both due now: one take of one entry gets b.
+      const [first] = await inbox.take({ limit: 1, leaseMs: LONG, receiver: ctx.receiver });
+      assert.equal(first?.key, b, 'the entry due first is taken first');
+      assert.equal((await takeOne(inbox, ctx)).key, a);
+    },
+  },
+  {
+    name: 'stats stop counting a completed entry once its retention ran out (before any purge)',
+    async run(inbox, ctx) {
+      const [kept, gone] = [ctx.key('kept'), ctx.key('gone')];
+      await inbox.accept(entry(ctx, kept));
+      await inbox.accept(entry(ctx, gone));
+      for (const job of await takeAll(inbox, ctx)) {
+        await inbox.complete(job.lease, { retentionMs: job.key === kept ? LONG : ctx.shortMs });
+      }
+      assert.equal((await inbox.stats({ receiver: ctx.receiver })).completed, 2);
+      await ctx.waitOut();
+      const stats = await inbox.stats({ receiver: ctx.receiver });
+      assert.equal(stats.completed, 1, 'the one past its retention is not counted');
+      const listed = await inbox.list({ receiver: ctx.receiver, state: 'completed' });
+      assert.deepEqual(
+        listed.map((e) => e.key),
+        [kept],
+      );
+    },
+  },
+  {
     name: '10 concurrent takers over 40 due entries never take one entry twice',
     async run(inbox, ctx) {
       const keys = Array.from({ length: 40 }, (_, i) => ctx.key(String(i)));
