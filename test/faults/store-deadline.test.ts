@@ -21,6 +21,7 @@ import { hmac } from '../../src/providers/hmac.js';
 import { createReceiver } from '../../src/receiver/receiver.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
+import { wrapStore } from '../support/wrap-store.js';
 import { FAULT_SIZE } from './support/fleet.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -100,10 +101,16 @@ describe('store calls have a deadline (own redis-server, frozen with SIGSTOP)', 
       storeTimeout: '1s',
       logger: false,
     });
+    // Its confirms counted: the one that meets the freeze times out, and the retry goes to the
+    // background, never ahead of the answer.
+    let confirms = 0;
+    const counted = wrapStore(store, (method) => {
+      if (method === 'confirm') confirms++;
+    });
     const slow = createReceiver({
       name: 'acme-slow',
       provider: provider(),
-      store,
+      store: counted,
       handler: () => freezing, // ends once the server is frozen: its confirm meets the freeze
       storeTimeout: '1s',
       logger: false,
@@ -112,7 +119,7 @@ describe('store calls have a deadline (own redis-server, frozen with SIGSTOP)', 
     const finishing = (async () => {
       const started = Date.now();
       const res = await slow.fetch(delivery('evt_slow'));
-      return { res, tookAfterFreeze: Date.now() - started };
+      return { res, tookAfterFreeze: Date.now() - started, confirmsBeforeAnswer: confirms };
     })();
     await sleep(200);
 
@@ -128,7 +135,7 @@ describe('store calls have a deadline (own redis-server, frozen with SIGSTOP)', 
       return { res, took: Date.now() - started };
     };
     const [c1, o1] = await Promise.all([timed(closed, 'evt_closed'), timed(open, 'evt_open')]);
-    const { res: s1 } = await finishing;
+    const { res: s1, confirmsBeforeAnswer } = await finishing;
     const slowTook = Date.now() - freezeStarted;
     await paused;
 
@@ -142,6 +149,7 @@ describe('store calls have a deadline (own redis-server, frozen with SIGSTOP)', 
     assert.equal(s1.status, 200);
     assert.equal(s1.headers.get('onceonly-degraded'), 'confirm-failed');
     assert.ok(slowTook < 2_500, `the finished handler answered ${slowTook} ms into the freeze`);
+    assert.equal(confirmsBeforeAnswer, 1, 'one confirm try before the answer: retries go to the background');
     c.destroy();
   });
 });
