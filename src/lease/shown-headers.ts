@@ -9,6 +9,8 @@
  * of any sender is on it (a test checks every provider's).
  */
 const SHOWN = new Set([
+  // Which receiver accepted the entry (its provider's non-secret identity: see receiver/accepted-by.ts).
+  ':onceonly-accepted-by',
   // Content and client.
   'content-type',
   'content-length',

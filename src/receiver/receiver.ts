@@ -37,6 +37,7 @@ import type {
   Provider,
   Verified,
 } from '../providers/types.js';
+import { Clashes, stamped, unstamped } from './accepted-by.js';
 import {
   asWebHeaders,
   type BodySource,
@@ -399,7 +400,9 @@ export function logEntryFor(
         message:
           result.code === 'type_mismatch'
             ? `onceonly: conflict for ${at}: this signed body was already seen under another type, and now arrived as ${JSON.stringify(result.type ?? null)} (the type header is not signed): acknowledged, handler not run. A replay under another type, or the sender sending one body under two topics`
-            : `onceonly: conflict for ${at}: the key was already seen with another fingerprint: the same event id with another body (a forgery, a re-encoded replay or a corrupted retry), or, where the provider does not sign the type, a body already seen under another type`,
+            : result.code === 'receiver_clash'
+              ? `onceonly: conflict for ${at}: an inbox entry accepted by another app under the receiver name ${result.receiver ?? ''}, with secrets this one lacks: left for that app's workers, neither run nor buried here. Two apps share one store and one receiver name: give each its own name`
+              : `onceonly: conflict for ${at}: the key was already seen with another fingerprint: the same event id with another body (a forgery, a re-encoded replay or a corrupted retry), or, where the provider does not sign the type, a body already seen under another type`,
       };
     default:
       break;
@@ -575,6 +578,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
   }
 
   const unauthenticated = logThrottle(60_000);
+  const clashes = new Clashes();
 
   function pickHandler(type: string | undefined): Handler<unknown> | undefined {
     const byType =
@@ -586,7 +590,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     // The cases someone must hear about are never silent, whatever onOutcome does.
     if (logger) {
       const entry = logEntryFor(result);
-      if (entry && result.outcome === 'rejected') {
+      if (entry && (result.outcome === 'rejected' || result.code === 'receiver_clash')) {
         // Refused before any credential was checked (a key that could not be fetched): anyone can
         // cause these, so a flood costs one line and a count a minute, never a line a request.
         const code = result.code ?? 'rejected';
@@ -1091,7 +1095,10 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
             id: e.id,
             item,
             body: source.bytes,
-            headers: e.run ? withCarrier(headerPairs(source.headers), e.run) : headerPairs(source.headers),
+            headers: stamped(
+              e.run ? withCarrier(headerPairs(source.headers), e.run) : headerPairs(source.headers),
+              provider.identity,
+            ),
             url: source.url,
             receivedAt: source.receivedAt,
           },
@@ -1320,6 +1327,22 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         inbox: { state: 'dead', attempts: job.lease.attempt },
       });
     };
+    const leave = async (error: unknown, other: string) => {
+      clashes.seen(other);
+      const delayMs = policy!.backoff(1);
+      const left = await withDeadline('retry', timings.storeTimeoutMs, () =>
+        box.retry(job.lease, {
+          delayMs,
+          error: `left for the receiver that accepted it (identity ${other}), whose secrets this one lacks: ${causeOf(error)}`,
+        }),
+      ).catch(() => false);
+      return done('conflict', 409, {
+        attempt: job.lease.attempt,
+        code: 'receiver_clash',
+        error,
+        inbox: left ? { state: 'pending', nextAttemptAt: new Date(Date.now() + delayMs) } : undefined,
+      });
+    };
     // Changed or damaged in the store: it can never run. Kept, dead, reported, for an operator.
     if (job.unreadable !== undefined) return bury(new Error(job.unreadable), 'unreadable');
     // Its last run ended without a verdict (its process died, or it stalled past its lease), and
@@ -1333,7 +1356,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       );
     }
     let verified: Verified<unknown>;
-    const headers = toHeaderReader(job.headers);
+    const { identity: acceptedBy, headers: kept } = unstamped(job.headers);
+    const headers = toHeaderReader(kept);
     try {
       const pending = provider.verify({
         rawBody: job.body,
@@ -1343,6 +1367,18 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       });
       verified = isPromise(pending) ? await pending : pending;
     } catch (error) {
+      // Accepted by another app under this receiver name, with other secrets: not ours to run.
+      // Left, due again after a backoff, for that app's workers, and the clash reported; buried
+      // only once its attempts are spent with none of them run (the other app gone, or the
+      // secret rotated out), so it ends visible, never retried for ever.
+      if (acceptedBy !== undefined && acceptedBy !== provider.identity) {
+        if (job.lease.attempt < policy!.maxAttempts) return leave(error, acceptedBy);
+        clashes.seen(acceptedBy);
+        return bury(
+          error,
+          `accepted by another receiver (identity ${acceptedBy}) and no longer verifies here; its ${policy!.maxAttempts} attempts are spent`,
+        );
+      }
       // The secret it was signed with is gone (rotated out before the inbox drained), or the entry
       // was changed in the store: it can never run. Kept, dead, for an operator.
       return bury(error, 'no longer verifies');
@@ -1373,7 +1409,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
 
   /** A worker's run of one entry, inside its own telemetry run (linked to the accepting delivery). */
   async function runJobTraced(job: InboxJob, takenAt: number): Promise<DeliveryResult> {
-    const run = telemetry!.start({ ...runInfo!, kind: 'inbox', headers: job.headers });
+    const run = telemetry!.start({ ...runInfo!, kind: 'inbox', headers: unstamped(job.headers).headers });
     let result: DeliveryResult;
     try {
       result = await run.wrap(() => runJob(job, takenAt, run));
@@ -1441,8 +1477,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
       await Promise.all(jobs.map((job) => (runInfo ? runJobTraced(job, takenAt) : runJob(job, takenAt))));
       return jobs.length;
     },
-    health(healthOptions: HealthCheckOptions = {}): Promise<HealthReport> {
-      return checkHealth(store, {
+    async health(healthOptions: HealthCheckOptions = {}): Promise<HealthReport> {
+      const report = await checkHealth(store, {
         timeoutMs:
           healthOptions.timeout === undefined
             ? timings.storeTimeoutMs
@@ -1450,6 +1486,8 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
         maxClockSkewMs: parsePositiveDuration(healthOptions.maxClockSkew ?? '2s', 'health maxClockSkew'),
         inbox: inbox !== undefined,
       });
+      const clash = clashes.check(space);
+      return clash ? { ...report, ok: false, checks: [...report.checks, clash] } : report;
     },
     async fetch(request: Request): Promise<Response> {
       const started = Date.now();
