@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
+import { runClaimed } from '../lease/engine.js';
 import type { Store } from '../lease/types.js';
-import { once } from '../once.js';
 import type { ConformanceCase } from './cases.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -13,7 +13,7 @@ export const heartbeatCases: readonly ConformanceCase[] = [
   {
     name: 'work that runs three lease lengths keeps its key: a competitor claiming all along never gets in',
     async run(store: Store, ctx) {
-      // A lease of 1 s, renewed every third: the run lasts 3.2 leases, so a heartbeat that renewed
+      // A lease of 1 s, renewed every third by the engine's heartbeat: the run lasts 3.2 leases, so a heartbeat that renewed
       // late (only once the lease had run out, say) lets the competitor in.
       const key = ctx.key();
       const leaseMs = 1_000;
@@ -31,14 +31,15 @@ export const heartbeatCases: readonly ConformanceCase[] = [
           await sleep(40);
         }
       })();
-      const result = await once(
+      // The engine that once() and the receivers run on: claim, heartbeat, confirm.
+      const result = await runClaimed(
         store,
         key,
         async () => {
           await sleep(runMs);
           running = false;
         },
-        { lease: leaseMs, timeout: '20s', logger: false },
+        { leaseMs, timeoutMs: 20_000, storeTimeoutMs: 300, retentionMs: 60_000 },
       );
       running = false;
       await competitor;
