@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { InboxStore } from '../src/lease/inbox.js';
+import type { InboxStore } from '../src/core/inbox.js';
 import { mysqlInboxMigration, mysqlStore } from '../src/stores/mysql.js';
 import { postgresInboxMigration, postgresStore } from '../src/stores/postgres.js';
 import { sqliteInboxMigration, sqliteStore } from '../src/stores/sqlite.js';

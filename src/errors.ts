@@ -1,2 +1,2 @@
-/** The error classes, defined beside the engine (`lease/` imports nothing outside itself). */
-export * from './lease/errors.js';
+/** The error classes, defined beside the engine (`core/` imports nothing outside itself). */
+export * from './core/errors.js';

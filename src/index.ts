@@ -1,3 +1,44 @@
+export type { DegradedReason, WorkContext } from './core/engine.js';
+export {
+  checkHealth,
+  type HealthCheck,
+  type HealthOptions,
+  type HealthReport,
+  type StoreHealth,
+} from './core/health.js';
+export type {
+  InboxAccepted,
+  InboxAcceptInput,
+  InboxAcceptOptions,
+  InboxDelivery,
+  InboxEntryView,
+  InboxJob,
+  InboxListOptions,
+  InboxState,
+  InboxStats,
+  InboxStore,
+  InboxTakeOptions,
+} from './core/inbox.js';
+export {
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Duration,
+  type Lease,
+  parseDuration,
+  type RecordOptions,
+  type RecordView,
+  type Store,
+} from './core/index.js';
+export type {
+  Telemetry,
+  TelemetryPhase,
+  TelemetryPhaseHandle,
+  TelemetryResult,
+  TelemetryRun,
+  TelemetryRunInfo,
+  TelemetryRunKind,
+} from './core/telemetry.js';
 export {
   BodyAlreadyParsedError,
   BodyTimeoutError,
@@ -14,47 +55,6 @@ export {
   StoreUnavailableError,
   VerificationError,
 } from './errors.js';
-export type { DegradedReason, WorkContext } from './lease/engine.js';
-export {
-  checkHealth,
-  type HealthCheck,
-  type HealthOptions,
-  type HealthReport,
-  type StoreHealth,
-} from './lease/health.js';
-export type {
-  InboxAccepted,
-  InboxAcceptInput,
-  InboxAcceptOptions,
-  InboxDelivery,
-  InboxEntryView,
-  InboxJob,
-  InboxListOptions,
-  InboxState,
-  InboxStats,
-  InboxStore,
-  InboxTakeOptions,
-} from './lease/inbox.js';
-export {
-  type Claim,
-  type ClaimOptions,
-  createLease,
-  type Duration,
-  type Lease,
-  parseDuration,
-  type RecordOptions,
-  type RecordView,
-  type Store,
-} from './lease/index.js';
-export type {
-  Telemetry,
-  TelemetryPhase,
-  TelemetryPhaseHandle,
-  TelemetryResult,
-  TelemetryRun,
-  TelemetryRunInfo,
-  TelemetryRunKind,
-} from './lease/telemetry.js';
 export { type OnceOptions, type OnceResult, once } from './once.js';
 export { type HmacOptions, hmac } from './providers/hmac.js';
 export type {

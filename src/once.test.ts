@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import type { Telemetry } from './core/telemetry.js';
+import type { Store } from './core/types.js';
 import { ConfigError, HandlerTimeoutError, LeaseLostError } from './errors.js';
-import type { Telemetry } from './lease/telemetry.js';
-import type { Store } from './lease/types.js';
 import { once } from './once.js';
 import { memoryStore } from './stores/memory.js';
 

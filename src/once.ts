@@ -1,22 +1,22 @@
-import { ConfigError } from './errors.js';
-import { type Duration, parseDuration } from './lease/duration.js';
+import { type Duration, parseDuration } from './core/duration.js';
 import {
   type DegradedReason,
   type EngineResult,
   runClaimed,
   signalFrom,
   type WorkContext,
-} from './lease/engine.js';
-import { keyPart } from './lease/keys.js';
-import { causeOf, emit, type Logger, resolveLogger } from './lease/logger.js';
-import { resolveTelemetry, storeKind, type Telemetry } from './lease/telemetry.js';
-import { resolveTimings } from './lease/timings.js';
-import type { Store } from './lease/types.js';
+} from './core/engine.js';
+import { keyPart } from './core/keys.js';
+import { causeOf, emit, type Logger, resolveLogger } from './core/logger.js';
+import { resolveTelemetry, storeKind, type Telemetry } from './core/telemetry.js';
+import { resolveTimings } from './core/timings.js';
+import type { Store } from './core/types.js';
+import { ConfigError } from './errors.js';
 
-export type { WorkContext } from './lease/engine.js';
+export type { WorkContext } from './core/engine.js';
 
-export type { Logger } from './lease/logger.js';
-export { DEFAULT_STORE_TIMEOUT, DEFAULT_TIMEOUT, resolveTimings } from './lease/timings.js';
+export type { Logger } from './core/logger.js';
+export { DEFAULT_STORE_TIMEOUT, DEFAULT_TIMEOUT, resolveTimings } from './core/timings.js';
 /** How long a completed key is remembered when nothing else is known: 3 days. */
 export const DEFAULT_RETENTION = '3d';
 
@@ -112,7 +112,7 @@ export async function once<T>(
     retentionMs: retentionMs ?? parseDuration(DEFAULT_RETENTION),
     fingerprint: options.fingerprint,
   };
-  // Any string is a valid key: long or unprintable ones are hashed losslessly (see lease/keys.ts).
+  // Any string is a valid key: long or unprintable ones are hashed losslessly (see core/keys.ts).
   const result = telemetry
     ? await traced(telemetry, store, keyPart(key), visible(work), engine)
     : await runClaimed(store, keyPart(key), visible(work), engine);

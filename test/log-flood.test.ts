@@ -6,8 +6,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import { logThrottle } from '../src/core/logger.js';
 import { createReceiver, type DeliveryResult, type Logger, memoryStore } from '../src/index.js';
-import { logThrottle } from '../src/lease/logger.js';
 import { paypal } from '../src/providers/index.js';
 
 describe('log lines for unauthenticated failures', () => {

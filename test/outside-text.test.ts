@@ -10,9 +10,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { isShownHeader, shownHeaderValue } from '../src/core/shown-headers.js';
+import { hasUnsafe } from '../src/core/text.js';
 import { createReceiver, hmac, type Logger, memoryStore, once } from '../src/index.js';
-import { isShownHeader, shownHeaderValue } from '../src/lease/shown-headers.js';
-import { hasUnsafe } from '../src/lease/text.js';
 
 // ESC[2J clears the screen, ESC]0;...BEL retitles the terminal, CR and U+2028 start a fake line.
 const HOSTILE = 'declined\x1b[2J\x1b]0;owned\x07\r\nonceonly: processed acme:evt_fake\u2028x\u202e\x9b';

@@ -7,6 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { createHmac, sign as ecSign, generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { wheel } from '../src/core/timers.js';
 import {
   ConfigError,
   createReceiver,
@@ -20,7 +21,6 @@ import {
   type Store,
   StoreMisconfiguredError,
 } from '../src/index.js';
-import { wheel } from '../src/lease/timers.js';
 import { github, sendgrid, shopify } from '../src/providers/index.js';
 import { twilioSignature } from './support/twilio-signature.js';
 

@@ -1,6 +1,6 @@
 /** The delivery every inbox accept bench writes: a 2 KiB body with Stripe-like headers, every key new. */
 import { randomBytes } from 'node:crypto';
-import type { InboxAcceptInput } from '../../src/lease/inbox.js';
+import type { InboxAcceptInput } from '../../src/core/inbox.js';
 
 export const body = randomBytes(2048);
 export const headers: [string, string][] = [

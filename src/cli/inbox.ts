@@ -4,9 +4,9 @@
  * as the inbox's own functions (`store.inbox.stats()`, `list()`, `get()`, `requeue()`, `purge()`)
  * for apps that build their own admin page.
  */
-import type { InboxEntryView, InboxState, InboxStore } from '../lease/inbox.js';
-import { shownHeaderValue } from '../lease/shown-headers.js';
-import { inertJson, oneLine } from '../lease/text.js';
+import type { InboxEntryView, InboxState, InboxStore } from '../core/inbox.js';
+import { shownHeaderValue } from '../core/shown-headers.js';
+import { inertJson, oneLine } from '../core/text.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
 import { openStore } from './stores.js';

@@ -1,7 +1,7 @@
 /** `onceonly inspect`: one key's state, counts by state, the oldest leases (stuck work), and purge. */
 
-import { inertJson, oneLine } from '../lease/text.js';
-import type { RecordView, Store } from '../lease/types.js';
+import { inertJson, oneLine } from '../core/text.js';
+import type { RecordView, Store } from '../core/types.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
 import { openStore } from './stores.js';

@@ -1,6 +1,6 @@
 /** Opens a store from a URL for the CLI: memory, a SQLite file, redis://, postgres://, mysql://. */
 
-import type { RecordView, Store, StoreAdmin, StoreStats } from '../lease/types.js';
+import type { RecordView, Store, StoreAdmin, StoreStats } from '../core/types.js';
 import { UsageError } from './args.js';
 
 export interface OpenedStore {

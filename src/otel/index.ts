@@ -26,7 +26,7 @@ import {
   type TracerProvider,
   trace,
 } from '@opentelemetry/api';
-import type { InboxStats, InboxStore } from '../lease/inbox.js';
+import type { InboxStats, InboxStore } from '../core/inbox.js';
 import {
   type Telemetry,
   type TelemetryPhase,
@@ -35,10 +35,10 @@ import {
   type TelemetryRun,
   type TelemetryRunInfo,
   TRACE_HEADER,
-} from '../lease/telemetry.js';
+} from '../core/telemetry.js';
 
-export type { Telemetry } from '../lease/telemetry.js';
-export { TRACE_HEADER } from '../lease/telemetry.js';
+export type { Telemetry } from '../core/telemetry.js';
+export { TRACE_HEADER } from '../core/telemetry.js';
 
 export interface OtelOptions {
   /** Where the metrics go. @default the global MeterProvider (`metrics.getMeterProvider()`) */

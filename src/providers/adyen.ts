@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { type BodyHmacPart, bodyHmac } from './families/bodyHmac.js';
 import { decodeStrict, parseJsonObject, type SecretInput } from './shared.js';
 import type { AuthenticatingProvider, BatchItem, DeliveryInput, Verified } from './types.js';

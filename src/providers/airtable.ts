@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { bodyHmac } from './families/bodyHmac.js';
 import { decodeStrict, type SecretInput } from './shared.js';
 import type { AuthenticatingProvider } from './types.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { bodyHmac } from './families/bodyHmac.js';
 import { plainChallenge } from './families/challenge.js';
 import { header, requireHeader, retentionMs, type SecretInput } from './shared.js';

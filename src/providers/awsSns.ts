@@ -1,6 +1,6 @@
+import type { Duration } from '../core/duration.js';
+import { parsePositiveDuration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
-import { parsePositiveDuration } from '../lease/duration.js';
 import { type AsymmetricParts, asymmetric } from './families/asymmetric.js';
 import type { CertificateRules } from './families/certChain.js';
 import { bodyIncludes } from './families/define.js';

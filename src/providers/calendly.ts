@@ -1,4 +1,4 @@
-import type { Duration } from '../lease/duration.js';
+import type { Duration } from '../core/duration.js';
 import { timestampedHmac } from './families/timestampedHmac.js';
 import type { SecretInput } from './shared.js';
 import type { AuthenticatingProvider } from './types.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { asymmetric } from './families/asymmetric.js';
 import { parseJsonObject, stringField } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';

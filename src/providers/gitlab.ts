@@ -1,4 +1,4 @@
-import type { Duration } from '../lease/duration.js';
+import type { Duration } from '../core/duration.js';
 import { token } from './families/token.js';
 import type { SecretInput } from './shared.js';
 import type { AuthenticatingProvider } from './types.js';

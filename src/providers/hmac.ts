@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { bodyHmac, checkAlgorithm, type SignedContentInput } from './families/bodyHmac.js';
 import { checkName } from './families/define.js';
 import { timestampedHmac } from './families/timestampedHmac.js';

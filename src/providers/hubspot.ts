@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { timestampedHmac } from './families/timestampedHmac.js';
 import { parseJson, type SecretInput } from './shared.js';
 import type { AuthenticatingProvider, BatchItem, DeliveryInput, Verified } from './types.js';

@@ -1,4 +1,4 @@
-import type { Duration } from '../lease/duration.js';
+import type { Duration } from '../core/duration.js';
 import { bodyHmac } from './families/bodyHmac.js';
 import { fieldAt } from './families/define.js';
 import { header, parseJsonObject, type SecretInput } from './shared.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { timestampedHmac } from './families/timestampedHmac.js';
 import { asBuffer, isForm, parseForm, parseJsonObject, type SecretInput, stringField } from './shared.js';
 import type { AuthenticatingProvider } from './types.js';

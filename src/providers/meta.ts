@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { bodyHmac } from './families/bodyHmac.js';
 import { echo, plainChallenge, queryOf, tokenEquals } from './families/challenge.js';
 import type { SecretInput } from './shared.js';

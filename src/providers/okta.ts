@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { plainChallenge } from './families/challenge.js';
 import { token } from './families/token.js';
 import { header, parseJsonObject, type SecretInput, stringField } from './shared.js';

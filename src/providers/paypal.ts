@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { type AsymmetricParts, asymmetric } from './families/asymmetric.js';
 import type { CertificateRules } from './families/certChain.js';
 import type { FetchedKeyOptions } from './families/fetchedKeys.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { asymmetric } from './families/asymmetric.js';
 import { type FetchedKeyOptions, type KeyFetch, readBounded } from './families/fetchedKeys.js';
 import { namedIdentity, parseJsonObject, stringField } from './shared.js';

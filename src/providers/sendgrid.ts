@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { asymmetric } from './families/asymmetric.js';
 import { parseJson, stringField } from './shared.js';
 import type { AuthenticatingProvider, BatchItem, DeliveryInput, Verified } from './types.js';

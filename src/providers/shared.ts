@@ -3,8 +3,8 @@
  * several candidate signatures, timestamp tolerance in both directions, and strict JSON bodies.
  */
 import { createHash, createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { type Duration, parseDuration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
-import { type Duration, parseDuration } from '../lease/duration.js';
 import type { HeaderReader } from './types.js';
 
 /** One secret, or several during a rotation (any one may match). */

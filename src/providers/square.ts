@@ -1,4 +1,4 @@
-import type { Duration } from '../lease/duration.js';
+import type { Duration } from '../core/duration.js';
 import { bodyHmac } from './families/bodyHmac.js';
 import type { SecretInput } from './shared.js';
 import type { AuthenticatingProvider } from './types.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { token } from './families/token.js';
 import { parseJsonObject, type SecretInput } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';

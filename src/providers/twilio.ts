@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { urlFormHmac } from './families/urlFormHmac.js';
 import { type HmacAlgorithm, header, type SecretInput } from './shared.js';
 import type { AuthenticatingProvider, HeaderReader } from './types.js';

@@ -1,5 +1,5 @@
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { echo, plainChallenge } from './families/challenge.js';
 import { timestampedHmac } from './families/timestampedHmac.js';
 import { header, parseJsonObject, requireHeader, type SecretInput, stringField } from './shared.js';

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
+import type { Duration } from '../core/duration.js';
 import { VerificationError } from '../errors.js';
-import type { Duration } from '../lease/duration.js';
 import { hmacMatches, signatureReader } from './families/bodyHmac.js';
 import { bodyIncludes, fieldAt } from './families/define.js';
 import { timestampedHmac } from './families/timestampedHmac.js';

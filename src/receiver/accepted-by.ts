@@ -7,7 +7,7 @@
  * entry in every store without a schema change. A worker that cannot verify an entry stamped by
  * another identity leaves it for its own receiver instead of burying it, and reports the clash.
  */
-import type { HealthCheck } from '../lease/health.js';
+import type { HealthCheck } from '../core/health.js';
 
 export const ACCEPTED_BY = ':onceonly-accepted-by';
 

@@ -1,5 +1,5 @@
+import { type Later, later, type Tick, wheel } from '../core/timers.js';
 import { BodyTimeoutError, BodyTooLargeError, OnceonlyError, VerificationError } from '../errors.js';
-import { type Later, later, type Tick, wheel } from '../lease/timers.js';
 import type { HeaderReader } from '../providers/types.js';
 
 /** Raw bodies accepted by `receive()`. A string is taken as UTF-8; prefer bytes. */

@@ -1,26 +1,8 @@
 import { OnceonlyError } from '../errors.js';
 import { joined } from './body.js';
-import type { DeliveryResult } from './receiver.js';
+import type { DeliveryResult, Outcome } from './result.js';
 
-/** Every outcome of a delivery. */
-export type Outcome =
-  | 'processed'
-  | 'duplicate'
-  | 'in-flight'
-  | 'failed'
-  | 'lease-lost'
-  | 'conflict'
-  | 'store-unavailable'
-  | 'unkeyed'
-  | 'rejected'
-  | 'too-large'
-  | 'ignored'
-  /** Inbox mode: written durably; a worker runs it (202 by default). */
-  | 'accepted'
-  /** Inbox mode: an entry that failed `maxAttempts` times or for longer than `maxAge`; kept. */
-  | 'dead'
-  /** A sender's verification handshake, answered before verification; store and handler untouched. */
-  | 'handshake';
+export type { Outcome } from './result.js';
 
 /** Header carrying the outcome of every delivery. */
 export const OUTCOME_HEADER = 'Onceonly-Outcome';

@@ -5,14 +5,15 @@
  * long. Hybrid mode runs the handler inline first within a short budget and hands the entry over
  * past it, still running under its lease.
  */
+
+import { type Duration, parsePositiveDuration } from '../core/duration.js';
+import { type EngineResult, type LeaseOps, runLeased, type WorkContext } from '../core/engine.js';
+import type { InboxJob, InboxStore } from '../core/inbox.js';
+import { causeOf } from '../core/logger.js';
+import type { TelemetryRun } from '../core/telemetry.js';
+import { later, leaseNow, sleep, withDeadline } from '../core/timers.js';
+import type { Lease } from '../core/types.js';
 import { ConfigError } from '../errors.js';
-import { type Duration, parsePositiveDuration } from '../lease/duration.js';
-import { type EngineResult, type LeaseOps, runLeased, type WorkContext } from '../lease/engine.js';
-import type { InboxJob, InboxStore } from '../lease/inbox.js';
-import { causeOf } from '../lease/logger.js';
-import type { TelemetryRun } from '../lease/telemetry.js';
-import { later, leaseNow, sleep, withDeadline } from '../lease/timers.js';
-import type { Lease } from '../lease/types.js';
 
 /**
  * Inbox mode's policies. `inbox: true` takes every default.

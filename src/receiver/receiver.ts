@@ -1,3 +1,22 @@
+import { newToken, sha256Hex } from '../core/crypto.js';
+import { type Duration, parsePositiveDuration } from '../core/duration.js';
+import { type DegradedReason, runClaimed, signalFrom, type WorkContext } from '../core/engine.js';
+import { checkHealth, type HealthReport } from '../core/health.js';
+import type { InboxJob, InboxState } from '../core/inbox.js';
+import { checkSpace, digestKey, idKey } from '../core/keys.js';
+import { causeOf, emit, type Logger, logThrottle, resolveLogger } from '../core/logger.js';
+import {
+  resolveTelemetry,
+  storeKind,
+  type Telemetry,
+  type TelemetryRun,
+  type TelemetryRunInfo,
+  TRACE_HEADER,
+  timedPhase,
+} from '../core/telemetry.js';
+import { later, leaseNow, timeoutSignal, withDeadline } from '../core/timers.js';
+import { resolveTimings } from '../core/timings.js';
+import { backendOf, type Lease, type Store } from '../core/types.js';
 import {
   BodyAlreadyParsedError,
   BodyTimeoutError,
@@ -9,25 +28,6 @@ import {
   StoreUnavailableError,
   VerificationError,
 } from '../errors.js';
-import { newToken, sha256Hex } from '../lease/crypto.js';
-import { type Duration, parsePositiveDuration } from '../lease/duration.js';
-import { type DegradedReason, runClaimed, signalFrom, type WorkContext } from '../lease/engine.js';
-import { checkHealth, type HealthReport } from '../lease/health.js';
-import type { InboxJob, InboxState } from '../lease/inbox.js';
-import { checkSpace, digestKey, idKey } from '../lease/keys.js';
-import { causeOf, emit, type Logger, logThrottle, resolveLogger } from '../lease/logger.js';
-import {
-  resolveTelemetry,
-  storeKind,
-  type Telemetry,
-  type TelemetryRun,
-  type TelemetryRunInfo,
-  TRACE_HEADER,
-  timedPhase,
-} from '../lease/telemetry.js';
-import { later, leaseNow, timeoutSignal, withDeadline } from '../lease/timers.js';
-import { resolveTimings } from '../lease/timings.js';
-import { backendOf, type Lease, type Store } from '../lease/types.js';
 import type {
   BatchItem,
   EventMapOf,
@@ -61,8 +61,11 @@ import {
   type WorkerOptions,
 } from './inbox.js';
 
-export type { Logger } from '../lease/logger.js';
-export type { Outcome } from './http.js';
+export type { Logger } from '../core/logger.js';
+
+import type { DeliveryResult } from './result.js';
+
+export type { DeliveryResult, Outcome } from './result.js';
 
 /** What a handler receives for one verified delivery. */
 export interface HandlerContext<E> {
@@ -86,51 +89,6 @@ export interface HandlerContext<E> {
 
 /** A handler may return its own `Response` (used for `processed`); any other value is ignored. */
 export type Handler<E> = (ctx: HandlerContext<E>) => unknown;
-
-/** The result of one delivery, passed to `onOutcome` and returned by `receive()`. */
-export interface DeliveryResult {
-  readonly outcome: Outcome;
-  /** The HTTP status the provider gets. */
-  readonly status: number;
-  /** Why the outcome is degraded (onceonly could not keep its full promise), if it is. */
-  readonly degraded: DegradedReason | undefined;
-  /** Stable code for rejected, too-large, store-unavailable and failed outcomes. */
-  readonly code: string | undefined;
-  readonly provider: string;
-  /** The receiver's `name`: its key space (the provider's name unless set). */
-  readonly receiver?: string | undefined;
-  readonly key: string | undefined;
-  readonly id: string | undefined;
-  readonly type: string | undefined;
-  readonly attempt: number | undefined;
-  /** The error behind a rejected, failed or store-unavailable outcome (for your logs, never sent). */
-  readonly error: unknown;
-  /** The store error behind a degraded outcome (confirm, release or extend failed), when there is one. */
-  readonly cause?: unknown;
-  /** The handler's own response, when it returned one. */
-  readonly response: Response | undefined;
-  /** Seconds the provider is asked to wait before retrying (in-flight, store-unavailable). */
-  readonly retryAfter: number | undefined;
-  /** Wall time spent on the delivery, in ms. */
-  readonly durationMs: number;
-  /**
-   * For a delivery carrying several events (SendGrid), each event's own result, in order (each was
-   * also passed to `onOutcome`); the fields above then describe the batch as a whole.
-   */
-  readonly batch?: readonly DeliveryResult[] | undefined;
-  /**
-   * Inbox mode: where the entry stands after this delivery or run (`pending` with the time of its
-   * next attempt after a failure, `processing` while a hybrid run goes on past the inline budget,
-   * `completed`, `dead`), and the runs so far.
-   */
-  readonly inbox?:
-    | {
-        readonly state: InboxState;
-        readonly attempts?: number | undefined;
-        readonly nextAttemptAt?: Date | undefined;
-      }
-    | undefined;
-}
 
 export interface ReceiverOptions<P extends Provider<any, any>> {
   /** Verifies deliveries and says what to key them on. @example stripe({ secret: process.env.STRIPE_WEBHOOK_SECRET! }) */

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import type { Store } from '../core/types.js';
 import { StoreFullError } from '../errors.js';
-import type { Store } from '../lease/types.js';
 import { conformanceCases, runCase, runConformance } from '../testing/index.js';
 import { memoryStore } from './memory.js';
 

@@ -1,8 +1,7 @@
-import { ConfigError, StoreFullError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
-import type { InboxStore } from '../lease/inbox.js';
-import { markKind } from '../lease/telemetry.js';
-import { markSettlesInline } from '../lease/timers.js';
+import { newToken } from '../core/crypto.js';
+import type { InboxStore } from '../core/inbox.js';
+import { markKind } from '../core/telemetry.js';
+import { markSettlesInline } from '../core/timers.js';
 import {
   assertVersion,
   type Claim,
@@ -15,7 +14,8 @@ import {
   type StoreAdmin,
   type StoreStats,
   sameFingerprint,
-} from '../lease/types.js';
+} from '../core/types.js';
+import { ConfigError, StoreFullError } from '../errors.js';
 import { memoryInbox } from './memory/inbox.js';
 
 export interface MemoryStoreOptions {

@@ -4,7 +4,7 @@ import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { reachable, servers } from '../../test/support/servers.js';
 import { SCHEMA_TABLES, sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
-import type { InboxAccepted, InboxAcceptInput } from '../lease/inbox.js';
+import type { InboxAccepted, InboxAcceptInput } from '../core/inbox.js';
 import { runInboxConformance } from '../testing/index.js';
 import { type MysqlQueryable, mysqlInboxMigration, mysqlStore } from './mysql.js';
 

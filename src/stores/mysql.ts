@@ -9,11 +9,10 @@
  * through `LAST_INSERT_ID(expr)`, which the server sends back as `insertId` of that very statement.
  */
 import { createHash } from 'node:crypto';
-import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
-import type { HealthScope, StoreHealth } from '../lease/health.js';
-import type { InboxStore } from '../lease/inbox.js';
-import { storeKey } from '../lease/keys.js';
+import { newToken } from '../core/crypto.js';
+import type { HealthScope, StoreHealth } from '../core/health.js';
+import type { InboxStore } from '../core/inbox.js';
+import { storeKey } from '../core/keys.js';
 import {
   assertVersion,
   type Claim,
@@ -27,7 +26,8 @@ import {
   type StoreAdmin,
   type StoreStats,
   sameFingerprint,
-} from '../lease/types.js';
+} from '../core/types.js';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
 import {
   type DrizzleSqlTag,
   drizzleStatement,
@@ -424,7 +424,7 @@ export function mysqlInboxMigration(table: string = DEFAULT_TABLE): string {
 }
 
 /** Keys are indexed by their SHA-256 (32 bytes), so any length and any Unicode fits the primary key. */
-/** The row id of a key (or entity): SHA-256 of the key as stores hold it (lease/keys.ts). */
+/** The row id of a key (or entity): SHA-256 of the key as stores hold it (core/keys.ts). */
 function idOf(text: string): Buffer {
   return createHash('sha256').update(storeKey(text), 'utf8').digest();
 }

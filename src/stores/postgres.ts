@@ -6,11 +6,10 @@
  * Every state change is one SQL statement, and all time is the server's `clock_timestamp()`.
  */
 import { createHash } from 'node:crypto';
-import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
-import type { HealthScope, StoreHealth } from '../lease/health.js';
-import type { InboxStore } from '../lease/inbox.js';
-import { storeKey } from '../lease/keys.js';
+import { newToken } from '../core/crypto.js';
+import type { HealthScope, StoreHealth } from '../core/health.js';
+import type { InboxStore } from '../core/inbox.js';
+import { storeKey } from '../core/keys.js';
 import {
   assertVersion,
   type Claim,
@@ -24,7 +23,8 @@ import {
   type StoreAdmin,
   type StoreStats,
   sameFingerprint,
-} from '../lease/types.js';
+} from '../core/types.js';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
 import {
   type DrizzleSqlTag,
   drizzleStatement,

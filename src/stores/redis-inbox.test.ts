@@ -5,8 +5,8 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { reachable, servers } from '../../test/support/servers.js';
-import type { InboxAcceptInput } from '../lease/inbox.js';
-import { storeKey } from '../lease/keys.js';
+import type { InboxAcceptInput } from '../core/inbox.js';
+import { storeKey } from '../core/keys.js';
 import { runInboxConformance } from '../testing/index.js';
 import { redisStore } from './redis.js';
 

@@ -8,8 +8,8 @@ import { redisBinaries, startRedisServer, type TestServer } from '../../test/sup
 import { recording } from '../../test/support/redis-recording.js';
 import { reachable, servers } from '../../test/support/servers.js';
 import { shiftedClocks } from '../../test/support/suspend.js';
+import type { Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import type { Lease } from '../lease/types.js';
 import { runConformance } from '../testing/index.js';
 import { CONFIRM, EXTEND } from './redis/scripts.js';
 import { type IoRedisLike, type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';

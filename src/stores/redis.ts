@@ -4,12 +4,11 @@
  * imported at run time.
  */
 import { createHash } from 'node:crypto';
-import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
-import { type Duration, parsePositiveDuration } from '../lease/duration.js';
-import type { HealthCheck, StoreHealth } from '../lease/health.js';
-import { storeKey } from '../lease/keys.js';
-import { confirmMarginMs, leaseNow } from '../lease/timers.js';
+import { newToken } from '../core/crypto.js';
+import { type Duration, parsePositiveDuration } from '../core/duration.js';
+import type { HealthCheck, StoreHealth } from '../core/health.js';
+import { storeKey } from '../core/keys.js';
+import { confirmMarginMs, leaseNow } from '../core/timers.js';
 import {
   assertVersion,
   type Claim,
@@ -20,7 +19,8 @@ import {
   type RecordOptions,
   type RecordView,
   type Store,
-} from '../lease/types.js';
+} from '../core/types.js';
+import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
 import { type InboxWire, redisInbox } from './redis/inbox.js';
 import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './redis/scripts.js';
 
@@ -493,7 +493,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (options.checkOfflineQueue !== false) checkOfflineQueue(client, warn);
   let policyChecked = options.checkEvictionPolicy === false;
 
-  // Any string is a key: long or unprintable ones are hashed losslessly (lease/keys.ts), so two
+  // Any string is a key: long or unprintable ones are hashed losslessly (core/keys.ts), so two
   // ids UTF-8 would merge (lone surrogates) stay two keys, as on every store.
   const claimKey = (key: string) => `${prefix}k:${storeKey(key)}`;
   const versionKey = (entity: string) => `${prefix}v:${storeKey(entity)}`;

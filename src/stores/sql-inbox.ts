@@ -23,8 +23,8 @@
  * - purge: bounded `DELETE`s of completed rows past their retention, until a batch comes back short;
  *   `take` also runs one batch at most once a minute per inbox object (lazy retention).
  */
-import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
+
+import { newToken } from '../core/crypto.js';
 import type {
   InboxAccepted,
   InboxAcceptInput,
@@ -37,10 +37,11 @@ import type {
   InboxStats,
   InboxStore,
   InboxTakeOptions,
-} from '../lease/inbox.js';
-import { inboxErrorLine, isStoredDelivery, unreadableJob, wellFormed } from '../lease/inbox.js';
-import { storeKey } from '../lease/keys.js';
-import { createLease, type Lease } from '../lease/types.js';
+} from '../core/inbox.js';
+import { inboxErrorLine, isStoredDelivery, unreadableJob, wellFormed } from '../core/inbox.js';
+import { storeKey } from '../core/keys.js';
+import { createLease, type Lease } from '../core/types.js';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { type SqlErrorDialect, sqlStoreError, type TableNames } from './sql.js';
 
 type Row = Record<string, unknown>;

@@ -3,13 +3,13 @@
  * driver's error is read (a misconfiguration, the connection, or an error that may pass).
  */
 
+import type { StoreHealth } from '../core/health.js';
 import {
   ConfigError,
   type MisconfigurationCode,
   StoreMisconfiguredError,
   StoreUnavailableError,
 } from '../errors.js';
-import type { StoreHealth } from '../lease/health.js';
 
 export interface PurgeOptions {
   /**

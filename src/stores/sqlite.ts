@@ -14,11 +14,10 @@
  * the event loop for up to the busy timeout.
  */
 
-import { ConfigError } from '../errors.js';
-import { newToken } from '../lease/crypto.js';
-import type { HealthScope, StoreHealth } from '../lease/health.js';
-import type { InboxStore } from '../lease/inbox.js';
-import { storeKey } from '../lease/keys.js';
+import { newToken } from '../core/crypto.js';
+import type { HealthScope, StoreHealth } from '../core/health.js';
+import type { InboxStore } from '../core/inbox.js';
+import { storeKey } from '../core/keys.js';
 import {
   assertVersion,
   type Claim,
@@ -32,7 +31,8 @@ import {
   type StoreAdmin,
   type StoreStats,
   sameFingerprint,
-} from '../lease/types.js';
+} from '../core/types.js';
+import { ConfigError } from '../errors.js';
 import {
   type DrizzleSqlTag,
   drizzleStatement,

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import type { Claim, Lease, Store } from '../lease/types.js';
+import type { Claim, Lease, Store } from '../core/types.js';
 import { heartbeatCases } from './heartbeat-cases.js';
 
 /** What each conformance case receives. */

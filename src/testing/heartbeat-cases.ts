@@ -1,15 +1,20 @@
 import { strict as assert } from 'node:assert';
-import { runClaimed } from '../lease/engine.js';
-import type { Store } from '../lease/types.js';
-import type { ConformanceCase } from './cases.js';
+import { runClaimed } from '../core/engine.js';
+import type { Store } from '../core/types.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A conformance case (see cases.ts, which lists these with the rest) that needs only unique keys. */
+interface HeartbeatCase {
+  name: string;
+  run(store: Store, ctx: { key(suffix?: string): string }): Promise<void>;
+}
 
 /**
  * Cases of the engine on the store under test: what its heartbeat must keep true on this store's
  * clock, with a competing claimant.
  */
-export const heartbeatCases: readonly ConformanceCase[] = [
+export const heartbeatCases: readonly HeartbeatCase[] = [
   {
     name: 'work that runs three lease lengths keeps its key: a competitor claiming all along never gets in',
     async run(store: Store, ctx) {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import type { InboxAcceptInput, InboxJob, InboxStore } from '../lease/inbox.js';
-import type { Lease } from '../lease/types.js';
+import type { InboxAcceptInput, InboxJob, InboxStore } from '../core/inbox.js';
+import type { Lease } from '../core/types.js';
 
 /** What each inbox conformance case receives. */
 export interface InboxCaseContext {

@@ -10,8 +10,8 @@
  * Vitest with `globals: true`), or any runner passed as `runner: { describe, it }` (Vitest without
  * globals: `import { describe, it } from 'vitest'`).
  */
-import type { InboxStore } from '../lease/inbox.js';
-import type { Store } from '../lease/types.js';
+import type { InboxStore } from '../core/inbox.js';
+import type { Store } from '../core/types.js';
 import { type CaseContext, type ConformanceCase, conformanceCases, runPrefix } from './cases.js';
 import { type InboxCaseContext, type InboxConformanceCase, inboxConformanceCases } from './inbox-cases.js';
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { webhook } from '../../src/adapters/node.js';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import { stripe } from '../../src/providers/stripe.js';
 import { createReceiver, type DeliveryResult } from '../../src/receiver/receiver.js';
 

@@ -22,7 +22,7 @@ import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { mysqlStore } from '../../src/stores/mysql.js';

@@ -16,7 +16,7 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { createClient } from 'redis';
-import type { Claim, Lease } from '../../src/lease/types.js';
+import type { Claim, Lease } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { reachable, servers } from '../support/servers.js';

@@ -10,7 +10,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import * as p from '../../src/providers/index.js';
 import type { Provider } from '../../src/providers/types.js';
 import { toResponse } from '../../src/receiver/http.js';

@@ -5,7 +5,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
 import { memoryStore } from '../../src/stores/memory.js';
 

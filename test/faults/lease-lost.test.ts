@@ -9,7 +9,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import { stripe } from '../../src/providers/stripe.js';
 import { createReceiver, type DeliveryResult } from '../../src/receiver/receiver.js';
 import { postgresStore } from '../../src/stores/postgres.js';

@@ -13,7 +13,7 @@ import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { InboxStore } from '../../src/lease/inbox.js';
+import type { InboxStore } from '../../src/core/inbox.js';
 
 /** What an inbox store's spec module exports. */
 export interface InboxRaceSpecModule {

@@ -8,7 +8,7 @@ import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
 
 /** Events per race: RACE_EVENTS (default 2,000; CI runs 800, `.ci/run`). */

@@ -7,9 +7,9 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { ConfigError, StoreMisconfiguredError } from '../../src/lease/errors.js';
-import type { InboxStore } from '../../src/lease/inbox.js';
-import { storeKey } from '../../src/lease/keys.js';
+import { ConfigError, StoreMisconfiguredError } from '../../src/core/errors.js';
+import type { InboxStore } from '../../src/core/inbox.js';
+import { storeKey } from '../../src/core/keys.js';
 
 /** The names this suite passes to `spec.table()`: a store's test drops each of them afterwards. */
 export const SCHEMA_TABLES = ['missing', 'migrated', 'damaged', 'hashed', 'names'] as const;

@@ -4,7 +4,7 @@
  * floor for rows whose retention is shorter.
  */
 import { strict as assert } from 'node:assert';
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 import type { PurgeOptions } from '../../src/stores/sql.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

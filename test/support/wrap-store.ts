@@ -1,4 +1,4 @@
-import type { Store } from '../../src/lease/types.js';
+import type { Store } from '../../src/core/types.js';
 
 const METHODS = ['claim', 'confirm', 'release', 'extend', 'record', 'advance', 'inspect', 'close'] as const;
 

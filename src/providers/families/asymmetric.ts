@@ -10,8 +10,8 @@
  * the signed timestamp wherever the scheme has one.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   asBuffer,
   checkTolerance,

@@ -8,8 +8,8 @@
  * unless the id is inside it, and the retention is also the window in which a replay is caught.
  */
 import { type KeyObject, timingSafeEqual } from 'node:crypto';
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   asBuffer,
   DEFAULT_TOLERANCE_MS,

@@ -7,8 +7,8 @@
  * whole declaration into a factory `(options) => provider`.
  */
 import type { KeyObject } from 'node:crypto';
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   asBuffer,
   digestWithout,

@@ -18,8 +18,8 @@
  * the sets fetched for unverified requests.
  */
 import { createPublicKey, type JsonWebKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { type Duration, parseDuration, parsePositiveDuration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import { type Duration, parseDuration, parsePositiveDuration } from '../../lease/duration.js';
 import { type CertificateRules, parseRoots, verifiedCertificateKey } from './certChain.js';
 import { readBounded, readBoundedBytes, withinDeadline } from './exchange.js';
 import { type AllowedHost, checkAllowedHosts, checkSenderUrl, untrusted } from './senderUrl.js';

@@ -11,7 +11,7 @@
  * computes it as before.
  */
 import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import { oneShotHash as oneShot } from '../../lease/crypto.js';
+import { oneShotHash as oneShot } from '../../core/crypto.js';
 import type { HmacAlgorithm } from '../shared.js';
 
 /** Block and digest sizes in bytes. */

@@ -8,8 +8,9 @@
  * A sender built on it is a declaration: its name (the key space), its retry window, the header
  * prefixes it sends, where its type lives.
  */
+
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   checkTolerance,
   decodeSignature,

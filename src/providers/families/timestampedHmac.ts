@@ -6,8 +6,9 @@
  * read all three itself (Mailgun, whose signature travels in the body). Several signatures per
  * header and several secrets while rotating; any one may match.
  */
+
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   asBuffer,
   checkTolerance,

@@ -9,8 +9,8 @@
  * as the channel the token travels on (TLS to your endpoint, nothing logging headers).
  */
 import { timingSafeEqual } from 'node:crypto';
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import { decodeStrict, header, type SecretInput } from '../shared.js';
 import type { AuthenticatingProvider, DeliveryInput } from '../types.js';
 import { assemble, type BaseDeclaration, describer, readSecrets, type SecretSpec } from './define.js';

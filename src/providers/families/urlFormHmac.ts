@@ -9,8 +9,8 @@
  * on a digest of the canonical signed string (`signedDigest`), on which every re-encoding lands.
  */
 import { parse, stringify } from 'node:querystring';
+import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
-import type { Duration } from '../../lease/duration.js';
 import {
   anyMatch,
   asBuffer,

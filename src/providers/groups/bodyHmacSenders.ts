@@ -4,7 +4,7 @@
  * file keeps its event type and its documentation and hands its options to its row here, so the
  * mechanism (`bodyHmac`) and the options type are written once.
  */
-import type { Duration } from '../../lease/duration.js';
+import type { Duration } from '../../core/duration.js';
 import { type BodyHmacDeclaration, bodyHmac } from '../families/bodyHmac.js';
 import type { SecretInput } from '../shared.js';
 import type { AuthenticatingProvider } from '../types.js';

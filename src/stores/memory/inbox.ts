@@ -3,8 +3,8 @@
  * only, so it survives no restart: use a shared store's inbox where an accepted delivery must
  * outlive the process.
  */
-import { newToken } from '../../lease/crypto.js';
-import { StoreFullError } from '../../lease/errors.js';
+import { newToken } from '../../core/crypto.js';
+import { StoreFullError } from '../../core/errors.js';
 import type {
   InboxAccepted,
   InboxAcceptInput,
@@ -17,9 +17,9 @@ import type {
   InboxStats,
   InboxStore,
   InboxTakeOptions,
-} from '../../lease/inbox.js';
-import { inboxErrorLine } from '../../lease/inbox.js';
-import { createLease, type Lease } from '../../lease/types.js';
+} from '../../core/inbox.js';
+import { inboxErrorLine } from '../../core/inbox.js';
+import { createLease, type Lease } from '../../core/types.js';
 
 interface Entry {
   key: string;

@@ -24,7 +24,7 @@
  * learns any other space from the same reply. Time is the server's (`TIME` in every script).
  */
 import { createHash } from 'node:crypto';
-import { ConfigError } from '../../lease/errors.js';
+import { ConfigError } from '../../core/errors.js';
 import type {
   InboxAccepted,
   InboxAcceptInput,
@@ -37,10 +37,10 @@ import type {
   InboxStats,
   InboxStore,
   InboxTakeOptions,
-} from '../../lease/inbox.js';
-import { inboxErrorLine, isStoredDelivery, unreadableJob } from '../../lease/inbox.js';
-import { keyPart, storeKey } from '../../lease/keys.js';
-import { createLease, type Lease } from '../../lease/types.js';
+} from '../../core/inbox.js';
+import { inboxErrorLine, isStoredDelivery, unreadableJob } from '../../core/inbox.js';
+import { keyPart, storeKey } from '../../core/keys.js';
+import { createLease, type Lease } from '../../core/types.js';
 import {
   INBOX_ACCEPT,
   INBOX_BURY,

@@ -8,8 +8,8 @@
 
 import { createServer } from 'node:http';
 import { listenWhenAssigned } from '../../../src/cli/wait.js';
-import type { InboxStore } from '../../../src/lease/inbox.js';
-import type { Lease, Store } from '../../../src/lease/types.js';
+import type { InboxStore } from '../../../src/core/inbox.js';
+import type { Lease, Store } from '../../../src/core/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
 import { toResponse } from '../../../src/receiver/http.js';
 import { createReceiver } from '../../../src/receiver/receiver.js';

@@ -22,24 +22,10 @@
  */
 
 import type { InboxStore } from './inbox.js';
+import type { Lease } from './lease.js';
 import { markKind } from './telemetry.js';
 
-/**
- * A claim held by one owner. Key, token, attempt and fingerprint are fixed at claim: nothing the
- * handler does changes what is confirmed or released. Lease handles are frozen.
- */
-export interface Lease {
-  /** The deduplication key this lease holds. */
-  readonly key: string;
-  /** Random 128-bit owner id; every later write must present it. */
-  readonly token: string;
-  /** 1 for the first claim of a key, +1 on every later claim (after a release or a takeover): a fencing number. */
-  readonly attempt: number;
-  /** SHA-256 of the delivery's body (or whatever the caller fingerprinted), if any. */
-  readonly fingerprint: string | undefined;
-  /** When the lease runs out unless extended, on the store's clock. */
-  readonly expiresAt: Date;
-}
+export { createLease, type Lease } from './lease.js';
 
 /** What `claim` found. */
 export type Claim =
@@ -139,23 +125,6 @@ export interface Store {
   inspect(key: string): Promise<RecordView | undefined>;
   /** Releases what the store itself opened (never the client the user passed in). */
   close(): Promise<void>;
-}
-
-/** Builds the frozen lease handle every store returns from `claim`. */
-export function createLease(fields: {
-  key: string;
-  token: string;
-  attempt: number;
-  fingerprint: string | undefined;
-  expiresAt: Date;
-}): Lease {
-  return Object.freeze({
-    key: fields.key,
-    token: fields.token,
-    attempt: fields.attempt,
-    fingerprint: fields.fingerprint,
-    expiresAt: fields.expiresAt,
-  });
 }
 
 /** Fingerprints match when they are equal or when either side has none. */

@@ -22,7 +22,7 @@
  * All time is the store's clock, as for claims. A store is a correct inbox when it passes
  * `onceonly/testing`'s inbox conformance suite.
  */
-import type { Lease } from './types.js';
+import type { Lease } from './lease.js';
 
 /** What a receiver keeps of a verified delivery so a worker can run it later. */
 export interface InboxDelivery {
