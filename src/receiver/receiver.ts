@@ -2,7 +2,7 @@ import { newToken, sha256Hex } from '../core/crypto.js';
 import { type Duration, parsePositiveDuration } from '../core/duration.js';
 import { type DegradedReason, runClaimed, signalFrom, type WorkContext } from '../core/engine.js';
 import { checkHealth, type HealthReport } from '../core/health.js';
-import type { InboxJob, } from '../core/inbox.js';
+import type { InboxJob } from '../core/inbox.js';
 import { checkSpace, digestKey, idKey } from '../core/keys.js';
 import { causeOf, emit, type Logger, logThrottle, resolveLogger } from '../core/logger.js';
 import {
