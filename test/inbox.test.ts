@@ -549,6 +549,28 @@ describe('inbox mode: workers, batches, configuration', () => {
     assert.deepEqual(seen.sort(), ['delivered:sg_1', 'open:sg_2']);
   });
 
+  it('a header map with a name no HTTP header can have is refused 400 malformed_header, never a store error', async () => {
+    // Prepare: a correctly signed body, its headers as a plain object (receive()'s own input), one
+    // name invalid: a space, or the colon of the entries' own accepting-receiver stamp.
+    const { receiver, store } = setup({ name: 'acme' });
+    const body = JSON.stringify({ id: 'evt_badname', type: 't' });
+    const sig = createHmac('sha256', SECRET).update(body).digest('hex');
+    for (const name of ['bad name', ':onceonly-accepted-by']) {
+      // Act
+      const result = await receiver.receive({
+        rawBody: Buffer.from(body),
+        headers: { 'x-sig': sig, [name]: 'x' },
+      });
+      // Assess: a stable 4xx (was 503 store_unavailable, which the sender retries for ever); nothing kept.
+      assert.deepEqual(
+        [result.outcome, result.status, result.code],
+        ['rejected', 400, 'malformed_header'],
+        name,
+      );
+    }
+    assert.equal(await store.inbox!.get('acme:evt_badname'), undefined);
+  });
+
   it('refuses inbox mode over a store without an inbox', () => {
     const { inbox: _, ...plain } = memoryStore();
     assert.throws(

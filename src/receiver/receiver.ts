@@ -1042,6 +1042,17 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
     const sentAt = leaseNow();
     let accepted: Awaited<ReturnType<typeof box.accept>>;
     const claimMs = p.inlineMs === undefined ? undefined : timings.leaseMs;
+    // The headers kept with the entry, read before the store is asked: a name or value no HTTP
+    // header can have (a plain-object header map passed to receive()) is a 400, not a store error.
+    let kept: readonly (readonly [string, string])[];
+    try {
+      kept = stamped(
+        e.run ? withCarrier(headerPairs(source.headers), e.run) : headerPairs(source.headers),
+        provider.identity,
+      );
+    } catch (error) {
+      return rejectionResult(error, started);
+    }
     const writing = Promise.resolve().then(() =>
       timedPhase(e.run, 'accept', () =>
         box.accept(
@@ -1053,10 +1064,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
             id: e.id,
             item,
             body: source.bytes,
-            headers: stamped(
-              e.run ? withCarrier(headerPairs(source.headers), e.run) : headerPairs(source.headers),
-              provider.identity,
-            ),
+            headers: kept,
             url: source.url,
             receivedAt: source.receivedAt,
           },
