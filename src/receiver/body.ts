@@ -35,7 +35,10 @@ export function toHeaders(input: HeadersInput | undefined): Headers {
     const pairs: Iterable<readonly [string, unknown]> =
       Symbol.iterator in input ? (input as Iterable<readonly [string, string]>) : Object.entries(input);
     for (const [name, value] of pairs) {
-      if (value === undefined || value === null) continue;
+      // HTTP/2's pseudo-headers (`:method`, `:path`...), which Node's http2 compatibility API lists
+      // among a request's headers, are not headers: left out, as is any other name with a colon
+      // first (the inbox's own stamp among them).
+      if (value === undefined || value === null || name.startsWith(':')) continue;
       if (Array.isArray(value)) for (const v of value) headers.append(name, String(v));
       else headers.append(name, String(value));
     }
