@@ -5,7 +5,7 @@
  * for apps that build their own admin page.
  */
 import type { InboxEntryView, InboxState, InboxStore } from '../core/inbox.js';
-import { shownHeaderValue } from '../core/shown-headers.js';
+import { shownHeaderValue, shownUrl } from '../core/shown-headers.js';
 import { inertJson, oneLine } from '../core/text.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { table } from './report.js';
@@ -90,7 +90,7 @@ export async function inboxCommand(argv: readonly string[]): Promise<number> {
           ...view,
           delivery: delivery && {
             bytes: delivery.body.byteLength,
-            url: delivery.url,
+            url: shownUrl(delivery.url),
             receivedAt: delivery.receivedAt,
             headers: delivery.headers.map(([n, v]) => [n, shownHeaderValue(n, v)]),
           },

@@ -92,3 +92,20 @@ export function isShownHeader(name: string): boolean {
 export function shownHeaderValue(name: string, value: string): string {
   return isShownHeader(name) ? value : `(${value.length} characters)`;
 }
+
+/**
+ * A stored delivery's URL as shown: scheme, host and path, with any user and password and every
+ * query value replaced by its length (a URL can carry a token: `?token=...`, `user:pass@`).
+ */
+export function shownUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `(${url.length} characters)`;
+  }
+  const credentials = parsed.username !== '' || parsed.password !== '' ? '(credentials hidden)@' : '';
+  const query = [...parsed.searchParams].map(([name, value]) => `${name}=(${value.length} characters)`);
+  return `${parsed.protocol}//${credentials}${parsed.host}${parsed.pathname}${query.length > 0 ? `?${query.join('&')}` : ''}`;
+}

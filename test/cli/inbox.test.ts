@@ -149,6 +149,7 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
           id: 'evt_hostile',
           body: new TextEncoder().encode('{}'),
           headers: [['content-type', 'application/json'], ...Object.entries(secrets)],
+          url: 'https://user:url-password-never-shown@example.com/hooks?token=url-token-never-shown&route=1',
           receivedAt: new Date(),
         });
         const [job] = await inbox.take({ limit: 10, leaseMs: 60_000, receiver: 'hostile' });
@@ -169,12 +170,21 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
         assert.equal(out.code, 0, out.stderr);
         assert.equal(hasUnsafe(out.stdout.replaceAll('\n', '')), false, out.stdout);
         assert.doesNotMatch(out.stdout, /^fake line|^dead +acme:evt_forged/m, 'no line faked');
-        for (const value of Object.values(secrets))
+        for (const value of [
+          ...Object.values(secrets),
+          'url-password-never-shown',
+          'url-token-never-shown',
+        ]) {
           assert.ok(!out.stdout.includes(value), `${value} printed`);
+        }
       }
       assert.match(outputs[1]!.stdout, /order\.paid\\x1b\[2J/);
       assert.match(outputs[1]!.stdout, /last error: declined\\x1b\[31m\\rdead/);
       const shown = JSON.parse(outputs[3]!.stdout);
+      assert.equal(
+        shown.delivery.url,
+        'https://(credentials hidden)@example.com/hooks?token=(21 characters)&route=(1 characters)',
+      );
       assert.deepEqual(Object.fromEntries(shown.delivery.headers), {
         'content-type': 'application/json',
         ...Object.fromEntries(Object.entries(secrets).map(([n, v]) => [n, `(${v.length} characters)`])),
