@@ -50,9 +50,10 @@ export const heartbeatCases: readonly HeartbeatCase[] = [
       await competitor;
       assert.equal(result.outcome, 'processed');
       assert.ok(claims >= 10, `the competitor claimed ${claims} times`);
-      assert.deepEqual(
-        [...new Set(seen)],
-        ['in-flight'],
+      // Every claim while the work ran found it in flight; one sent as the work ended may find it
+      // completed. None may acquire it.
+      assert.ok(
+        seen.every((status, n) => status === 'in-flight' || (status === 'completed' && n >= seen.length - 2)),
         `the competitor got in while the work ran: ${seen.join(' ')}`,
       );
     },
