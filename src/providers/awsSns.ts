@@ -71,14 +71,25 @@ const SNS_HOSTS = [
 /** The path SNS serves its certificates under: `/SimpleNotificationService-<hex>.pem`. */
 const CERT_PATH = /^\/SimpleNotificationService-[0-9a-f]{16,64}\.pem$/;
 /**
- * The certificate must chain to a public root and be issued to SNS: `sns.amazonaws.com` (the name
- * AWS's certificates carry in every commercial region), or the regional host it was served from
- * (a name only AWS can have a certificate for). SNS serves the certificate alone; its
- * intermediate comes from the certificate's own "CA Issuers" URL at Amazon Trust Services (or
- * DigiCert), checked by its signature.
+ * The certificate must chain to a public root and be issued to SNS, under the names the AWS SDK
+ * for Java v2 expects by region (its SNS message manager's signing-certificate common name):
+ * `sns.amazonaws.com`, `sns-signing.<region>.amazonaws.com` in the regions opened since 2019,
+ * `sns-us-gov-west-1.amazonaws.com` for both GovCloud regions, `sns-<region>.amazonaws.com.cn` in
+ * China; and the regional host it was served from (a name only AWS can hold a certificate for).
+ * SNS serves the certificate alone; its intermediate comes from the certificate's own "CA
+ * Issuers" URL at Amazon Trust Services (or DigiCert), checked by its signature.
  */
+function snsCertificateNames(url: URL): string[] {
+  const region = url.hostname.split('.')[1] ?? '';
+  if (url.hostname.endsWith('.com.cn')) {
+    return [`sns-${region}.amazonaws.com.cn`, 'sns.amazonaws.com.cn', 'sns.amazonaws.com', url.hostname];
+  }
+  const names = ['sns.amazonaws.com', `sns-signing.${region}.amazonaws.com`, url.hostname];
+  if (region.startsWith('us-gov-')) names.push('sns-us-gov-west-1.amazonaws.com');
+  return names;
+}
 const SNS_CERTIFICATES: CertificateRules = {
-  subjects: (url) => ['sns.amazonaws.com', url.hostname],
+  subjects: snsCertificateNames,
   issuerHosts: ['*.amazontrust.com', 'cacerts.digicert.com'],
 };
 

@@ -230,6 +230,26 @@ describe('aws-sns certificates and topics', () => {
     assert.ok(requested.some((u) => u.endsWith('/onceonly-test-intermediate.cer')));
   });
 
+  it("takes certificates under every name AWS issues them to: sns-signing.<region>, GovCloud's and China's", async () => {
+    for (const [host, subject] of [
+      ['sns.ap-southeast-4.amazonaws.com', 'sns-signing.ap-southeast-4.amazonaws.com'],
+      ['sns.us-gov-east-1.amazonaws.com', 'sns-us-gov-west-1.amazonaws.com'],
+      ['sns.cn-north-1.amazonaws.com.cn', 'sns-cn-north-1.amazonaws.com.cn'],
+    ] as const) {
+      const k = credential({ subject });
+      const m = JSON.parse(body(NOW)) as Record<string, string>;
+      m.SigningCertURL = `https://${host}/SimpleNotificationService-${k}.pem`;
+      await verifyAt(make(k), { body: signMessage(m, k), headers: {} });
+    }
+    // A regional name of another region is not this host's.
+    const other = credential({ subject: 'sns-signing.eu-west-1.amazonaws.com' });
+    const m = JSON.parse(body(NOW)) as Record<string, string>;
+    m.SigningCertURL = `https://sns.ap-southeast-4.amazonaws.com/SimpleNotificationService-${other}.pem`;
+    await assert.rejects(verifyAt(make(other), { body: signMessage(m, other), headers: {} }), {
+      code: 'invalid_signature',
+    });
+  });
+
   it('takes certificates from the GovCloud and China regional endpoints', async () => {
     const k = credential();
     for (const host of [
