@@ -324,9 +324,10 @@ interface NodeRedisClusterLike {
   ): PromiseLike<unknown>;
 }
 
-// node-redis v5 command options that hand bulk strings back as Buffers: RESP_TYPES.BLOB_STRING is 36
-// ('$'). The inbox's replies carry bodies, which are bytes.
-const BUFFERS = { typeMapping: { 36: Buffer } };
+// Command options that hand bulk strings back as Buffers: node-redis v5 reads `typeMapping`
+// (RESP_TYPES.BLOB_STRING is 36, '$'), v4 reads `returnBuffers` and ignores the other. The inbox's
+// replies carry bodies, which are bytes.
+const BUFFERS = { typeMapping: { 36: Buffer }, returnBuffers: true };
 
 function ioBuffers(): never {
   throw new ConfigError(

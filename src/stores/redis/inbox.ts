@@ -137,7 +137,7 @@ function binary(value: unknown): Buffer {
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   throw new ConfigError(
     'invalid_option',
-    "onceonly: redisStore's inbox got a delivery back as text, not bytes: the client must hand bulk replies back as Buffers when asked (node-redis v5 sendCommand with a typeMapping, ioredis evalshaBuffer); a wrapper around the client must pass those through",
+    "onceonly: redisStore's inbox got a delivery back as text, not bytes: the client must hand bulk replies back as Buffers when asked (node-redis sendCommand with a typeMapping in v5 or returnBuffers in v4, ioredis evalshaBuffer); a wrapper around the client must pass those through",
   );
 }
 
