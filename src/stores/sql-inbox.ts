@@ -46,6 +46,9 @@ import { type SqlErrorDialect, sqlStoreError, type TableNames } from './sql.js';
 
 type Row = Record<string, unknown>;
 
+/** Hex digits of a taken row's old due time in its token: milliseconds up to the year 10889. */
+const DUE_HEX = 13;
+
 /** What differs between the SQL dialects, as data. */
 export interface SqlInboxDialect {
   /** The error table of the store, and the function that prints the inbox table's DDL. */
@@ -74,8 +77,9 @@ export interface SqlInboxDialect {
   /** Indexes inside `CREATE TABLE` (MySQL has no `CREATE INDEX IF NOT EXISTS`), or apart. */
   readonly inlineIndexes: boolean;
   /**
-   * `marker || prefix || hex(seq)`: one token per row of a take, from the take's random prefix `?`,
-   * after a hex digit of what the row was (`0` pending, `1` taken over from a run whose lease ran out).
+   * `marker || hex13(due_at) || prefix || hex(seq)`: one token per row of a take, from the take's
+   * random prefix `?`, after a hex digit of what the row was (`0` pending, `1` taken over from a run
+   * whose lease ran out) and when it was due before the take, as 13 hex digits (`wasDue`).
    */
   tokenOf(marker: string, prefix: string): string;
   /** `INSERT ... ` that does nothing on a duplicate key: the statement's head and tail. */
@@ -482,6 +486,8 @@ ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
   // The token's first hex digit says what the row was before this take (its old token, read by the
   // SET): taken over from a run whose lease ran out (`1`), or pending (`0`).
   const MARKER = `CASE WHEN token = '' THEN '0' ELSE '1' END`;
+  /** When a taken row was due before its take, from its token (`tokenOf`). */
+  const wasDue = (row: Row): number => Number.parseInt(String(row.token).slice(1, 1 + DUE_HEX), 16);
   const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
 
   async function takeReturning(receiver: string | undefined, limit: number, leaseMs: number): Promise<Row[]> {
@@ -527,7 +533,11 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
         // The rows are locked until commit: what the UPDATE wrote follows from what was read.
         return rows.map((r) => ({
           ...r,
-          token: (r.token === '' ? '0' : '1') + prefix + BigInt(String(r.seq)).toString(16),
+          token:
+            (r.token === '' ? '0' : '1') +
+            num(r.due_at).toString(16).padStart(DUE_HEX, '0') +
+            prefix +
+            BigInt(String(r.seq)).toString(16),
           attempts: num(r.attempts) + 1,
           due_at: expires,
         }));
@@ -655,7 +665,9 @@ WHERE entry_key IN (${rows.map(() => '?').join(', ')})`,
         lastPurge = at;
         await purgeBatch(LAZY_PURGE_BATCH).catch(() => 0);
       }
-      return rows.sort((a, b) => num(a.due_at) - num(b.due_at) || num(a.seq) - num(b.seq)).map(job);
+      // Oldest due first, as the take chose them: every row now shares its lease end as due_at, so
+      // the order comes from when each was due before the take, which its token carries.
+      return rows.sort((a, b) => wasDue(a) - wasDue(b) || num(a.seq) - num(b.seq)).map(job);
     },
 
     async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {

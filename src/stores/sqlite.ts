@@ -406,7 +406,7 @@ const sqliteInbox: SqlInboxDialect = {
   },
   tableSuffix: '',
   inlineIndexes: false,
-  tokenOf: (marker, prefix) => `${marker} || ${prefix} || printf('%x', seq)`,
+  tokenOf: (marker, prefix) => `${marker} || printf('%013x', due_at) || ${prefix} || printf('%x', seq)`,
   insertIgnore: { head: 'INSERT INTO', tail: '\nON CONFLICT (entry_key) DO NOTHING' },
   skipLocked: '',
   returning: true,

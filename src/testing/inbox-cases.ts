@@ -182,6 +182,27 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   {
+    name: 'one take of several entries hands them back oldest due first, not in acceptance order',
+    async run(inbox, ctx) {
+      // As above, but both in one take: every entry taken shares its new lease end, so the order has
+      // to come from when each was due before the take.
+      const [a, b] = [ctx.key('a'), ctx.key('b')];
+      await inbox.accept(entry(ctx, a));
+      await inbox.accept(entry(ctx, b));
+      const jobs = await takeAll(inbox, ctx);
+      const job = (key: string) => jobs.find((j) => j.key === key)!;
+      assert.equal(await inbox.retry(job(a).lease, { delayMs: ctx.shortMs, error: 'later' }), true);
+      assert.equal(await inbox.retry(job(b).lease, { delayMs: 0, error: 'sooner' }), true);
+      await ctx.waitOut();
+      const both = await inbox.take({ limit: 2, leaseMs: LONG, receiver: ctx.receiver });
+      assert.deepEqual(
+        both.map((j) => j.key),
+        [b, a],
+        'the entry due first comes first',
+      );
+    },
+  },
+  {
     name: 'stats stop counting a completed entry once its retention ran out (before any purge)',
     async run(inbox, ctx) {
       const [kept, gone] = [ctx.key('kept'), ctx.key('gone')];
