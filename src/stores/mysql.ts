@@ -404,7 +404,8 @@ const mysqlInbox: SqlInboxDialect = {
   },
   tableSuffix: ' ENGINE=InnoDB',
   inlineIndexes: true,
-  tokenOf: (marker, prefix) => `CONCAT(${marker}, LPAD(LOWER(HEX(due_at)), 13, '0'), ${prefix}, LOWER(HEX(seq)))`,
+  tokenOf: (marker, prefix) =>
+    `CONCAT(${marker}, LPAD(LOWER(HEX(due_at)), 13, '0'), ${prefix}, LOWER(HEX(seq)))`,
   insertIgnore: { head: 'INSERT IGNORE INTO', tail: '' },
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   returning: false,

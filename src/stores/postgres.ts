@@ -449,7 +449,8 @@ const postgresInbox: SqlInboxDialect = {
   },
   tableSuffix: '',
   inlineIndexes: false,
-  tokenOf: (marker, prefix) => `(${marker} || lpad(to_hex(due_at), 13, '0') || ${prefix}::text || to_hex(seq))`,
+  tokenOf: (marker, prefix) =>
+    `(${marker} || lpad(to_hex(due_at), 13, '0') || ${prefix}::text || to_hex(seq))`,
   insertIgnore: { head: 'INSERT INTO', tail: '\nON CONFLICT (entry_key) DO NOTHING' },
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   returning: true,
