@@ -15,7 +15,13 @@
  * floods: `keyFetchConcurrency` requests in flight, `keyFetchesPerMinute` started, a failed URL
  * not asked again within `keyFailureCooldown`; what is over a bound is refused `key_unavailable`
  * (503) without a request. The sets that verified a delivery are cached apart, out of reach of
- * the sets fetched for unverified requests.
+ * the sets fetched for unverified requests, and are fetched again (their TTL ran out, or a key id
+ * they lack) outside those two bounds: a slow flood that keeps the bucket empty would otherwise
+ * refuse the real sender once its keys expire. Their own count bounds them: one request per
+ * verified URL at a time, at most `keyCacheSize` URLs, each at most once per `keyRefetchCooldown`.
+ *
+ * Every span is measured on a clock that may step (NTP, a VM resumed): a span that reads as
+ * negative or longer than it can be counts as over, so a clock set back never stretches a bound.
  */
 import { createPublicKey, type JsonWebKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { type Duration, parseDuration, parsePositiveDuration } from '../../core/duration.js';
@@ -77,7 +83,8 @@ export interface FetchedKeyOptions {
   /**
    * How many key requests may be in flight at once. The key URL or key id comes from a request not
    * yet authenticated, so anyone can name new ones: past this bound a delivery needing another
-   * fetch is refused as `key_unavailable` (503: a real sender retries) without a request.
+   * fetch is refused as `key_unavailable` (503: a real sender retries) without a request. A key set
+   * that already verified a delivery is fetched again outside this bound and the next.
    * @default 2
    */
   keyFetchConcurrency?: number | undefined;
@@ -90,8 +97,10 @@ export interface FetchedKeyOptions {
   keyFetchesPerMinute?: number | undefined;
   /**
    * How long a key URL or key id whose fetch failed is remembered: within it, a delivery naming it
-   * again is refused as `key_unavailable` without a request.
-   * @default '1m'
+   * again is refused as `key_unavailable` without a request. Keep it under the sender's retry
+   * interval (AWS SNS retries 20 s apart), so a key server's passing failure costs one retry, not
+   * all of them; the per-minute bound, not this, is what stops a flood of new URLs.
+   * @default '10s'
    */
   keyFailureCooldown?: Duration | undefined;
   /**
@@ -183,6 +192,15 @@ function positiveInteger(value: number, name: string): number {
 }
 
 /**
+ * Whether `until` is still ahead of `now` on a clock that may step: true while `now < until` and
+ * no further than `span` away (the longest it can be when it was set). A clock set back past the
+ * moment `until` was set reads it as over, instead of stretching it by the step.
+ */
+function ahead(now: number, until: number, span: number): boolean {
+  return now < until && until - now <= span;
+}
+
+/**
  * Fetches, checks and caches one sender's keys. One per provider instance; `get` never rejects with
  * anything but a `VerificationError` (`untrusted_key_url`, `key_unavailable`).
  */
@@ -251,7 +269,7 @@ export class KeyFetcher {
     this.#size = positiveInteger(options.keyCacheSize ?? 32, 'keyCacheSize');
     this.#concurrency = positiveInteger(options.keyFetchConcurrency ?? 2, 'keyFetchConcurrency');
     this.#perMinute = positiveInteger(options.keyFetchesPerMinute ?? 10, 'keyFetchesPerMinute');
-    this.#failureCooldownMs = parseDuration(options.keyFailureCooldown ?? '1m', 'keyFailureCooldown');
+    this.#failureCooldownMs = parseDuration(options.keyFailureCooldown ?? '10s', 'keyFailureCooldown');
     this.#now = options.now ?? Date.now;
     this.#tokens = this.#perMinute;
     this.#refilledAt = this.#now();
@@ -278,14 +296,15 @@ export class KeyFetcher {
     const trusted = this.#trusted.has(id);
     const home = trusted ? this.#trusted : this.#cache;
     const cached = home.get(id);
-    if (cached && now < cached.expiresAt && !(refresh && now - cached.fetchedAt >= this.#cooldownMs)) {
+    const fresh = cached !== undefined && ahead(now, cached.expiresAt, this.#ttlMs);
+    if (fresh && !(refresh && !ahead(now, cached.fetchedAt + this.#cooldownMs, this.#cooldownMs))) {
       // Most recently used last: the first entry is the one to drop.
       touch(home, id, cached, this.#size);
       return cached.keys;
     }
-    const refused = this.#refusal(id, now);
+    const refused = this.#refusal(id, now, trusted);
     // A refresh that may not run now keeps the cached set (its keys still answer).
-    if (refused) return cached && now < cached.expiresAt ? cached.keys : Promise.reject(refused);
+    if (refused) return fresh ? cached.keys : Promise.reject(refused);
     this.#inFlight++;
     const keys = this.#load(url);
     const entry: Entry = { keys, fetchedAt: now, expiresAt: now + this.#ttlMs };
@@ -301,18 +320,21 @@ export class KeyFetcher {
         // verified set whose refresh failed keeps its keys until they expire.
         touch(this.#failed, id, this.#now() + this.#failureCooldownMs, this.#size * 8);
         if (home.get(id) !== entry) return;
-        if (cached && trusted && now < cached.expiresAt) home.set(id, cached);
+        if (fresh && trusted) home.set(id, cached);
         else home.delete(id);
       },
     );
     return keys;
   }
 
-  /** Why a fetch of `id` may not start now, without a request; or undefined when it may. */
-  #refusal(id: string, now: number): VerificationError | undefined {
+  /**
+   * Why a fetch of `id` may not start now, without a request; or undefined when it may. A set that
+   * verified a delivery (`trusted`) is held back only by its own failure.
+   */
+  #refusal(id: string, now: number, trusted: boolean): VerificationError | undefined {
     const until = this.#failed.get(id);
     if (until !== undefined) {
-      if (now < until) {
+      if (ahead(now, until, this.#failureCooldownMs)) {
         return unavailable(
           this.#label,
           `it failed less than ${Math.ceil(this.#failureCooldownMs / 1000)} s ago (keyFailureCooldown) and is not asked for again yet`,
@@ -320,13 +342,13 @@ export class KeyFetcher {
       }
       this.#failed.delete(id);
     }
+    if (trusted) return undefined;
     if (this.#inFlight >= this.#concurrency) {
       return unavailable(this.#label, `${this.#inFlight} key requests are in flight (keyFetchConcurrency)`);
     }
-    this.#tokens = Math.min(
-      this.#perMinute,
-      this.#tokens + ((now - this.#refilledAt) * this.#perMinute) / 60_000,
-    );
+    // A clock set back refills nothing, rather than draining the bucket for as long as it stepped.
+    const elapsed = Math.max(0, now - this.#refilledAt);
+    this.#tokens = Math.min(this.#perMinute, this.#tokens + (elapsed * this.#perMinute) / 60_000);
     this.#refilledAt = now;
     if (this.#tokens < 1) {
       return unavailable(this.#label, `over ${this.#perMinute} key requests a minute (keyFetchesPerMinute)`);
