@@ -8,7 +8,11 @@ import { strict as assert } from 'node:assert';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { VerificationError } from '../../../src/index.js';
-import { type KeyFetch, KeyFetcher } from '../../../src/providers/families/fetchedKeys.js';
+import {
+  type FetchedKeyOptions,
+  type KeyFetch,
+  KeyFetcher,
+} from '../../../src/providers/families/fetchedKeys.js';
 
 const HOUR = 3_600_000;
 const url = (name: string) => `https://a.certs.example.test/${name}.pem`;
@@ -17,7 +21,7 @@ const realPem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
   .toString();
 
 /** A fetcher on a clock the test sets, over a counted key server that holds only `real`. */
-function fixture(options: { keyCacheTtl?: string; keyFailureCooldown?: string } = {}) {
+function fixture(options: Pick<FetchedKeyOptions, 'keyCacheTtl' | 'keyFailureCooldown'> = {}) {
   let now = Date.UTC(2026, 11, 4, 12);
   const counts = new Map<string, number>();
   let serverDown = false;
