@@ -73,6 +73,66 @@ describe('log lines quoting text from outside', () => {
     assert.match(error.stack!, /\n\s+at /, 'the stack keeps its lines');
   });
 
+  it("what a handler throws is inert all the way down: a thrown string, an error's causes, an AggregateError's errors, and no fake line in a stack", async () => {
+    const thrown: unknown[] = [
+      HOSTILE,
+      new Error('payment failed', { cause: new Error('gateway', { cause: new TypeError(HOSTILE) }) }),
+      new AggregateError([new Error('ok'), new RangeError(HOSTILE)], 'several failed'),
+      new Error(HOSTILE, { cause: HOSTILE }),
+    ];
+    for (const [i, fault] of thrown.entries()) {
+      const { lines, logger } = recorder();
+      const result = await once(
+        memoryStore(),
+        `order:${i}`,
+        () => {
+          throw fault;
+        },
+        { logger },
+      );
+      // The fault happened: a failed run, logged once with what was thrown.
+      assert.equal(result.outcome, 'failed');
+      assert.equal(lines.length, 1);
+      const seen: string[] = [lines[0]!.message];
+      const walk = (value: unknown, depth: number): void => {
+        assert.ok(depth < 10, 'a bounded chain');
+        if (typeof value === 'string') seen.push(value);
+        if (!(value instanceof Error)) return;
+        seen.push(value.message);
+        const [head, ...frames] = (value.stack ?? '').split('\n');
+        seen.push(head!);
+        for (const frame of frames)
+          assert.match(frame, /^\s+(at |\.\.\.)|^\s*$|^\s+\[|^\s+\{|^\s+\}/, `a fake stack line: ${frame}`);
+        walk((value as { cause?: unknown }).cause, depth + 1);
+        if (value instanceof AggregateError) for (const e of value.errors) walk(e, depth + 1);
+      };
+      for (const d of lines[0]!.detail) walk(d, 0);
+      assert.ok(
+        seen.slice(1).some((text) => text.includes('declined\\x1b')),
+        `the hostile text reached the logger, escaped (case ${i})`,
+      );
+      for (const text of seen) assert.equal(hasUnsafe(text), false, `case ${i}: ${JSON.stringify(text)}`);
+    }
+    // The originals are untouched: the copies are for the log.
+    assert.equal(((thrown[1] as Error).cause as Error).cause instanceof TypeError, true);
+    assert.equal((((thrown[1] as Error).cause as Error).cause as Error).message, HOSTILE);
+  });
+
+  it('an error with nothing to escape is handed to the logger as it is, not copied', async () => {
+    const { lines, logger } = recorder();
+    const fault = new Error('declined', { cause: new Error('card expired') });
+    await once(
+      memoryStore(),
+      'order:plain',
+      () => {
+        throw fault;
+      },
+      { logger },
+    );
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.detail[0], fault);
+  });
+
   it('once() logs a consumer error quoting its message the same way', async () => {
     const { lines, logger } = recorder();
     const result = await once(

@@ -1,4 +1,4 @@
-import { hasUnsafe, inertLines, oneLine } from './text.js';
+import { hasUnsafe, hasUnsafeButNewline, inertLines, oneLine } from './text.js';
 
 /**
  * Where onceonly reports what must not pass unseen (failed runs, store failures, degraded runs,
@@ -43,21 +43,49 @@ export function emit(
   }
 }
 
-/** An error whose message or stack would act on a terminal, as a copy with those characters escaped. */
-function inertError(detail: unknown): unknown {
+/** How deep a chain of causes (and an AggregateError's errors) is made inert; below it, one line. */
+const MAX_CAUSE_DEPTH = 5;
+
+/**
+ * What was thrown, safe to hand to a logger: a string escaped to one line ({@link oneLine}), an error
+ * whose message, stack, `cause` chain or AggregateError `errors` would act on a terminal as a copy
+ * with those escaped (the stack keeps its line breaks, but a message's own line breaks are folded,
+ * so it cannot fake a frame or a log line). Anything else, and an error with nothing to escape, is
+ * handed over as it is. Below {@link MAX_CAUSE_DEPTH} levels (or in a cycle) a cause becomes its
+ * one-line summary.
+ */
+function inertError(detail: unknown, depth = 0): unknown {
+  if (typeof detail === 'string') return oneLine(detail);
   if (!(detail instanceof Error)) return detail;
+  if (depth >= MAX_CAUSE_DEPTH) return causeOf(detail);
   const { message, stack } = detail;
-  if (!hasUnsafe(message) && !(typeof stack === 'string' && hasUnsafe(stack))) return detail;
+  const messageUnsafe = typeof message === 'string' && hasUnsafe(message);
+  const stackUnsafe = typeof stack === 'string' && hasUnsafeButNewline(stack);
+  const hasCause = Object.hasOwn(detail, 'cause');
+  const cause = hasCause ? inertError(detail.cause, depth + 1) : undefined;
+  const errors =
+    detail instanceof AggregateError && Array.isArray(detail.errors)
+      ? (detail.errors as unknown[]).map((e) => inertError(e, depth + 1))
+      : undefined;
+  const causeChanged = hasCause && cause !== detail.cause;
+  const errorsChanged = errors?.some((e, i) => e !== (detail as AggregateError).errors[i]) ?? false;
+  if (!messageUnsafe && !stackUnsafe && !causeChanged && !errorsChanged) return detail;
   const copy = Object.create(Object.getPrototypeOf(detail) as object) as Error;
   for (const name of Object.getOwnPropertyNames(detail)) {
-    if (name !== 'message' && name !== 'stack') {
-      Object.defineProperty(copy, name, Object.getOwnPropertyDescriptor(detail, name)!);
-    }
+    Object.defineProperty(copy, name, Object.getOwnPropertyDescriptor(detail, name)!);
   }
-  Object.defineProperty(copy, 'message', { value: oneLine(message), writable: true, configurable: true });
-  if (typeof stack === 'string') {
-    Object.defineProperty(copy, 'stack', { value: inertLines(stack), writable: true, configurable: true });
+  const set = (name: string, value: unknown) =>
+    Object.defineProperty(copy, name, { value, writable: true, configurable: true });
+  if (messageUnsafe) set('message', oneLine(message));
+  if (typeof stack === 'string' && (messageUnsafe || stackUnsafe)) {
+    // The stack starts with the message: its line breaks folded there, the frames' kept.
+    const at = messageUnsafe ? stack.indexOf(message) : -1;
+    const folded =
+      at === -1 ? stack : stack.slice(0, at) + oneLine(message) + stack.slice(at + message.length);
+    set('stack', inertLines(folded));
   }
+  if (causeChanged) set('cause', cause);
+  if (errorsChanged) set('errors', errors);
   return copy;
 }
 

@@ -28,6 +28,13 @@ function escapeChar(char: string): string {
     : `\\u${code.toString(16).padStart(4, '0')}`;
 }
 
+const UNSAFE_BUT_NEWLINE_ONE = new RegExp(UNSAFE_BUT_NEWLINE.source);
+
+/** Whether the text holds a character {@link inertLines} would escape (a line break is fine). */
+export function hasUnsafeButNewline(text: string): boolean {
+  return UNSAFE_BUT_NEWLINE_ONE.test(text);
+}
+
 /** Whether the text holds a character {@link oneLine} would escape. */
 export function hasUnsafe(text: string): boolean {
   return UNSAFE.test(text);
