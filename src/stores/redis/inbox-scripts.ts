@@ -24,6 +24,8 @@
  * Redis 7).
  */
 
+import { createHash } from 'node:crypto';
+
 const prelude = `
 local base = string.sub(KEYS[1], 1, -2)
 local clock = redis.call('TIME')
@@ -275,3 +277,30 @@ end
 if #gone > 0 then redis.call('ZREM', KEYS[2], unpack(gone)) end
 return #gone
 `;
+
+/** An inbox script: its body (EVAL) and SHA1 (EVALSHA). */
+export interface InboxScript {
+  readonly body: string;
+  readonly sha: string;
+}
+
+function script(body: string): InboxScript {
+  return { body, sha: createHash('sha1').update(body).digest('hex') };
+}
+
+/** Every inbox script with its SHA1, for EVALSHA. */
+export const inboxScripts = {
+  accept: script(INBOX_ACCEPT),
+  take: script(INBOX_TAKE),
+  peek: script(INBOX_PEEK),
+  extend: script(INBOX_EXTEND),
+  get: script(INBOX_GET),
+  complete: script(INBOX_COMPLETE),
+  retry: script(INBOX_RETRY),
+  bury: script(INBOX_BURY),
+  requeueOne: script(INBOX_REQUEUE_ONE),
+  requeueDead: script(INBOX_REQUEUE_DEAD),
+  stats: script(INBOX_STATS),
+  list: script(INBOX_LIST),
+  purge: script(INBOX_PURGE),
+};

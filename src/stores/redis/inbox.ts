@@ -23,44 +23,41 @@
  * no index to read first, nothing to keep in step. `take` of a receiver runs on its own space and
  * learns any other space from the same reply. Time is the server's (`TIME` in every script).
  */
-import { createHash } from 'node:crypto';
-import { ConfigError } from '../../core/errors.js';
 import type {
   InboxAccepted,
   InboxAcceptInput,
   InboxAcceptOptions,
-  InboxDelivery,
   InboxEntryView,
   InboxJob,
   InboxListOptions,
-  InboxState,
   InboxStats,
   InboxStore,
   InboxTakeOptions,
 } from '../../core/inbox.js';
-import { inboxErrorLine, isStoredDelivery, unreadableJob } from '../../core/inbox.js';
+import { inboxErrorLine, unreadableJob } from '../../core/inbox.js';
 import { keyPart, storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
+import { type InboxScript, inboxScripts as s } from './inbox-scripts.js';
 import {
-  INBOX_ACCEPT,
-  INBOX_BURY,
-  INBOX_COMPLETE,
-  INBOX_EXTEND,
-  INBOX_GET,
-  INBOX_LIST,
-  INBOX_PEEK,
-  INBOX_PURGE,
-  INBOX_REQUEUE_DEAD,
-  INBOX_REQUEUE_ONE,
-  INBOX_RETRY,
-  INBOX_STATS,
-  INBOX_TAKE,
-} from './inbox-scripts.js';
+  fields,
+  homeOf,
+  json,
+  LETTERS,
+  ms,
+  optionalFields,
+  packDelivery,
+  type Queue,
+  RANK,
+  readableDelivery,
+  STATES,
+  shown,
+  spaceOf,
+  text,
+  unpackDelivery,
+  view,
+} from './inbox-values.js';
 
-export interface InboxScript {
-  readonly body: string;
-  readonly sha: string;
-}
+export { spaceOf } from './inbox-values.js';
 
 /** How the inbox talks to the client: replies keep bulk strings as Buffers (bodies are bytes). */
 export interface InboxWire {
@@ -80,264 +77,111 @@ export interface RedisInboxDeps {
   newToken(): string;
 }
 
-function script(body: string): InboxScript {
-  return { body, sha: createHash('sha1').update(body).digest('hex') };
-}
-
-const s = {
-  accept: script(INBOX_ACCEPT),
-  take: script(INBOX_TAKE),
-  peek: script(INBOX_PEEK),
-  extend: script(INBOX_EXTEND),
-  get: script(INBOX_GET),
-  complete: script(INBOX_COMPLETE),
-  retry: script(INBOX_RETRY),
-  bury: script(INBOX_BURY),
-  requeueOne: script(INBOX_REQUEUE_ONE),
-  requeueDead: script(INBOX_REQUEUE_DEAD),
-  stats: script(INBOX_STATS),
-  list: script(INBOX_LIST),
-  purge: script(INBOX_PURGE),
-};
-
-// Lua formats numbers with 14 significant digits: durations stay below 1e13 ms.
-const MAX_MS = 1e13;
-const SPACE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63}):/;
-const STATES: Record<string, InboxState> = { p: 'pending', r: 'processing', c: 'completed', d: 'dead' };
-const LETTERS: Record<InboxState, string> = { pending: 'p', processing: 'r', completed: 'c', dead: 'd' };
-const RANK: Record<InboxState, number> = { dead: 0, pending: 1, processing: 2, completed: 3 };
-
-/** The key space of a key: its part before the first `:` when that is a valid space name, else `~`. */
-export function spaceOf(key: string): string {
-  return SPACE.exec(key)?.[1] ?? '~';
-}
-
-/** The space a receiver's own keys (`<receiver>:...`) live in. */
-const homeOf = (receiver: string) => spaceOf(`${receiver}:`);
-
-function ms(value: number, name: string, min: number): number {
-  if (!Number.isFinite(value) || value < min || value > MAX_MS) {
-    throw new ConfigError(
-      'invalid_duration',
-      `onceonly: redisStore inbox ${name} must be between ${min} ms and ${MAX_MS} ms, got ${value}`,
-    );
-  }
-  return Math.ceil(value);
-}
-
-function text(value: unknown): string {
-  if (value instanceof Uint8Array)
-    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString();
-  return String(value);
-}
-
-const optional = (value: unknown) => (value === null || value === undefined ? undefined : text(value));
-
-function binary(value: unknown): Buffer {
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  throw new ConfigError(
-    'invalid_option',
-    "onceonly: redisStore's inbox got a delivery back as text, not bytes: the client must hand bulk replies back as Buffers when asked (node-redis sendCommand with a typeMapping in v5 or returnBuffers in v4, ioredis evalshaBuffer); a wrapper around the client must pass those through",
-  );
-}
-
-interface Queue {
-  readonly space: string;
-  readonly receiver: string;
-  readonly base: string;
-  /** The receiver as it appears in key names. */
-  readonly part: string;
-}
-
-/** The delivery as stored: JSON [headers, url, receivedAt], a newline, the body's bytes. */
-function packDelivery(input: InboxDelivery): Buffer {
-  const head = Buffer.from(
-    `${JSON.stringify([input.headers, input.url ?? null, input.receivedAt.getTime()])}\n`,
-  );
-  const body = input.body;
-  return Buffer.concat([head, Buffer.from(body.buffer, body.byteOffset, body.byteLength)]);
-}
-
-function unpackDelivery(value: unknown): InboxDelivery {
-  const packed = binary(value);
-  const cut = packed.indexOf(10);
-  if (cut < 0) throw new Error('its delivery has no JSON head');
-  const head: unknown = JSON.parse(packed.toString('utf8', 0, cut));
-  if (!isStoredDelivery(head)) throw new Error('its delivery head is not [headers, url, receivedAt]');
-  const [headers, url, receivedAt] = head;
-  // A copy: the reply's buffer may be a slice of a larger one.
-  const body = new Uint8Array(packed.subarray(cut + 1));
-  return { body, headers, url: url ?? undefined, receivedAt: new Date(receivedAt) };
-}
-
-/** The delivery for a view: none when it was changed outside onceonly (a take buries it). */
-function readableDelivery(value: unknown): InboxDelivery | undefined {
-  try {
-    return unpackDelivery(value);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The optional fields of an entry, JSON-encoded (lossless for any string), only when present. */
-function optionalFields(input: InboxAcceptInput, sk: string, part: string): string[] {
-  const out: string[] = [];
-  if (input.type !== undefined) out.push('ty', JSON.stringify(input.type));
-  if (input.id !== undefined) out.push('id', JSON.stringify(input.id));
-  if (input.item !== undefined) out.push('it', JSON.stringify(input.item));
-  if (input.key !== sk) out.push('k', JSON.stringify(input.key));
-  if (input.receiver !== part) out.push('r', JSON.stringify(input.receiver));
-  return out;
-}
-
-/** An entry's fields as the scripts return them (`viewFields` in redis/inbox-scripts.ts). */
-interface Fields {
-  state: InboxState;
-  attempts: number;
-  acceptedAt: number;
-  due: number;
-  updatedAt: number;
-  lastError: string | undefined;
-  fingerprint: string;
-  key: string;
-  receiver: string;
-  type: string | undefined;
-  id: string | undefined;
-  item: string | undefined;
-}
-
-const json = (value: unknown) =>
-  value === null || value === undefined ? undefined : (JSON.parse(text(value)) as string);
-
-/** For views: a field that is not JSON (changed outside onceonly) shown as it is stored. */
-const shown = (value: unknown) => {
-  try {
-    return json(value);
-  } catch {
-    return text(value);
-  }
-};
-
-const present = (value: unknown) => value !== null && value !== undefined;
-
-function fields(sk: unknown, f: unknown[], read: (value: unknown) => string | undefined = json): Fields {
-  const acceptedAt = Number(text(f[3]));
-  return {
-    state: STATES[text(f[0])] ?? 'pending',
-    // A plain accept leaves out n, d and u until the entry first changes: 0, a, a.
-    attempts: present(f[2]) ? Number(text(f[2])) : 0,
-    acceptedAt,
-    due: present(f[4]) ? Number(text(f[4])) : acceptedAt,
-    updatedAt: present(f[5]) ? Number(text(f[5])) : acceptedAt,
-    lastError: optional(f[6]),
-    fingerprint: text(f[7]),
-    key: read(f[9]) ?? text(sk),
-    receiver: read(f[10]) ?? text(f[8]),
-    type: read(f[11]),
-    id: read(f[12]),
-    item: read(f[13]),
-  };
-}
-
-function view(f: Fields, hasBody: boolean): InboxEntryView {
-  return {
-    key: f.key,
-    receiver: f.receiver,
-    state: f.state,
-    type: f.type,
-    id: f.id,
-    attempts: f.attempts,
-    acceptedAt: new Date(f.acceptedAt),
-    dueAt: new Date(f.due),
-    updatedAt: new Date(f.updatedAt),
-    lastError: f.lastError,
-    hasBody,
-  };
-}
-
 /** The inbox of a Redis store: see the module comment for its layout. */
 export function redisInbox(deps: RedisInboxDeps): InboxStore {
-  const { wire, prefix } = deps;
-  const registry = `${prefix}i:queues`;
-  const baseOf = (space: string) => `${prefix}i:{${space}}:`;
-  const queue = (space: string, receiver: string): Queue => ({
-    space,
-    receiver,
-    base: baseOf(space),
-    part: keyPart(receiver),
-  });
-  const anchor = (key: string) => `${baseOf(spaceOf(key))}n`;
-  const entryKey = (key: string) => `${baseOf(spaceOf(key))}e:${storeKey(key)}`;
-  const deliveryKey = (key: string) => `${baseOf(spaceOf(key))}b:${storeKey(key)}`;
-  const set = (q: Queue, letter: 'p' | 'r' | 'c' | 'x' | 'f') => `${q.base}${letter}:${q.part}`;
+  return new RedisInbox(deps);
+}
 
+const set = (q: Queue, letter: 'p' | 'r' | 'c' | 'x' | 'f') => `${q.base}${letter}:${q.part}`;
+const strip = (jobs: (InboxJob & { due: number })[]): InboxJob[] => jobs.map(({ due: _, ...job }) => job);
+const lease = (key: string, token: string, attempt: number, fingerprint: string, expiresAt: number): Lease =>
+  createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresAt) });
+
+class RedisInbox implements InboxStore {
+  readonly #deps: RedisInboxDeps;
+  readonly #prefix: string;
+  readonly #registry: string;
   // Pairs this store object has written to the registries: each is written once, before its first
   // entry, so every entry is reachable from them.
-  const registered = new Set<string>();
+  readonly #registered = new Set<string>();
   // The key names of each unreadable job's lease: its key as given may be the damaged part, and the
   // stored key it falls back to names no entry once run through storeKey and spaceOf again.
-  const namesOf = new WeakMap<Lease, string[]>();
+  readonly #namesOf = new WeakMap<Lease, string[]>();
   // The other spaces of each receiver, as its last take read them.
-  const foreign = new Map<string, string[]>();
+  readonly #foreign = new Map<string, string[]>();
 
-  async function run(what: string, script: InboxScript, keys: string[], args: (string | Buffer)[]) {
+  constructor(deps: RedisInboxDeps) {
+    this.#deps = deps;
+    this.#prefix = deps.prefix;
+    this.#registry = `${deps.prefix}i:queues`;
+  }
+
+  #baseOf(space: string): string {
+    return `${this.#prefix}i:{${space}}:`;
+  }
+
+  #queue(space: string, receiver: string): Queue {
+    return { space, receiver, base: this.#baseOf(space), part: keyPart(receiver) };
+  }
+
+  #anchor(key: string): string {
+    return `${this.#baseOf(spaceOf(key))}n`;
+  }
+
+  #entryKey(key: string): string {
+    return `${this.#baseOf(spaceOf(key))}e:${storeKey(key)}`;
+  }
+
+  #deliveryKey(key: string): string {
+    return `${this.#baseOf(spaceOf(key))}b:${storeKey(key)}`;
+  }
+
+  async #run(what: string, script: InboxScript, keys: string[], args: (string | Buffer)[]): Promise<unknown> {
     let reply: unknown;
     try {
-      reply = await wire.script(script, keys, args);
+      reply = await this.#deps.wire.script(script, keys, args);
     } catch (err) {
-      throw deps.failure(what, err);
+      throw this.#deps.failure(what, err);
     }
-    deps.answered();
+    this.#deps.answered();
     return reply;
   }
 
-  async function command(what: string, key: string, args: string[]) {
+  async #command(what: string, key: string, args: string[]): Promise<unknown> {
     try {
-      return await wire.command(key, args);
+      return await this.#deps.wire.command(key, args);
     } catch (err) {
-      throw deps.failure(what, err);
+      throw this.#deps.failure(what, err);
     }
   }
 
-  async function register(q: Queue): Promise<void> {
+  async #register(q: Queue): Promise<void> {
     const id = JSON.stringify([q.space, q.receiver]);
-    if (registered.has(id)) return;
-    const writes = [command('accept', registry, ['SADD', registry, id])];
-    const home = queue(homeOf(q.receiver), q.receiver);
+    if (this.#registered.has(id)) return;
+    const registry = this.#registry;
+    const writes = [this.#command('accept', registry, ['SADD', registry, id])];
+    const home = this.#queue(homeOf(q.receiver), q.receiver);
     if (q.space !== home.space)
-      writes.push(command('accept', set(home, 'f'), ['SADD', set(home, 'f'), q.space]));
+      writes.push(this.#command('accept', set(home, 'f'), ['SADD', set(home, 'f'), q.space]));
     await Promise.all(writes);
-    registered.add(id);
+    this.#registered.add(id);
   }
 
-  async function allQueues(what: string): Promise<Queue[]> {
-    const members = (await command(what, registry, ['SMEMBERS', registry])) as unknown[];
+  async #allQueues(what: string): Promise<Queue[]> {
+    const registry = this.#registry;
+    const members = (await this.#command(what, registry, ['SMEMBERS', registry])) as unknown[];
     return members.map((m) => {
       const [space, receiver] = JSON.parse(text(m)) as [string, string];
-      return queue(space, receiver);
+      return this.#queue(space, receiver);
     });
   }
 
   /** A receiver's queues: its own space's, then any other its entries are under. */
-  async function queuesOf(what: string, receiver: string | undefined): Promise<Queue[]> {
-    if (receiver === undefined) return allQueues(what);
-    const home = queue(homeOf(receiver), receiver);
-    const others = (await command(what, set(home, 'f'), ['SMEMBERS', set(home, 'f')])) as unknown[];
-    return [home, ...others.map((o) => queue(text(o), receiver))];
-  }
-
-  function lease(key: string, token: string, attempt: number, fingerprint: string, expiresAt: number): Lease {
-    return createLease({ key, token, attempt, fingerprint, expiresAt: new Date(expiresAt) });
+  async #queuesOf(what: string, receiver: string | undefined): Promise<Queue[]> {
+    if (receiver === undefined) return this.#allQueues(what);
+    const home = this.#queue(homeOf(receiver), receiver);
+    const others = (await this.#command(what, set(home, 'f'), ['SMEMBERS', set(home, 'f')])) as unknown[];
+    return [home, ...others.map((o) => this.#queue(text(o), receiver))];
   }
 
   /** Takes up to `limit` due entries of one queue. */
-  async function takeFrom(
+  async #takeFrom(
     q: Queue,
     limit: number,
     leaseMs: number,
   ): Promise<{ jobs: (InboxJob & { due: number })[]; spaces: string[] }> {
-    const tokens = Array.from({ length: limit }, () => deps.newToken());
-    const reply = (await run(
+    const tokens = Array.from({ length: limit }, () => this.#deps.newToken());
+    const reply = (await this.#run(
       'take',
       s.take,
       [`${q.base}n`, set(q, 'p'), set(q, 'r'), set(q, 'f')],
@@ -377,7 +221,7 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
         const fingerprint = readable(() => text(rest[7]), '');
         const acceptedAt = new Date(readable(() => Number(text(rest[3])), 0));
         const held = lease(key, text(token), Number(text(rest[2] ?? '0')), fingerprint, expiresAt);
-        namesOf.set(held, [`${q.base}n`, `${q.base}e:${text(sk)}`, `${q.base}b:${text(sk)}`]);
+        this.#namesOf.set(held, [`${q.base}n`, `${q.base}e:${text(sk)}`, `${q.base}b:${text(sk)}`]);
         return {
           ...unreadableJob(
             {
@@ -400,18 +244,18 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
    * Takes from several queues, oldest due first over all of them: reads the first `limit` due
    * entries of each, then takes from each queue as many as it has among the oldest `limit`.
    */
-  async function takeMerged(queues: Queue[], limit: number, leaseMs: number): Promise<InboxJob[]> {
+  async #takeMerged(queues: Queue[], limit: number, leaseMs: number): Promise<InboxJob[]> {
     if (queues.length === 0) return [];
-    if (queues.length === 1) return strip((await takeFrom(queues[0]!, limit, leaseMs)).jobs);
+    if (queues.length === 1) return strip((await this.#takeFrom(queues[0]!, limit, leaseMs)).jobs);
     const peeks = await Promise.all(
       queues.map(async (q) => {
-        const reply = (await run(
+        const reply = (await this.#run(
           'take',
           s.peek,
           [`${q.base}n`, set(q, 'p'), set(q, 'r'), set(q, 'f')],
           [String(limit)],
         )) as [unknown[], unknown[]];
-        if (q.space === homeOf(q.receiver)) foreign.set(q.receiver, reply[0].map(text));
+        if (q.space === homeOf(q.receiver)) this.#foreign.set(q.receiver, reply[0].map(text));
         const due: { q: Queue; at: number }[] = [];
         for (let i = 0; i + 1 < reply[1].length; i += 2) due.push({ q, at: Number(text(reply[1][i + 1])) });
         return due;
@@ -423,197 +267,212 @@ export function redisInbox(deps: RedisInboxDeps): InboxStore {
       .slice(0, limit);
     const counts = new Map<Queue, number>();
     for (const { q } of oldest) counts.set(q, (counts.get(q) ?? 0) + 1);
-    const taken = await Promise.all([...counts].map(([q, n]) => takeFrom(q, n, leaseMs)));
+    const taken = await Promise.all([...counts].map(([q, n]) => this.#takeFrom(q, n, leaseMs)));
     return strip(taken.flatMap((t) => t.jobs).sort((a, b) => a.due - b.due));
   }
 
-  const strip = (jobs: (InboxJob & { due: number })[]): InboxJob[] => jobs.map(({ due: _, ...job }) => job);
-
   /** An owner-checked change of one entry: 1 from the script when the lease still owned it. */
-  async function owned(what: string, script: InboxScript, held: Lease, args: string[]): Promise<boolean> {
+  async #owned(what: string, script: InboxScript, held: Lease, args: string[]): Promise<boolean> {
     if (held.token === '') return false;
-    const names = namesOf.get(held) ?? [anchor(held.key), entryKey(held.key), deliveryKey(held.key)];
-    const reply = await run(what, script, names, [held.token, ...args]);
+    const names = this.#namesOf.get(held) ?? [
+      this.#anchor(held.key),
+      this.#entryKey(held.key),
+      this.#deliveryKey(held.key),
+    ];
+    const reply = await this.#run(what, script, names, [held.token, ...args]);
     return Number(reply) === 1;
   }
 
-  return {
-    async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
-      const claimMs = options.claimMs === undefined ? undefined : ms(options.claimMs, 'claimMs', 1);
-      const token = claimMs === undefined ? '' : deps.newToken();
-      const q = queue(spaceOf(input.key), input.receiver);
-      await register(q);
-      const sk = storeKey(input.key);
-      const reply = (await run(
-        'accept',
-        s.accept,
-        [`${q.base}n`, entryKey(input.key), deliveryKey(input.key), set(q, 'p'), set(q, 'r')],
-        [
-          q.part,
-          input.fingerprint,
-          packDelivery(input),
-          sk,
-          claimMs === undefined ? '' : String(claimMs),
-          token,
-          ...optionalFields(input, sk, q.part),
-        ],
-      )) as [unknown, unknown];
-      const status = Number(reply[0]);
-      if (status === 0) {
-        if (claimMs === undefined) return { status: 'accepted' };
-        return {
-          status: 'accepted',
-          lease: lease(input.key, token, 1, input.fingerprint, Number(text(reply[1]))),
-        };
-      }
-      const state = STATES[text(reply[1])] ?? 'pending';
-      return status === 1 ? { status: 'duplicate', state } : { status: 'conflict', state };
-    },
-
-    async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
-      const n = Math.floor(limit);
-      if (!(n > 0)) return [];
-      const leaseFor = ms(leaseMs, 'leaseMs', 1);
-      if (receiver === undefined) return takeMerged(await allQueues('take'), n, leaseFor);
-      const home = queue(homeOf(receiver), receiver);
-      let known = foreign.get(receiver);
-      if (known === undefined) {
-        // Once per receiver and store object; every take's reply refreshes it.
-        known = ((await command('take', set(home, 'f'), ['SMEMBERS', set(home, 'f')])) as unknown[]).map(
-          text,
-        );
-        foreign.set(receiver, known);
-      }
-      if (known.length > 0) {
-        return takeMerged([home, ...known.map((space) => queue(space, receiver))], n, leaseFor);
-      }
-      // The common case: a receiver's entries are all under its own name, one script. Its reply
-      // names any other space that appeared since: those are taken from at once and merged from
-      // the next take on.
-      const { jobs, spaces } = await takeFrom(home, n, leaseFor);
-      foreign.set(receiver, spaces);
-      if (spaces.length === 0 || jobs.length >= n) return strip(jobs);
-      const more = await takeMerged(
-        spaces.map((space) => queue(space, receiver)),
-        n - jobs.length,
-        leaseFor,
-      );
-      return [...strip(jobs), ...more];
-    },
-
-    extend: (held, { leaseMs }) => owned('extend', s.extend, held, [String(ms(leaseMs, 'leaseMs', 1))]),
-
-    complete: (held, { retentionMs, dropBody }) =>
-      owned('complete', s.complete, held, [String(ms(retentionMs, 'retentionMs', 1)), dropBody ? '1' : '']),
-
-    retry: (held, { delayMs, error }) =>
-      owned('retry', s.retry, held, [String(ms(delayMs, 'delayMs', 0)), inboxErrorLine(error)]),
-
-    bury: (held, { error }) => owned('bury', s.bury, held, [inboxErrorLine(error)]),
-
-    async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
-      const queues = await queuesOf('stats', options.receiver);
-      const replies = await Promise.all(
-        queues.map(
-          (q) =>
-            run(
-              'stats',
-              s.stats,
-              [`${q.base}n`, set(q, 'p'), set(q, 'r'), set(q, 'c'), set(q, 'x')],
-              [],
-            ) as Promise<unknown[]>,
-        ),
-      );
-      const total = { pending: 0, processing: 0, completed: 0, dead: 0, oldestDueMs: 0 };
-      for (const r of replies) {
-        total.pending += Number(r[0]);
-        total.processing += Number(r[1]);
-        total.completed += Number(r[2]);
-        total.dead += Number(r[3]);
-        total.oldestDueMs = Math.max(total.oldestDueMs, Number(r[4]));
-      }
-      return total;
-    },
-
-    async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
-      const limit = Math.max(0, Math.floor(options.limit ?? 100));
-      if (limit === 0) return [];
-      const queues = await queuesOf('list', options.receiver);
-      const only = options.state === undefined ? '' : LETTERS[options.state];
-      const rows = await Promise.all(
-        queues.map(
-          (q) =>
-            run(
-              'list',
-              s.list,
-              [`${q.base}n`, set(q, 'x'), set(q, 'p'), set(q, 'r'), set(q, 'c')],
-              [only, String(limit)],
-            ) as Promise<unknown[][]>,
-        ),
-      );
-      return rows
-        .flat()
-        .map(([sk, hasBody, ...rest]) => view(fields(sk, rest, shown), Number(hasBody) === 1))
-        .sort((a, b) => RANK[a.state] - RANK[b.state] || a.dueAt.getTime() - b.dueAt.getTime())
-        .slice(0, limit);
-    },
-
-    async get(key: string) {
-      const reply = (await run('get', s.get, [anchor(key), entryKey(key), deliveryKey(key)], [])) as
-        | unknown[]
-        | null;
-      if (!reply) return undefined;
-      const [delivery, ...rest] = reply;
-      const hasBody = delivery !== null && delivery !== undefined;
+  async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
+    const claimMs = options.claimMs === undefined ? undefined : ms(options.claimMs, 'claimMs', 1);
+    const token = claimMs === undefined ? '' : this.#deps.newToken();
+    const q = this.#queue(spaceOf(input.key), input.receiver);
+    await this.#register(q);
+    const sk = storeKey(input.key);
+    const reply = (await this.#run(
+      'accept',
+      s.accept,
+      [`${q.base}n`, this.#entryKey(input.key), this.#deliveryKey(input.key), set(q, 'p'), set(q, 'r')],
+      [
+        q.part,
+        input.fingerprint,
+        packDelivery(input),
+        sk,
+        claimMs === undefined ? '' : String(claimMs),
+        token,
+        ...optionalFields(input, sk, q.part),
+      ],
+    )) as [unknown, unknown];
+    const status = Number(reply[0]);
+    if (status === 0) {
+      if (claimMs === undefined) return { status: 'accepted' };
       return {
-        ...view(fields(storeKey(key), rest, shown), hasBody),
-        delivery: hasBody ? readableDelivery(delivery) : undefined,
+        status: 'accepted',
+        lease: lease(input.key, token, 1, input.fingerprint, Number(text(reply[1]))),
       };
-    },
+    }
+    const state = STATES[text(reply[1])] ?? 'pending';
+    return status === 1 ? { status: 'duplicate', state } : { status: 'conflict', state };
+  }
 
-    async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
-      if ('key' in target) {
-        return Number(
-          await run(
-            'requeue',
-            s.requeueOne,
-            [anchor(target.key), entryKey(target.key), deliveryKey(target.key)],
+  async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
+    const n = Math.floor(limit);
+    if (!(n > 0)) return [];
+    const leaseFor = ms(leaseMs, 'leaseMs', 1);
+    if (receiver === undefined) return this.#takeMerged(await this.#allQueues('take'), n, leaseFor);
+    const home = this.#queue(homeOf(receiver), receiver);
+    let known = this.#foreign.get(receiver);
+    if (known === undefined) {
+      // Once per receiver and store object; every take's reply refreshes it.
+      known = ((await this.#command('take', set(home, 'f'), ['SMEMBERS', set(home, 'f')])) as unknown[]).map(
+        text,
+      );
+      this.#foreign.set(receiver, known);
+    }
+    if (known.length > 0) {
+      return this.#takeMerged([home, ...known.map((space) => this.#queue(space, receiver))], n, leaseFor);
+    }
+    // The common case: a receiver's entries are all under its own name, one script. Its reply
+    // names any other space that appeared since: those are taken from at once and merged from
+    // the next take on.
+    const { jobs, spaces } = await this.#takeFrom(home, n, leaseFor);
+    this.#foreign.set(receiver, spaces);
+    if (spaces.length === 0 || jobs.length >= n) return strip(jobs);
+    const more = await this.#takeMerged(
+      spaces.map((space) => this.#queue(space, receiver)),
+      n - jobs.length,
+      leaseFor,
+    );
+    return [...strip(jobs), ...more];
+  }
+
+  extend(held: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+    return this.#owned('extend', s.extend, held, [String(ms(leaseMs, 'leaseMs', 1))]);
+  }
+
+  complete(
+    held: Lease,
+    { retentionMs, dropBody }: { retentionMs: number; dropBody?: boolean },
+  ): Promise<boolean> {
+    return this.#owned('complete', s.complete, held, [
+      String(ms(retentionMs, 'retentionMs', 1)),
+      dropBody ? '1' : '',
+    ]);
+  }
+
+  retry(held: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
+    return this.#owned('retry', s.retry, held, [String(ms(delayMs, 'delayMs', 0)), inboxErrorLine(error)]);
+  }
+
+  bury(held: Lease, { error }: { error: string }): Promise<boolean> {
+    return this.#owned('bury', s.bury, held, [inboxErrorLine(error)]);
+  }
+
+  async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
+    const queues = await this.#queuesOf('stats', options.receiver);
+    const replies = await Promise.all(
+      queues.map(
+        (q) =>
+          this.#run(
+            'stats',
+            s.stats,
+            [`${q.base}n`, set(q, 'p'), set(q, 'r'), set(q, 'c'), set(q, 'x')],
             [],
-          ),
-        );
-      }
-      let total = 0;
-      for (const q of await queuesOf('requeue', target.receiver)) {
-        const batch = 500;
-        let skip = 0;
-        for (;;) {
-          const [moved, kept, seen] = (
-            (await run(
-              'requeue',
-              s.requeueDead,
-              [`${q.base}n`, set(q, 'x'), set(q, 'p')],
-              [String(batch), String(skip)],
-            )) as unknown[]
-          ).map(Number) as [number, number, number];
-          total += moved;
-          skip += kept;
-          if (seen < batch) break;
-        }
-      }
-      return total;
-    },
+          ) as Promise<unknown[]>,
+      ),
+    );
+    const total = { pending: 0, processing: 0, completed: 0, dead: 0, oldestDueMs: 0 };
+    for (const r of replies) {
+      total.pending += Number(r[0]);
+      total.processing += Number(r[1]);
+      total.completed += Number(r[2]);
+      total.dead += Number(r[3]);
+      total.oldestDueMs = Math.max(total.oldestDueMs, Number(r[4]));
+    }
+    return total;
+  }
 
-    async purge(options: { batchSize?: number } = {}): Promise<number> {
-      const batch = Math.min(1000, Math.max(1, Math.floor(options.batchSize ?? 1000)));
-      let total = 0;
-      for (const q of await allQueues('purge')) {
-        for (;;) {
-          const n = Number(await run('purge', s.purge, [`${q.base}n`, set(q, 'c')], [String(batch)]));
-          total += n;
-          if (n < batch) break;
-        }
+  async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
+    const limit = Math.max(0, Math.floor(options.limit ?? 100));
+    if (limit === 0) return [];
+    const queues = await this.#queuesOf('list', options.receiver);
+    const only = options.state === undefined ? '' : LETTERS[options.state];
+    const rows = await Promise.all(
+      queues.map(
+        (q) =>
+          this.#run(
+            'list',
+            s.list,
+            [`${q.base}n`, set(q, 'x'), set(q, 'p'), set(q, 'r'), set(q, 'c')],
+            [only, String(limit)],
+          ) as Promise<unknown[][]>,
+      ),
+    );
+    return rows
+      .flat()
+      .map(([sk, hasBody, ...rest]) => view(fields(sk, rest, shown), Number(hasBody) === 1))
+      .sort((a, b) => RANK[a.state] - RANK[b.state] || a.dueAt.getTime() - b.dueAt.getTime())
+      .slice(0, limit);
+  }
+
+  async get(key: string) {
+    const reply = (await this.#run(
+      'get',
+      s.get,
+      [this.#anchor(key), this.#entryKey(key), this.#deliveryKey(key)],
+      [],
+    )) as unknown[] | null;
+    if (!reply) return undefined;
+    const [delivery, ...rest] = reply;
+    const hasBody = delivery !== null && delivery !== undefined;
+    return {
+      ...view(fields(storeKey(key), rest, shown), hasBody),
+      delivery: hasBody ? readableDelivery(delivery) : undefined,
+    };
+  }
+
+  async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
+    if ('key' in target) {
+      return Number(
+        await this.#run(
+          'requeue',
+          s.requeueOne,
+          [this.#anchor(target.key), this.#entryKey(target.key), this.#deliveryKey(target.key)],
+          [],
+        ),
+      );
+    }
+    let total = 0;
+    for (const q of await this.#queuesOf('requeue', target.receiver)) {
+      const batch = 500;
+      let skip = 0;
+      for (;;) {
+        const [moved, kept, seen] = (
+          (await this.#run(
+            'requeue',
+            s.requeueDead,
+            [`${q.base}n`, set(q, 'x'), set(q, 'p')],
+            [String(batch), String(skip)],
+          )) as unknown[]
+        ).map(Number) as [number, number, number];
+        total += moved;
+        skip += kept;
+        if (seen < batch) break;
       }
-      return total;
-    },
-  };
+    }
+    return total;
+  }
+
+  async purge(options: { batchSize?: number } = {}): Promise<number> {
+    const batch = Math.min(1000, Math.max(1, Math.floor(options.batchSize ?? 1000)));
+    let total = 0;
+    for (const q of await this.#allQueues('purge')) {
+      for (;;) {
+        const n = Number(await this.#run('purge', s.purge, [`${q.base}n`, set(q, 'c')], [String(batch)]));
+        total += n;
+        if (n < batch) break;
+      }
+    }
+    return total;
+  }
 }
