@@ -1,4 +1,4 @@
-import { type BodyHmacSenderOptions, bodyHmacSenders } from './groups/bodyHmacSenders.js';
+import { type BodyHmacSenderOptions, bodyHmacSenders } from './families/bodyHmacSenders.js';
 import type { AuthenticatingProvider } from './types.js';
 
 /** A Checkout.com webhook: `id` (`evt_...`), `type` (`payment_approved`...), `created_on`, `data`. */

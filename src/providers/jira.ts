@@ -1,4 +1,4 @@
-import { type BodyHmacSenderOptions, bodyHmacSenders } from './groups/bodyHmacSenders.js';
+import { type BodyHmacSenderOptions, bodyHmacSenders } from './families/bodyHmacSenders.js';
 import type { AuthenticatingProvider } from './types.js';
 
 /** A Jira webhook: `webhookEvent` (`jira:issue_created`...), `timestamp` (ms) and the event's data. */

@@ -1,4 +1,4 @@
-import { type BodyHmacSenderOptions, bodyHmacSenders } from './groups/bodyHmacSenders.js';
+import { type BodyHmacSenderOptions, bodyHmacSenders } from './families/bodyHmacSenders.js';
 import type { AuthenticatingProvider } from './types.js';
 
 /** A Typeform webhook: `event_id`, `event_type` (`form_response`) and the `form_response`. */

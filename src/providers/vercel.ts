@@ -1,4 +1,4 @@
-import { type BodyHmacSenderOptions, bodyHmacSenders } from './groups/bodyHmacSenders.js';
+import { type BodyHmacSenderOptions, bodyHmacSenders } from './families/bodyHmacSenders.js';
 import type { AuthenticatingProvider } from './types.js';
 
 /** A Vercel webhook: `id`, `type` (`deployment.succeeded`...), `createdAt` and the `payload`. */

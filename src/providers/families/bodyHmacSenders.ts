@@ -1,13 +1,13 @@
 /**
- * The body-HMAC senders of group A whose declaration is data alone and whose options are
+ * The body-HMAC senders whose declaration is data alone and whose options are
  * `{ secret, retention }`: one row each, keyed by the provider's export name. Each provider's own
  * file keeps its event type and its documentation and hands its options to its row here, so the
  * mechanism (`bodyHmac`) and the options type are written once.
  */
 import type { Duration } from '../../core/duration.js';
-import { type BodyHmacDeclaration, bodyHmac } from '../families/bodyHmac.js';
 import type { SecretInput } from '../shared.js';
 import type { AuthenticatingProvider } from '../types.js';
+import { type BodyHmacDeclaration, bodyHmac } from './bodyHmac.js';
 
 /** What each sender of the table takes (its own file says which secret and which default). */
 export interface BodyHmacSenderOptions {
