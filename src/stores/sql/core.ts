@@ -1,0 +1,345 @@
+/**
+ * The SQL stores' one mechanism: the {@link Store} methods written once over a dialect (what to
+ * run, as data, and the claim and confirm sequences a database needs) and a driver (how its client
+ * runs a statement). `postgresStore`, `mysqlStore` and `sqliteStore` only put the two together.
+ *
+ * A driver may answer synchronously (SQLite): the methods then do all their work before they
+ * return, and every step is chained with {@link then} rather than awaited, so nothing of theirs runs
+ * after they returned.
+ */
+
+import { newToken } from '../../core/crypto.js';
+import type { HealthScope, StoreHealth } from '../../core/health.js';
+import type { InboxStore } from '../../core/inbox.js';
+import {
+  assertVersion,
+  type Claim,
+  type ClaimOptions,
+  createLease,
+  type Lease,
+  markBuiltin,
+  type RecordOptions,
+  type RecordView,
+  type StoreStats,
+  sameFingerprint,
+} from '../../core/types.js';
+import { ConfigError, StoreUnavailableError } from '../../errors.js';
+import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError } from '../sql.js';
+import { sqlInbox } from '../sql-inbox.js';
+import type {
+  Awaitable,
+  Row,
+  SqlCall,
+  SqlClaimStep,
+  SqlDialect,
+  SqlDriver,
+  SqlExec,
+  SqlFoundRow,
+  SqlOutcome,
+  SqlRun,
+  SqlSession,
+  SqlStatement,
+} from './types.js';
+
+/** `fn(value)`, at once when the value is there, else when it comes. */
+export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awaitable<U> {
+  return typeof (value as PromiseLike<T> | null)?.then === 'function'
+    ? Promise.resolve(value).then(fn)
+    : fn(value as T);
+}
+
+/** `fn()`, its throw and its rejection both handed to `fail`. */
+function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awaitable<T> {
+  let value: Awaitable<T>;
+  try {
+    value = fn();
+  } catch (err) {
+    fail(err);
+  }
+  return typeof (value as PromiseLike<T> | null)?.then === 'function'
+    ? Promise.resolve(value).catch(fail)
+    : value;
+}
+
+/**
+ * How a store reports a failed statement: `sqlStoreError` with the store's table and settings.
+ * `setup`: while looking up or creating its tables.
+ */
+export type SqlFaults = (action: string, err: unknown, setup?: boolean) => StoreUnavailableError;
+
+export function sqlFaults(dialect: SqlDialect, table: string, autoCreate: boolean): SqlFaults {
+  return (action, err, setup = false) =>
+    sqlStoreError(
+      dialect.errors,
+      { action, setup, autoCreate, table, names: dialect.names, defaultTable: dialect.defaultTable },
+      err,
+    );
+}
+
+/**
+ * Runs `create` once per client and table (many store objects over one pool run the DDL once); a
+ * failure is forgotten, so the next use tries again.
+ */
+export function oncePerClient(
+  created: WeakMap<object, Map<string, Promise<void>>>,
+  client: object,
+  table: string,
+  create: () => Promise<void>,
+): Promise<void> {
+  let perClient = created.get(client);
+  if (!perClient) {
+    perClient = new Map();
+    created.set(client, perClient);
+  }
+  let pending = perClient.get(table);
+  if (!pending) {
+    pending = create();
+    perClient.set(table, pending);
+    const cache = perClient;
+    pending.catch(() => cache.delete(table));
+  }
+  return pending;
+}
+
+/**
+ * What a claim makes of a row it found: the step when the row keeps the key (live, or takeable but
+ * processing under another fingerprint, which it keeps), undefined when the claim may take it.
+ */
+export function heldBy(row: SqlFoundRow, fingerprint: string | undefined): SqlClaimStep | undefined {
+  const same = sameFingerprint(row.fingerprint, fingerprint);
+  if (!row.live && (row.completed || same)) return undefined;
+  return { acquired: false, completed: row.completed, attempt: row.attempt, expiresMs: row.expiresMs, same };
+}
+
+/** A column that holds text, or UTF-8 bytes (MySQL's VARBINARY), as a string. */
+export function toText(v: unknown): string | undefined {
+  if (v == null) return undefined;
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+  return String(v);
+}
+
+/** The rounds of a claim that loses to a write it could not see before it gives up. */
+const CLAIM_ROUNDS = 10;
+
+/** The parts of a SQL store. */
+export interface SqlStoreParts {
+  readonly dialect: SqlDialect;
+  readonly driver: SqlDriver;
+  /** The `table` option as given. */
+  readonly table: string;
+  readonly autoCreate: boolean;
+}
+
+/** A SQL store's methods, before its entry file adds what is its own. */
+export function sqlStore({ dialect, driver, table, autoCreate }: SqlStoreParts) {
+  const t = dialect.names;
+  const { calls, columns } = dialect;
+  const unavailable = sqlFaults(dialect, table, autoCreate);
+  /** The store's error for a failed step of `action` (a ConfigError goes through as it is). */
+  const fail =
+    (action: string) =>
+    (err: unknown): never => {
+      if (err instanceof ConfigError) throw err;
+      throw unavailable(action, err);
+    };
+  /** Makes the tables ready; errors as the store throws them. */
+  const ready = (action: string) => guarded(() => driver.ready(), fail(action));
+  const exec: SqlExec = (action, [statement, values]) =>
+    guarded(() => then(driver.ready(), () => driver.run(statement, values)), fail(action));
+  const session: SqlSession = { exec, locked: (fn) => driver.locked(fn) };
+
+  const view = (row: Row, key: string): RecordView => ({
+    key,
+    state:
+      String(row.state) === columns.completed
+        ? 'completed'
+        : Number(row.released) === 1
+          ? 'released'
+          : 'processing',
+    attempt: Number(row.attempt),
+    fingerprint: toText(row.fingerprint),
+    expiresAt: new Date(Number(row[columns.expires])),
+    updatedAt: new Date(Number(row[columns.updated])),
+  });
+
+  function claimed(key: string, input: ClaimOptions, token: string, step: SqlClaimStep): Claim {
+    if (step.acquired) {
+      const { fingerprint } = input;
+      const expiresAt = new Date(step.expiresMs);
+      const lease = createLease({ key, token, attempt: step.attempt, fingerprint, expiresAt });
+      dialect.leased?.(lease, step.rowId);
+      return { status: 'acquired', lease };
+    }
+    if (step.completed) return { status: 'completed', sameFingerprint: step.same };
+    return {
+      status: 'in-flight',
+      attempt: step.attempt,
+      expiresAt: new Date(step.expiresMs),
+      sameFingerprint: step.same,
+    };
+  }
+
+  function claim(key: string, options: ClaimOptions): Awaitable<Claim> {
+    const { leaseMs, fingerprint, retentionMs } = options;
+    const token = newToken();
+    const round = dialect.claimRound(
+      { key, token, leaseMs, fingerprint, graceMs: retentionMs ?? 0 },
+      session,
+    );
+    const attempt = (n: number): Awaitable<Claim> =>
+      then(round(), (step) => {
+        if (step) return claimed(key, options, token, step);
+        if (n < CLAIM_ROUNDS) return attempt(n + 1);
+        throw new StoreUnavailableError(
+          `onceonly: ${dialect.errors.store} store could not claim "${key}": it changed under every one of ${CLAIM_ROUNDS} tries; retry the delivery later`,
+        );
+      });
+    return attempt(1);
+  }
+
+  function confirm(lease: Lease, retentionMs: number): Awaitable<boolean> {
+    // No real token is empty: '' marks a released row, which nobody owns.
+    if (lease.token === '') return false;
+    const own = calls.confirmOwn?.(lease, retentionMs);
+    // Not (or no longer) a row with our token: vanished, ran out, or another owner's. Tokens are
+    // unique, so nothing can make the row ours between the two steps.
+    if (own)
+      return then(
+        exec('confirm a lease', own),
+        (r) => r.done || dialect.confirm(lease, retentionMs, session),
+      );
+    return dialect.confirm(lease, retentionMs, session);
+  }
+
+  const done = (action: string, call: SqlCall) => then(exec(action, call), (r) => r.done);
+
+  /** `record`, synchronous where the driver is (SQLite's `recordSync`). */
+  function record(
+    key: string,
+    { retentionMs, fingerprint, tx }: RecordOptions,
+  ): Awaitable<{ duplicate: boolean }> {
+    const call = calls.record(key, newToken(), fingerprint, retentionMs);
+    if (tx === undefined) return then(exec('record a key', call), (r) => ({ duplicate: !r.done }));
+    const run: SqlRun = driver.joining(tx);
+    // No retry and no wrapping inside the caller's transaction: their own error handling (a retry
+    // of a serialization failure or a deadlock) sees the driver's error as for any of their statements.
+    return then(ready('create its tables'), () =>
+      then(run(call[0], call[1]), (r: SqlOutcome) => ({ duplicate: !r.done })),
+    );
+  }
+
+  /** Runs a purge statement in batches until one comes back short; how many rows it deleted. */
+  function drain(action: string, call: (batch: number) => SqlCall, batch: number): Awaitable<number> {
+    let deleted = 0;
+    const loop = (): Awaitable<number> =>
+      then(exec(action, call(batch)), ({ count }) => {
+        deleted += count;
+        return count < batch ? deleted : loop();
+      });
+    return loop();
+  }
+
+  function purgeExpired(purge: PurgeOptions = {}): Awaitable<number> {
+    const { graceMs, batch, unusedMs } = purgeSettings(purge);
+    return then(
+      drain('purge expired keys', (n) => calls.purge(graceMs, n), batch),
+      (keys) =>
+        unusedMs === undefined
+          ? keys
+          : then(
+              drain(dialect.purgeVersionsAction, (n) => calls.purgeVersions(unusedMs, n), batch),
+              (versions) => keys + versions,
+            ),
+    );
+  }
+
+  function health(scope?: HealthScope): Awaitable<StoreHealth> {
+    const names = [t.keys, t.versions, ...(scope?.inbox === true ? [dialect.inboxNames.table] : [])];
+    return then(driver.health(names), ({ nowMs, tables }) => {
+      const facts = sqlHealth(nowMs, tables, autoCreate);
+      if (!dialect.localClock) return facts;
+      return {
+        checks: [
+          {
+            name: 'clock',
+            ok: true,
+            detail: "the host's own: SQLite runs in this process, nothing to compare",
+          },
+          ...facts.checks,
+        ],
+      };
+    });
+  }
+
+  const inbox: InboxStore = sqlInbox({
+    dialect: dialect.inbox,
+    names: dialect.inboxNames,
+    table,
+    defaultTable: dialect.defaultTable,
+    autoCreate,
+    store: dialect.store,
+    driver: driver.inbox,
+  });
+
+  const store = {
+    tables: { keys: t.keys, versions: t.versions },
+    inbox,
+    /**
+     * Reachable, the server's clock, and the store's tables present (looked up, never created):
+     * the inbox's too when the caller uses it.
+     */
+    health: async (scope?: HealthScope): Promise<StoreHealth> => health(scope),
+    /** Creates the tables now instead of on first use (a no-op after the first success). */
+    ready: async (): Promise<void> => {
+      await ready('create its tables');
+    },
+    claim: async (key: string, options: ClaimOptions): Promise<Claim> => claim(key, options),
+    confirm: async (lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> =>
+      confirm(lease, retentionMs),
+    release: async (lease: Lease): Promise<boolean> =>
+      lease.token !== '' && done('release a lease', calls.release(lease)),
+    extend: async (lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> =>
+      lease.token !== '' && done('extend a lease', calls.extend(lease, leaseMs)),
+    record: async (key: string, options: RecordOptions): Promise<{ duplicate: boolean }> =>
+      record(key, options),
+    advance: async (entity: string, version: number): Promise<boolean> => {
+      assertVersion(version);
+      return done('advance a version', calls.advance(entity, version));
+    },
+    inspect: async (key: string): Promise<RecordView | undefined> =>
+      then(exec('read a key', calls.inspect(key)), ({ rows }) => (rows[0] ? view(rows[0], key) : undefined)),
+    stats: async (): Promise<StoreStats> =>
+      then(exec('count keys', calls.stats()), ({ rows }) => {
+        const row = rows[0] ?? {};
+        return {
+          processing: Number(row.processing ?? 0),
+          takeable: Number(row.takeable ?? 0),
+          completed: Number(row.completed ?? 0),
+        };
+      }),
+    oldestLeases: async (limit: number): Promise<RecordView[]> => {
+      const call = calls.oldest(limit);
+      return then(exec('list leases', call), ({ rows }) =>
+        rows.map((row) => ({
+          ...view(row, toText(row[columns.key]) ?? ''),
+          state: Number(row.released) === 1 ? ('released' as const) : ('processing' as const),
+        })),
+      );
+    },
+    purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(options),
+    close: async (): Promise<void> => {
+      // The client is the caller's: nothing of ours to close.
+    },
+  };
+  return { store: markBuiltin(dialect.kind, driver.client, t.keys, store), record };
+}
+
+/** A dialect's statement texts as statements, each named after its key, with the flags `flags` gives it. */
+export function named<K extends string>(
+  texts: Readonly<Record<K, string>>,
+  flags: (name: K) => Omit<SqlStatement, 'name' | 'text'>,
+): Record<K, SqlStatement> {
+  const out = {} as Record<K, SqlStatement>;
+  for (const name of Object.keys(texts) as K[]) out[name] = { name, text: texts[name], ...flags(name) };
+  return out;
+}

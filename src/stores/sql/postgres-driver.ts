@@ -1,0 +1,175 @@
+/**
+ * How the PostgreSQL store runs a statement on a `pg` client (named prepared statements) or a
+ * postgres.js `sql` (prepared queries), creates its tables under an advisory lock, and serves the
+ * inbox.
+ */
+
+import { createHash } from 'node:crypto';
+import { ConfigError } from '../../errors.js';
+import type { SqlInboxDriver } from '../sql-inbox.js';
+import { oncePerClient, type SqlFaults } from './core.js';
+import { creationRaces, type postgresDialect, sqlState } from './postgres-dialect.js';
+import type { Row, SqlDriver, SqlOutcome } from './types.js';
+
+/** Runs one statement on a client: rows back, and the number of affected rows when the driver says. */
+export type Runner = (
+  statement: string,
+  text: string,
+  values: unknown[],
+) => Promise<{ rows: Row[]; count: number | undefined }>;
+
+interface PgLike {
+  query(config: { text: string; values?: unknown[]; name?: string }): Promise<unknown>;
+}
+
+interface PostgresJsLike {
+  unsafe(query: string, parameters?: any[], options?: { prepare?: boolean }): PromiseLike<unknown>;
+}
+
+function isPostgresJs(client: unknown): client is PostgresJsLike {
+  return typeof client === 'function' && typeof (client as { unsafe?: unknown }).unsafe === 'function';
+}
+
+function isPg(client: unknown): client is PgLike {
+  return (
+    typeof client === 'object' &&
+    client !== null &&
+    typeof (client as { query?: unknown }).query === 'function'
+  );
+}
+
+/** How statements run on `client`: a ConfigError (naming it `what`) when it is no client we know. */
+export function runnerFor(client: unknown, prepare: boolean, what: string): Runner {
+  if (isPostgresJs(client)) {
+    return async (_statement, text, values) => {
+      const simple = values.length === 0;
+      const rows = (await client.unsafe(text, values, { prepare: prepare && !simple })) as readonly Row[] & {
+        count?: number;
+      };
+      return { rows: Array.isArray(rows) ? [...rows] : [], count: rows.count };
+    };
+  }
+  if (isPg(client)) {
+    return async (statement, text, values) => {
+      const result = (await client.query(
+        prepare && values.length > 0
+          ? { name: statementName(statement, text), text, values }
+          : { text, values },
+      )) as { rows?: Row[]; rowCount?: number | null };
+      return { rows: Array.isArray(result.rows) ? result.rows : [], count: result.rowCount ?? undefined };
+    };
+  }
+  throw new ConfigError(
+    'invalid_option',
+    `onceonly: ${what} must be a pg Pool, PoolClient or Client, a postgres.js sql instance, kyselyTx(trx) or drizzleTx(tx, sql)`,
+  );
+}
+
+const names = new Map<string, string>();
+/** Named prepared statements must not share a name with another text on one connection. */
+function statementName(statement: string, text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `onceonly_${statement}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/** Tables created per client and table, so many store objects over one pool run the DDL once. */
+const created = new WeakMap<object, Map<string, Promise<void>>>();
+
+/** A runner's answer as the store reads it: done when a row came back (`RETURNING 1 AS ok`). */
+const outcome = ({ rows, count }: { rows: Row[]; count: number | undefined }): SqlOutcome => ({
+  rows,
+  count: count ?? 0,
+  done: rows.length > 0,
+  id: 0,
+});
+
+export interface PostgresDriverOptions {
+  readonly client: object;
+  /** How statements run on the client (from {@link runnerFor}). */
+  readonly run: Runner;
+  readonly prepare: boolean;
+  readonly table: string;
+  readonly autoCreate: boolean;
+  readonly dialect: ReturnType<typeof postgresDialect>;
+  readonly unavailable: SqlFaults;
+}
+
+/** The driver of a PostgreSQL store over `client` (already checked by {@link runnerFor}). */
+export function postgresDriver(o: PostgresDriverOptions): SqlDriver {
+  const { client, run, prepare, table, dialect } = o;
+  const t = dialect.names;
+  const sql = dialect.sql;
+
+  async function createTables(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { rows } = await run('exists', sql.exists.text, [t.keys, t.versions]);
+        if (rows[0]?.ok === true) return;
+        await run('ensure', sql.ensure.text, []);
+        return;
+      } catch (err) {
+        // Someone else's CREATE (a migration without our lock) won the race: ours now finds the table.
+        if (attempt < 3 && creationRaces.has(sqlState(err) ?? '')) continue;
+        throw o.unavailable(`create its tables ${t.keys} and ${t.versions}`, err, true);
+      }
+    }
+  }
+
+  const inboxTable = dialect.inboxNames.table;
+  const inbox: SqlInboxDriver = {
+    async query(statement, values) {
+      const { rows, count } = await run(statement.name, statement.text, values);
+      return { rows, changes: statement.rows ? rows.length : (count ?? 0) };
+    },
+    async exists() {
+      const { rows } = await run('inbox_exists', 'SELECT to_regclass($1::text) IS NOT NULL AS ok', [
+        inboxTable,
+      ]);
+      return rows[0]?.ok === true;
+    },
+    async create(ddl) {
+      // One simple query, one implicit transaction: the advisory lock serialises first uses.
+      const text = `SET LOCAL client_min_messages = warning;
+SELECT pg_advisory_xact_lock(hashtext('${t.lockName}'));
+${ddl.join(';\n')};`;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await run('inbox_create', text, []);
+          return;
+        } catch (err) {
+          if (attempt < 3 && creationRaces.has(sqlState(err) ?? '')) continue;
+          throw err;
+        }
+      }
+    },
+  };
+
+  return {
+    client,
+    run: async (statement, values) => outcome(await run(statement.name, statement.text, values)),
+    locked: (fn) => fn(),
+    ready: () => (o.autoCreate ? oncePerClient(created, client, table, createTables) : Promise.resolve()),
+    joining(tx) {
+      const runner = runnerFor(tx, prepare, 'record() tx');
+      return async (statement, values) => outcome(await runner(statement.name, statement.text, values));
+    },
+    async health(tables) {
+      const [keys, versions, inboxTable] = tables as [string, string, string?];
+      const { rows } = await run('health', sql.health.text, [keys, versions, inboxTable ?? keys]);
+      const row = rows[0] ?? {};
+      return {
+        nowMs: Number(row.now_ms),
+        tables: {
+          [keys]: row.has_keys,
+          [versions]: row.has_versions,
+          ...(inboxTable === undefined ? {} : { [inboxTable]: row.has_inbox }),
+        },
+      };
+    },
+    inbox,
+  };
+}
