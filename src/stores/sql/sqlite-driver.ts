@@ -1,0 +1,231 @@
+/**
+ * How the SQLite store runs a statement on a better-sqlite3 `Database`: synchronously, prepared once
+ * per database, under the write lock where the statement asks for it; how it readies the database
+ * (busy timeout, WAL, tables) and joins the caller's transactions.
+ */
+
+import { ConfigError } from '../../errors.js';
+import type { SqlInboxDriver } from '../sql-inbox.js';
+import { DEFAULT_BUSY_TIMEOUT, ddl } from './sqlite-dialect.js';
+import type { Row, SqlDialect, SqlDriver, SqlOutcome } from './types.js';
+
+/** What the store needs of better-sqlite3 (the entry file's `SqliteDatabase` and transactions). */
+interface SqliteLikeStatement {
+  run(...params: unknown[]): { changes: number };
+  all(...params: unknown[]): unknown[];
+}
+interface SqliteLike {
+  prepare(sql: string): SqliteLikeStatement;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  readonly inTransaction: boolean;
+}
+interface SyncTxLike {
+  readonly onceonlySqliteTxSync: (sql: string, params: unknown[]) => readonly unknown[];
+}
+interface AsyncTxLike {
+  readonly onceonlySqliteTx: (sql: string, params: unknown[]) => Promise<readonly unknown[]>;
+}
+
+export function isDatabase(value: unknown): value is SqliteLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { prepare?: unknown }).prepare === 'function' &&
+    typeof (value as { inTransaction?: unknown }).inTransaction === 'boolean'
+  );
+}
+
+export function isSyncTx(value: unknown): value is SyncTxLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { onceonlySqliteTxSync?: unknown }).onceonlySqliteTxSync === 'function'
+  );
+}
+
+function isAsyncTx(value: unknown): value is AsyncTxLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { onceonlySqliteTx?: unknown }).onceonlySqliteTx === 'function'
+  );
+}
+
+/** Statement values as better-sqlite3 binds them: no undefined, no booleans. */
+const bindable = (values: unknown[]) =>
+  values.map((v) => (v === undefined ? null : typeof v === 'boolean' ? Number(v) : v));
+
+/** Prepared statements per database and table, shared by every store object over them. */
+const prepared = new WeakMap<object, Map<string, SqliteLikeStatement>>();
+
+function prepare(db: SqliteLike, sql: string): SqliteLikeStatement {
+  let perDb = prepared.get(db);
+  if (!perDb) {
+    perDb = new Map();
+    prepared.set(db, perDb);
+  }
+  let statement = perDb.get(sql);
+  if (!statement) {
+    statement = db.prepare(sql);
+    perDb.set(sql, statement);
+  }
+  return statement;
+}
+
+/** Databases whose tables (per table name) exist already. */
+const created = new WeakMap<object, Set<string>>();
+
+/**
+ * Runs `fn` holding the write lock: `BEGIN IMMEDIATE` takes it before anything is read (a deferred
+ * transaction reading first could find its snapshot stale at the write, which the busy timeout does not
+ * cover). Inside a transaction of the caller's, a savepoint instead: the work joins it.
+ */
+function write<T>(db: SqliteLike, fn: () => T): T {
+  const nested = db.inTransaction;
+  prepare(db, nested ? 'SAVEPOINT onceonly' : 'BEGIN IMMEDIATE').run();
+  let result: T;
+  try {
+    result = fn();
+  } catch (err) {
+    if (nested) {
+      prepare(db, 'ROLLBACK TO onceonly').run();
+      prepare(db, 'RELEASE onceonly').run();
+    } else if (db.inTransaction) {
+      prepare(db, 'ROLLBACK').run();
+    }
+    throw err;
+  }
+  prepare(db, nested ? 'RELEASE onceonly' : 'COMMIT').run();
+  return result;
+}
+
+/** Rows a statement gave back, as the store reads them. */
+const rowsBack = (rows: readonly unknown[]): SqlOutcome => ({
+  rows: rows as Row[],
+  count: rows.length,
+  done: rows.length > 0,
+  id: 0,
+});
+
+/** The error for `record(key, { tx: db })` outside the caller's transaction. */
+export function notInTransaction(): ConfigError {
+  return new ConfigError(
+    'tx_not_in_transaction',
+    'onceonly: record() with { tx: db } must be called inside db.transaction(...); outside one the row would not join your writes',
+  );
+}
+
+export interface SqliteDriverOptions {
+  readonly db: SqliteLike;
+  readonly table: string;
+  readonly autoCreate: boolean;
+  readonly wal: boolean;
+  readonly busyTimeout: number | undefined;
+  readonly dialect: SqlDialect;
+}
+
+/** The driver of a SQLite store over `db` (already checked by {@link isDatabase}). */
+export function sqliteDriver({
+  db,
+  table,
+  autoCreate,
+  wal,
+  busyTimeout,
+  dialect,
+}: SqliteDriverOptions): SqlDriver {
+  let isReady = false;
+
+  function ensureReady(): void {
+    if (isReady) return;
+    const current = Number(db.pragma('busy_timeout', { simple: true }));
+    if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${busyTimeout}`);
+    else if (!(current >= DEFAULT_BUSY_TIMEOUT)) db.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT}`);
+    if (wal && !db.inTransaction) {
+      const mode = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+      // An in-memory database has no WAL; any file does.
+      if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
+    }
+    let done = created.get(db);
+    if (!done) {
+      done = new Set();
+      created.set(db, done);
+    }
+    if (autoCreate && !done.has(table)) {
+      write(db, () => {
+        for (const statement of ddl(dialect.names)) db.prepare(statement).run();
+      });
+      done.add(table);
+    }
+    isReady = true;
+  }
+
+  /** Whether a table is there: looked up, never created ("no such table" is "no", any other error is thrown). */
+  function tablePresent(name: string): boolean {
+    try {
+      db.prepare(`SELECT 1 FROM ${name} LIMIT 0`);
+      return true;
+    } catch (err) {
+      if (/no such table/i.test(String((err as Error | null)?.message))) return false;
+      throw err;
+    }
+  }
+
+  const inbox: SqlInboxDriver = {
+    async query(statement, values) {
+      ensureReady();
+      const prepared = prepare(db, statement.text);
+      if (statement.rows) {
+        const rows = prepared.all(...bindable(values)) as Record<string, unknown>[];
+        return { rows, changes: rows.length };
+      }
+      return { rows: [], changes: prepared.run(...bindable(values)).changes };
+    },
+    async exists() {
+      return false;
+    },
+    async create(statements) {
+      ensureReady();
+      write(db, () => {
+        for (const statement of statements) db.prepare(statement).run();
+      });
+    },
+  };
+
+  return {
+    client: db,
+    run(statement, values) {
+      const go = (): SqlOutcome => {
+        const prepared = prepare(db, statement.text);
+        if (statement.rows) return rowsBack(prepared.all(...values));
+        const { changes } = prepared.run(...values);
+        return { rows: [], count: changes, done: changes > 0, id: 0 };
+      };
+      return statement.lock ? write(db, go) : go();
+    },
+    locked: (fn) => write(db, fn),
+    ready: ensureReady,
+    joining(tx) {
+      if (isSyncTx(tx))
+        return (statement, values) => rowsBack(tx.onceonlySqliteTxSync(statement.text, values));
+      // Inside the caller's transaction: the row joins it, and their own error handling sees the
+      // driver's error unchanged.
+      if (isDatabase(tx)) {
+        if (!tx.inTransaction) throw notInTransaction();
+        return (statement, values) => rowsBack(prepare(tx, statement.text).all(...values));
+      }
+      if (isAsyncTx(tx)) {
+        return async (statement, values) => rowsBack(await tx.onceonlySqliteTx(statement.text, values));
+      }
+      throw new ConfigError(
+        'invalid_option',
+        'onceonly: record() tx must be the better-sqlite3 Database inside db.transaction(...), drizzleTx(tx, sql) or kyselyTx(trx)',
+      );
+    },
+    health(names) {
+      const tables: Record<string, boolean> = {};
+      for (const name of names) tables[name] = tablePresent(name);
+      return { nowMs: Number.NaN, tables };
+    },
+    inbox,
+  };
+}
