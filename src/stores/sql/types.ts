@@ -6,7 +6,7 @@
 
 import type { Lease } from '../../core/types.js';
 import type { SqlErrorDialect, TableNames } from '../sql.js';
-import type { InboxTableNames, SqlInboxDialect, SqlInboxDriver } from '../sql-inbox.js';
+import type { InboxTableNames, SqlInboxDialect, SqlInboxDriver } from './inbox-types.js';
 
 /** A row as the drivers return it. */
 export type Row = Record<string, unknown>;

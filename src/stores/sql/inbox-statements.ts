@@ -1,0 +1,177 @@
+/**
+ * The SQL inbox's statements, built from its dialect (see sql-inbox.ts). Each is made once per text
+ * and named `inbox_<name>` (PostgreSQL's prepared statements are named after it and a hash of the
+ * text); `?` placeholders, made `$n` for PostgreSQL.
+ */
+
+import { ENTRY } from './inbox-rows.js';
+import {
+  DUE_HEX,
+  type InboxTableNames,
+  type Row,
+  type SqlInboxDialect,
+  type SqlInboxStatement,
+  STATE,
+} from './inbox-types.js';
+
+/** `?` placeholders as `$1, $2...` for PostgreSQL (the statements hold no `?` of their own). */
+function placeholders(text: string, style: 'dollar' | 'question'): string {
+  if (style === 'question') return text;
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+// Columns of a view, and of a job (the view's plus the delivery).
+const VIEW = `entry_key, full_key, receiver, state, token, event_type, event_id, attempts, accepted_at, due_at, updated_at, last_error, (body IS NOT NULL) AS has_body`;
+const JOB = `entry_key, full_key, receiver, token, attempts, fingerprint, event_type, event_id, item, meta, body, accepted_at, due_at, seq`;
+// The token's first hex digit says what the row was before this take (its old token, read by the
+// SET): taken over from a run whose lease ran out (`1`), or pending (`0`).
+const MARKER = `CASE WHEN token = '' THEN '0' ELSE '1' END`;
+
+/** When a taken row was due before its take, from its token (`tokenOf`). */
+export const wasDue = (row: Row): number => Number.parseInt(String(row.token).slice(1, 1 + DUE_HEX), 16);
+
+/** The statements of one inbox table. */
+export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
+  const T = n.table;
+  const NOW = d.now;
+  const cache = new Map<string, SqlInboxStatement>();
+  const st = (name: string, text: string, rows: boolean): SqlInboxStatement => {
+    const key = `${name}\n${text}`;
+    let s = cache.get(key);
+    if (!s) {
+      s = { name: `inbox_${name}`, text: placeholders(text, d.placeholder), rows };
+      cache.set(key, s);
+    }
+    return s;
+  };
+  const live = `(state <> ${STATE.completed} OR due_at > ${NOW})`;
+
+  // Owner-checked writes: the current owner of the current run only.
+  const OWNED = `WHERE entry_key = ? AND state = ${STATE.queued} AND token = ? AND attempts = ?`;
+  const ownedWrite = (name: string, set: string) => st(name, `UPDATE ${T} SET ${set} ${OWNED}`, false);
+
+  /** The due entries of a take, oldest due first; `limit` is a checked integer. */
+  const dueRows = (receiver: boolean, limit: number, columns: string) =>
+    `SELECT ${columns} FROM ${T} WHERE ${receiver ? 'receiver = ? AND ' : ''}state = ${STATE.queued} AND due_at <= ${NOW}
+ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
+  const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
+  const requeueBase = `UPDATE ${T} SET state = ${STATE.queued}, token = '', due_at = ${NOW}, updated_at = ${NOW}
+WHERE state = ${STATE.dead} AND body IS NOT NULL`;
+
+  return {
+    insert: st(
+      'insert',
+      `${d.insertIgnore.head} ${T} (entry_key, ${ENTRY}, accepted_at, due_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW}, ${NOW} + ?, ${NOW})${d.insertIgnore.tail}`,
+      false,
+    ),
+    found: st(
+      'found',
+      `SELECT state, token, fingerprint, due_at, ${NOW} AS now_ms FROM ${T} WHERE entry_key = ?`,
+      true,
+    ),
+    // A completed entry past its retention reads as absent: the key is accepted anew, over it.
+    renew: st(
+      'renew',
+      `UPDATE ${T} SET ${ENTRY.split(', ')
+        .map((c) => `${c} = ?`)
+        .join(', ')}, accepted_at = ${NOW}, due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = NULL
+WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
+      false,
+    ),
+    leaseEnd: st('lease_end', `SELECT due_at FROM ${T} WHERE entry_key = ? AND token = ?`, true),
+    extend: ownedWrite('extend', `due_at = ${NOW} + ?, updated_at = ${NOW}`),
+    complete: ownedWrite(
+      'complete',
+      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}`,
+    ),
+    completeDrop: ownedWrite(
+      'complete_drop',
+      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL`,
+    ),
+    /** Values: delay, error line, then the owner check. */
+    retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`),
+    bury: ownedWrite(
+      'bury',
+      `state = ${STATE.dead}, token = '', due_at = ${NOW}, updated_at = ${NOW}, last_error = ?`,
+    ),
+
+    /** A take in one statement (`returning`): the due rows taken, given back. */
+    take: (receiver: boolean, limit: number) =>
+      st(
+        `take_${receiver ? 'one' : 'all'}`,
+        // The due rows in a CTE, evaluated once: PostgreSQL may run a `LIMIT` subquery of `IN (...)`
+        // again for every row it joins (and so take more than `limit`), never a CTE that reads the clock.
+        `WITH due AS (${dueRows(receiver, limit, 'entry_key')})
+UPDATE ${T} SET ${TAKE_SET}
+WHERE entry_key IN (SELECT entry_key FROM due) AND state = ${STATE.queued} AND due_at <= ${NOW}
+RETURNING ${JOB}`,
+        true,
+      ),
+    /** A take in a transaction: the due rows locked and read, then `takeUpdate` of as many. */
+    takeSelect: (receiver: boolean, limit: number) =>
+      st(
+        `take_select_${receiver ? 'one' : 'all'}`,
+        dueRows(receiver, limit, `${JOB}, ${NOW} AS now_ms`),
+        true,
+      ),
+    takeUpdate: (rows: number) =>
+      st(
+        `take_update_${rows}`,
+        `UPDATE ${T} SET token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ?, updated_at = ?
+WHERE entry_key IN (${Array.from({ length: rows }, () => '?').join(', ')})`,
+        false,
+      ),
+
+    purge(batch: number) {
+      const where = `state = ${STATE.completed} AND due_at <= ${NOW}`;
+      return d.deleteLimit
+        ? st('purge', `DELETE FROM ${T} WHERE ${where} ORDER BY due_at LIMIT ${batch}`, false)
+        : st(
+            'purge',
+            `DELETE FROM ${T} WHERE entry_key IN (
+  SELECT entry_key FROM ${T} WHERE ${where} ORDER BY due_at LIMIT ${batch}${d.skipLocked}
+) AND ${where}`,
+            false,
+          );
+    },
+
+    stats(receiver: boolean, where: string[]) {
+      const q = STATE.queued;
+      return st(
+        `stats_${receiver ? 'one' : 'all'}`,
+        `SELECT
+  COALESCE(SUM(CASE WHEN state = ${q} AND token = '' THEN 1 ELSE 0 END), 0) AS pending,
+  COALESCE(SUM(CASE WHEN state = ${q} AND token <> '' THEN 1 ELSE 0 END), 0) AS processing,
+  COALESCE(SUM(CASE WHEN state = ${STATE.completed} AND due_at > c.ms THEN 1 ELSE 0 END), 0) AS completed,
+  COALESCE(SUM(CASE WHEN state = ${STATE.dead} THEN 1 ELSE 0 END), 0) AS dead,
+  MIN(CASE WHEN state = ${q} AND due_at <= c.ms THEN due_at END) AS oldest,
+  MAX(c.ms) AS now_ms
+FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join(' AND ') : '1 = 1'}`,
+        true,
+      );
+    },
+
+    list: (where: string[], limit: number) =>
+      st(
+        'list',
+        `SELECT ${VIEW} FROM ${T} WHERE ${[live, ...where].join(' AND ')}
+ORDER BY CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END, due_at, seq
+LIMIT ${limit}`,
+        true,
+      ),
+
+    get: st('get', `SELECT ${VIEW}, meta, body FROM ${T} WHERE entry_key = ? AND ${live}`, true),
+
+    requeueOne: st('requeue_one', `${requeueBase} AND entry_key = ?`, false),
+    requeueDead: (receiver: boolean) =>
+      st(
+        `requeue_${receiver ? 'one' : 'all'}`,
+        `${requeueBase}${receiver ? ' AND receiver = ?' : ''}`,
+        false,
+      ),
+  };
+}
+
+export type InboxStatements = ReturnType<typeof inboxStatements>;
