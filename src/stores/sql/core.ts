@@ -118,6 +118,20 @@ export function toText(v: unknown): string | undefined {
   return String(v);
 }
 
+/**
+ * Runs `step` until it gives an answer: a plain loop while its steps answer at once (SQLite, however
+ * many rounds), a promise chain once one does not.
+ */
+function repeat<T>(step: () => Awaitable<T | undefined>): Awaitable<T> {
+  for (;;) {
+    const value = step();
+    if (typeof (value as PromiseLike<T> | null)?.then === 'function') {
+      return Promise.resolve(value).then((answer) => (answer === undefined ? repeat(step) : answer));
+    }
+    if (value !== undefined) return value as T;
+  }
+}
+
 /** The rounds of a claim that loses to a write it could not see before it gives up. */
 const CLAIM_ROUNDS = 10;
 
@@ -130,10 +144,16 @@ export interface SqlStoreParts {
   readonly autoCreate: boolean;
 }
 
-/** A SQL store's methods, before its entry file adds what is its own. */
-export function sqlStore({ dialect, driver, table, autoCreate }: SqlStoreParts) {
-  const t = dialect.names;
-  const { calls, columns } = dialect;
+/** What the operations of one store share. */
+interface Context extends SqlStoreParts {
+  readonly exec: SqlExec;
+  readonly session: SqlSession;
+  /** Makes the tables ready; errors as the store throws them (under `action`). */
+  ready(action: string): Awaitable<void>;
+}
+
+function context(parts: SqlStoreParts): Context {
+  const { dialect, driver, table, autoCreate } = parts;
   const unavailable = sqlFaults(dialect, table, autoCreate);
   /** The store's error for a failed step of `action` (a ConfigError goes through as it is). */
   const fail =
@@ -142,13 +162,19 @@ export function sqlStore({ dialect, driver, table, autoCreate }: SqlStoreParts) 
       if (err instanceof ConfigError) throw err;
       throw unavailable(action, err);
     };
-  /** Makes the tables ready; errors as the store throws them. */
-  const ready = (action: string) => guarded(() => driver.ready(), fail(action));
   const exec: SqlExec = (action, [statement, values]) =>
     guarded(() => then(driver.ready(), () => driver.run(statement, values)), fail(action));
-  const session: SqlSession = { exec, locked: (fn) => driver.locked(fn) };
+  return {
+    ...parts,
+    exec,
+    session: { exec, locked: (fn) => driver.locked(fn) },
+    ready: (action) => guarded(() => driver.ready(), fail(action)),
+  };
+}
 
-  const view = (row: Row, key: string): RecordView => ({
+/** A row of `inspect` or `oldest` as a record's view. */
+function view({ columns }: SqlDialect, row: Row, key: string): RecordView {
+  return {
     key,
     state:
       String(row.state) === columns.completed
@@ -160,178 +186,196 @@ export function sqlStore({ dialect, driver, table, autoCreate }: SqlStoreParts) 
     fingerprint: toText(row.fingerprint),
     expiresAt: new Date(Number(row[columns.expires])),
     updatedAt: new Date(Number(row[columns.updated])),
-  });
+  };
+}
 
-  function claimed(key: string, input: ClaimOptions, token: string, step: SqlClaimStep): Claim {
-    if (step.acquired) {
-      const { fingerprint } = input;
-      const expiresAt = new Date(step.expiresMs);
-      const lease = createLease({ key, token, attempt: step.attempt, fingerprint, expiresAt });
-      dialect.leased?.(lease, step.rowId);
-      return { status: 'acquired', lease };
-    }
-    if (step.completed) return { status: 'completed', sameFingerprint: step.same };
-    return {
-      status: 'in-flight',
-      attempt: step.attempt,
-      expiresAt: new Date(step.expiresMs),
-      sameFingerprint: step.same,
-    };
+function claimed(
+  dialect: SqlDialect,
+  key: string,
+  input: ClaimOptions,
+  token: string,
+  step: SqlClaimStep,
+): Claim {
+  if (step.acquired) {
+    const { fingerprint } = input;
+    const expiresAt = new Date(step.expiresMs);
+    const lease = createLease({ key, token, attempt: step.attempt, fingerprint, expiresAt });
+    dialect.leased?.(lease, step.rowId);
+    return { status: 'acquired', lease };
   }
+  if (step.completed) return { status: 'completed', sameFingerprint: step.same };
+  return {
+    status: 'in-flight',
+    attempt: step.attempt,
+    expiresAt: new Date(step.expiresMs),
+    sameFingerprint: step.same,
+  };
+}
 
-  function claim(key: string, options: ClaimOptions): Awaitable<Claim> {
-    const { leaseMs, fingerprint, retentionMs } = options;
-    const token = newToken();
-    const round = dialect.claimRound(
-      { key, token, leaseMs, fingerprint, graceMs: retentionMs ?? 0 },
-      session,
-    );
-    const attempt = (n: number): Awaitable<Claim> =>
-      then(round(), (step) => {
-        if (step) return claimed(key, options, token, step);
-        if (n < CLAIM_ROUNDS) return attempt(n + 1);
-        throw new StoreUnavailableError(
-          `onceonly: ${dialect.errors.store} store could not claim "${key}": it changed under every one of ${CLAIM_ROUNDS} tries; retry the delivery later`,
-        );
-      });
-    return attempt(1);
-  }
-
-  function confirm(lease: Lease, retentionMs: number): Awaitable<boolean> {
-    // No real token is empty: '' marks a released row, which nobody owns.
-    if (lease.token === '') return false;
-    const own = calls.confirmOwn?.(lease, retentionMs);
-    // Not (or no longer) a row with our token: vanished, ran out, or another owner's. Tokens are
-    // unique, so nothing can make the row ours between the two steps.
-    if (own)
-      return then(
-        exec('confirm a lease', own),
-        (r) => r.done || dialect.confirm(lease, retentionMs, session),
+function claim({ dialect, session }: Context, key: string, options: ClaimOptions): Awaitable<Claim> {
+  const { leaseMs, fingerprint, retentionMs } = options;
+  const token = newToken();
+  const round = dialect.claimRound({ key, token, leaseMs, fingerprint, graceMs: retentionMs ?? 0 }, session);
+  let rounds = 0;
+  return repeat(() => {
+    if (++rounds > CLAIM_ROUNDS) {
+      throw new StoreUnavailableError(
+        `onceonly: ${dialect.errors.store} store could not claim "${key}": it changed under every one of ${CLAIM_ROUNDS} tries; retry the delivery later`,
       );
-    return dialect.confirm(lease, retentionMs, session);
-  }
+    }
+    return then(round(), (step) => (step ? claimed(dialect, key, options, token, step) : undefined));
+  });
+}
 
+function confirm({ dialect, exec, session }: Context, lease: Lease, retentionMs: number): Awaitable<boolean> {
+  // No real token is empty: '' marks a released row, which nobody owns.
+  if (lease.token === '') return false;
+  const own = dialect.calls.confirmOwn?.(lease, retentionMs);
+  if (!own) return dialect.confirm(lease, retentionMs, session);
+  // Not (or no longer) a row with our token: vanished, ran out, or another owner's. Tokens are
+  // unique, so nothing can make the row ours between the two steps.
+  return then(exec('confirm a lease', own), (r) => r.done || dialect.confirm(lease, retentionMs, session));
+}
+
+/** `record`, synchronous where the driver is (SQLite's `recordSync`). */
+function record(
+  c: Context,
+  key: string,
+  { retentionMs, fingerprint, tx }: RecordOptions,
+): Awaitable<{ duplicate: boolean }> {
+  const call = c.dialect.calls.record(key, newToken(), fingerprint, retentionMs);
+  if (tx === undefined) return then(c.exec('record a key', call), (r) => ({ duplicate: !r.done }));
+  const run: SqlRun = c.driver.joining(tx);
+  // No retry and no wrapping inside the caller's transaction: their own error handling (a retry
+  // of a serialization failure or a deadlock) sees the driver's error as for any of their statements.
+  return then(c.ready('create its tables'), () =>
+    then(run(call[0], call[1]), (r: SqlOutcome) => ({ duplicate: !r.done })),
+  );
+}
+
+/** Runs a purge statement in batches until one comes back short; how many rows it deleted. */
+function drain(
+  { exec }: Context,
+  action: string,
+  call: (batch: number) => SqlCall,
+  batch: number,
+): Awaitable<number> {
+  let deleted = 0;
+  return repeat(() =>
+    then(exec(action, call(batch)), ({ count }) => {
+      deleted += count;
+      return count < batch ? deleted : undefined;
+    }),
+  );
+}
+
+function purgeExpired(c: Context, purge: PurgeOptions = {}): Awaitable<number> {
+  const { calls, purgeVersionsAction } = c.dialect;
+  const { graceMs, batch, unusedMs } = purgeSettings(purge);
+  return then(
+    drain(c, 'purge expired keys', (n) => calls.purge(graceMs, n), batch),
+    (keys) =>
+      unusedMs === undefined
+        ? keys
+        : then(
+            drain(c, purgeVersionsAction, (n) => calls.purgeVersions(unusedMs, n), batch),
+            (versions) => keys + versions,
+          ),
+  );
+}
+
+/**
+ * Reachable, the server's clock, and the store's tables present (looked up, never created): the
+ * inbox's too when the caller uses it.
+ */
+function health({ dialect, driver, autoCreate }: Context, scope?: HealthScope): Awaitable<StoreHealth> {
+  const t = dialect.names;
+  const names = [t.keys, t.versions, ...(scope?.inbox === true ? [dialect.inboxNames.table] : [])];
+  return then(driver.health(names), ({ nowMs, tables }) => {
+    const facts = sqlHealth(nowMs, tables, autoCreate);
+    if (!dialect.localClock) return facts;
+    return {
+      checks: [
+        {
+          name: 'clock',
+          ok: true,
+          detail: "the host's own: SQLite runs in this process, nothing to compare",
+        },
+        ...facts.checks,
+      ],
+    };
+  });
+}
+
+function stats({ exec, dialect }: Context): Awaitable<StoreStats> {
+  return then(exec('count keys', dialect.calls.stats()), ({ rows }) => {
+    const row = rows[0] ?? {};
+    return {
+      processing: Number(row.processing ?? 0),
+      takeable: Number(row.takeable ?? 0),
+      completed: Number(row.completed ?? 0),
+    };
+  });
+}
+
+/** A SQL store's methods, before its entry file adds what is its own; and its `record`, unwrapped. */
+export function sqlStore(parts: SqlStoreParts) {
+  const c = context(parts);
+  const { dialect, exec } = c;
+  const { calls, columns, names: t } = dialect;
   const done = (action: string, call: SqlCall) => then(exec(action, call), (r) => r.done);
-
-  /** `record`, synchronous where the driver is (SQLite's `recordSync`). */
-  function record(
-    key: string,
-    { retentionMs, fingerprint, tx }: RecordOptions,
-  ): Awaitable<{ duplicate: boolean }> {
-    const call = calls.record(key, newToken(), fingerprint, retentionMs);
-    if (tx === undefined) return then(exec('record a key', call), (r) => ({ duplicate: !r.done }));
-    const run: SqlRun = driver.joining(tx);
-    // No retry and no wrapping inside the caller's transaction: their own error handling (a retry
-    // of a serialization failure or a deadlock) sees the driver's error as for any of their statements.
-    return then(ready('create its tables'), () =>
-      then(run(call[0], call[1]), (r: SqlOutcome) => ({ duplicate: !r.done })),
-    );
-  }
-
-  /** Runs a purge statement in batches until one comes back short; how many rows it deleted. */
-  function drain(action: string, call: (batch: number) => SqlCall, batch: number): Awaitable<number> {
-    let deleted = 0;
-    const loop = (): Awaitable<number> =>
-      then(exec(action, call(batch)), ({ count }) => {
-        deleted += count;
-        return count < batch ? deleted : loop();
-      });
-    return loop();
-  }
-
-  function purgeExpired(purge: PurgeOptions = {}): Awaitable<number> {
-    const { graceMs, batch, unusedMs } = purgeSettings(purge);
-    return then(
-      drain('purge expired keys', (n) => calls.purge(graceMs, n), batch),
-      (keys) =>
-        unusedMs === undefined
-          ? keys
-          : then(
-              drain(dialect.purgeVersionsAction, (n) => calls.purgeVersions(unusedMs, n), batch),
-              (versions) => keys + versions,
-            ),
-    );
-  }
-
-  function health(scope?: HealthScope): Awaitable<StoreHealth> {
-    const names = [t.keys, t.versions, ...(scope?.inbox === true ? [dialect.inboxNames.table] : [])];
-    return then(driver.health(names), ({ nowMs, tables }) => {
-      const facts = sqlHealth(nowMs, tables, autoCreate);
-      if (!dialect.localClock) return facts;
-      return {
-        checks: [
-          {
-            name: 'clock',
-            ok: true,
-            detail: "the host's own: SQLite runs in this process, nothing to compare",
-          },
-          ...facts.checks,
-        ],
-      };
-    });
-  }
-
   const inbox: InboxStore = sqlInbox({
     dialect: dialect.inbox,
     names: dialect.inboxNames,
-    table,
+    table: parts.table,
     defaultTable: dialect.defaultTable,
-    autoCreate,
+    autoCreate: parts.autoCreate,
     store: dialect.store,
-    driver: driver.inbox,
+    driver: parts.driver.inbox,
   });
 
   const store = {
     tables: { keys: t.keys, versions: t.versions },
     inbox,
-    /**
-     * Reachable, the server's clock, and the store's tables present (looked up, never created):
-     * the inbox's too when the caller uses it.
-     */
-    health: async (scope?: HealthScope): Promise<StoreHealth> => health(scope),
+    health: async (scope?: HealthScope): Promise<StoreHealth> => health(c, scope),
     /** Creates the tables now instead of on first use (a no-op after the first success). */
     ready: async (): Promise<void> => {
-      await ready('create its tables');
+      await c.ready('create its tables');
     },
-    claim: async (key: string, options: ClaimOptions): Promise<Claim> => claim(key, options),
+    claim: async (key: string, options: ClaimOptions): Promise<Claim> => claim(c, key, options),
     confirm: async (lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> =>
-      confirm(lease, retentionMs),
+      confirm(c, lease, retentionMs),
     release: async (lease: Lease): Promise<boolean> =>
       lease.token !== '' && done('release a lease', calls.release(lease)),
     extend: async (lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> =>
       lease.token !== '' && done('extend a lease', calls.extend(lease, leaseMs)),
     record: async (key: string, options: RecordOptions): Promise<{ duplicate: boolean }> =>
-      record(key, options),
+      record(c, key, options),
     advance: async (entity: string, version: number): Promise<boolean> => {
       assertVersion(version);
       return done('advance a version', calls.advance(entity, version));
     },
     inspect: async (key: string): Promise<RecordView | undefined> =>
-      then(exec('read a key', calls.inspect(key)), ({ rows }) => (rows[0] ? view(rows[0], key) : undefined)),
-    stats: async (): Promise<StoreStats> =>
-      then(exec('count keys', calls.stats()), ({ rows }) => {
-        const row = rows[0] ?? {};
-        return {
-          processing: Number(row.processing ?? 0),
-          takeable: Number(row.takeable ?? 0),
-          completed: Number(row.completed ?? 0),
-        };
-      }),
-    oldestLeases: async (limit: number): Promise<RecordView[]> => {
-      const call = calls.oldest(limit);
-      return then(exec('list leases', call), ({ rows }) =>
+      then(exec('read a key', calls.inspect(key)), ({ rows }) =>
+        rows[0] ? view(dialect, rows[0], key) : undefined,
+      ),
+    stats: async (): Promise<StoreStats> => stats(c),
+    oldestLeases: async (limit: number): Promise<RecordView[]> =>
+      then(exec('list leases', calls.oldest(limit)), ({ rows }) =>
         rows.map((row) => ({
-          ...view(row, toText(row[columns.key]) ?? ''),
+          ...view(dialect, row, toText(row[columns.key]) ?? ''),
           state: Number(row.released) === 1 ? ('released' as const) : ('processing' as const),
         })),
-      );
-    },
-    purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(options),
+      ),
+    purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(c, options),
     close: async (): Promise<void> => {
       // The client is the caller's: nothing of ours to close.
     },
   };
-  return { store: markBuiltin(dialect.kind, driver.client, t.keys, store), record };
+  return {
+    store: markBuiltin(dialect.kind, parts.driver.client, t.keys, store),
+    record: (key: string, options: RecordOptions) => record(c, key, options),
+  };
 }
 
 /** A dialect's statement texts as statements, each named after its key, with the flags `flags` gives it. */
