@@ -11,12 +11,12 @@
 import type { InboxStore } from '../core/inbox.js';
 import type { Store, StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
-import { sqlFaults, sqlStore } from './sql/core.js';
-import { DEFAULT_TABLE, ddl, mysqlDialect, mysqlInbox, mysqlTables } from './sql/mysql-dialect.js';
+import { DEFAULT_TABLE, migrationText, sqlFaults, sqlStore } from './sql/core.js';
+import { ddl, mysqlDialect, mysqlInbox, mysqlTables } from './sql/mysql-dialect.js';
 import { isQueryable, mysqlDriver } from './sql/mysql-driver.js';
-import { counter, drizzleRaw, kyselyRaw } from './sql/tx.js';
+import { counter, drizzleRaw, type KyselyRawExecutor, kyselyRaw } from './sql/tx.js';
 import type { DrizzleSqlTag, PurgeOptions } from './sql.js';
-import { inboxDdl, inboxNames } from './sql-inbox.js';
+import { inboxDdl } from './sql-inbox.js';
 
 /**
  * What the store needs of a `mysql2/promise` client: `Pool`, `PoolConnection` and `Connection` all fit,
@@ -105,7 +105,7 @@ export interface MysqlStore extends Store, StoreAdmin {
  * writeFileSync('migrations/20260101_onceonly.sql', mysqlMigration('onceonly'));
  */
 export function mysqlMigration(table: string = DEFAULT_TABLE): string {
-  return `${ddl(mysqlTables(table)).join(';\n\n')};\n`;
+  return migrationText(ddl(mysqlTables(table)));
 }
 
 /**
@@ -116,8 +116,7 @@ export function mysqlMigration(table: string = DEFAULT_TABLE): string {
  * writeFileSync('migrations/20260102_onceonly_inbox.sql', mysqlInboxMigration());
  */
 export function mysqlInboxMigration(table: string = DEFAULT_TABLE): string {
-  mysqlTables(table);
-  return `${inboxDdl(mysqlInbox, inboxNames(table, '`', false)).join(';\n\n')};\n`;
+  return migrationText(inboxDdl(mysqlInbox, mysqlDialect(table).inboxNames));
 }
 
 /**
@@ -153,22 +152,12 @@ export function mysqlStore(options: MysqlStoreOptions): MysqlStore {
 }
 
 /** What {@link kyselyTx} needs of a Kysely `Transaction` (or `Kysely` instance) over `MysqlDialect`. */
-export interface KyselyExecutor {
-  executeQuery(query: {
-    readonly sql: string;
-    readonly parameters: readonly unknown[];
-    readonly query: {
-      readonly kind: 'RawNode';
-      readonly sqlFragments: readonly string[];
-      readonly parameters: readonly [];
-    };
-    readonly queryId: { readonly queryId: string };
-  }): Promise<{
+export interface KyselyExecutor
+  extends KyselyRawExecutor<{
     readonly rows: readonly unknown[];
     readonly insertId?: bigint;
     readonly numAffectedRows?: bigint;
-  }>;
-}
+  }> {}
 
 /**
  * Lets `record(key, { tx })` join a Kysely transaction over `MysqlDialect`: the dedup row commits or

@@ -7,18 +7,12 @@
  */
 import type { InboxStore } from '../core/inbox.js';
 import type { Store, StoreAdmin } from '../core/types.js';
-import { sqlFaults, sqlStore } from './sql/core.js';
-import {
-  DEFAULT_TABLE,
-  ddl,
-  postgresDialect,
-  postgresInbox,
-  postgresTables,
-} from './sql/postgres-dialect.js';
+import { DEFAULT_TABLE, migrationText, sqlFaults, sqlStore } from './sql/core.js';
+import { ddl, postgresDialect, postgresInbox, postgresTables } from './sql/postgres-dialect.js';
 import { postgresDriver, runnerFor } from './sql/postgres-driver.js';
 import { counter, drizzleRaw, kyselyRaw } from './sql/tx.js';
 import type { DrizzleSqlTag, PurgeOptions } from './sql.js';
-import { inboxDdl, inboxNames } from './sql-inbox.js';
+import { inboxDdl } from './sql-inbox.js';
 
 /** A row as both drivers return it. */
 type Row = Record<string, unknown>;
@@ -120,8 +114,7 @@ export function postgresMigration(table: string = DEFAULT_TABLE): string {
  * writeFileSync('migrations/20260102_onceonly_inbox.sql', postgresInboxMigration());
  */
 export function postgresInboxMigration(table: string = DEFAULT_TABLE): string {
-  postgresTables(table);
-  return `${inboxDdl(postgresInbox, inboxNames(table, '"', false)).join(';\n')};\n`;
+  return migrationText(inboxDdl(postgresInbox, postgresDialect(table).inboxNames), '\n');
 }
 
 /**

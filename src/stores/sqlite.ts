@@ -17,12 +17,12 @@
 import type { InboxStore } from '../core/inbox.js';
 import type { RecordOptions, Store, StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
-import { sqlStore } from './sql/core.js';
-import { DEFAULT_TABLE, ddl, sqliteDialect, sqliteInbox, sqliteTables } from './sql/sqlite-dialect.js';
+import { DEFAULT_TABLE, migrationText, sqlStore } from './sql/core.js';
+import { ddl, sqliteDialect, sqliteInbox, sqliteTables } from './sql/sqlite-dialect.js';
 import { isDatabase, isSyncTx, notInTransaction, sqliteDriver } from './sql/sqlite-driver.js';
-import { counter, drizzleRaw, kyselyRaw } from './sql/tx.js';
+import { counter, drizzleRaw, type KyselyRawExecutor, kyselyRaw } from './sql/tx.js';
 import type { DrizzleSqlTag, PurgeOptions } from './sql.js';
-import { inboxDdl, inboxNames } from './sql-inbox.js';
+import { inboxDdl } from './sql-inbox.js';
 
 /** What the store needs of a prepared statement of better-sqlite3. */
 export interface SqliteStatement {
@@ -138,7 +138,7 @@ export interface SqliteStore extends Store, StoreAdmin {
  * db.exec(sqliteMigration());
  */
 export function sqliteMigration(table: string = DEFAULT_TABLE): string {
-  return `${ddl(sqliteTables(table)).join(';\n\n')};\n`;
+  return migrationText(ddl(sqliteTables(table)));
 }
 
 /**
@@ -149,8 +149,7 @@ export function sqliteMigration(table: string = DEFAULT_TABLE): string {
  * db.exec(sqliteInboxMigration());
  */
 export function sqliteInboxMigration(table: string = DEFAULT_TABLE): string {
-  sqliteTables(table);
-  return `${inboxDdl(sqliteInbox, inboxNames(table, '"', true)).join(';\n\n')};\n`;
+  return migrationText(inboxDdl(sqliteInbox, sqliteDialect(table).inboxNames));
 }
 
 /**
@@ -196,18 +195,7 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
 }
 
 /** What {@link kyselyTx} needs of a Kysely `Transaction` over `SqliteDialect`. */
-export interface KyselyExecutor {
-  executeQuery(query: {
-    readonly sql: string;
-    readonly parameters: readonly unknown[];
-    readonly query: {
-      readonly kind: 'RawNode';
-      readonly sqlFragments: readonly string[];
-      readonly parameters: readonly [];
-    };
-    readonly queryId: { readonly queryId: string };
-  }): Promise<{ readonly rows: readonly unknown[] }>;
-}
+export interface KyselyExecutor extends KyselyRawExecutor<{ readonly rows: readonly unknown[] }> {}
 
 /**
  * Lets `record(key, { tx })` join a Kysely transaction over `SqliteDialect`: the dedup row commits or

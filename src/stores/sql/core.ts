@@ -11,25 +11,17 @@
 import { newToken } from '../../core/crypto.js';
 import type { HealthScope, StoreHealth } from '../../core/health.js';
 import type { InboxStore } from '../../core/inbox.js';
-import {
-  assertVersion,
-  type Claim,
-  type ClaimOptions,
-  createLease,
-  type Lease,
-  markBuiltin,
-  type RecordOptions,
-  type RecordView,
-  type StoreStats,
-  sameFingerprint,
-} from '../../core/types.js';
+import { storeKey } from '../../core/keys.js';
+import type { Claim, ClaimOptions, Lease, RecordOptions, RecordView, StoreStats } from '../../core/types.js';
+import { assertVersion, createLease, markBuiltin, sameFingerprint } from '../../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../../errors.js';
-import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError } from '../sql.js';
-import { sqlInbox } from '../sql-inbox.js';
+import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError, type TableNames } from '../sql.js';
+import { type InboxTableNames, inboxNames, sqlInbox } from '../sql-inbox.js';
 import type {
   Awaitable,
   Row,
   SqlCall,
+  SqlCalls,
   SqlClaimStep,
   SqlDialect,
   SqlDriver,
@@ -86,19 +78,51 @@ export function oncePerClient(
   table: string,
   create: () => Promise<void>,
 ): Promise<void> {
-  let perClient = created.get(client);
-  if (!perClient) {
-    perClient = new Map();
-    created.set(client, perClient);
+  const perClient = getOrMake(created, client, () => new Map<string, Promise<void>>());
+  return getOrMake(perClient, table, () => {
+    const pending = create();
+    pending.catch(() => perClient.delete(table));
+    return pending;
+  });
+}
+
+/** The value of `key` in `map`, made by `make` (and kept) the first time. */
+export function getOrMake<K, V>(
+  map: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  make: () => V,
+): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
   }
-  let pending = perClient.get(table);
-  if (!pending) {
-    pending = create();
-    perClient.set(table, pending);
-    const cache = perClient;
-    pending.catch(() => cache.delete(table));
-  }
-  return pending;
+  return value;
+}
+
+/**
+ * The calls of a dialect whose statements take the stored key first and the other values in the
+ * order of the Store method (PostgreSQL, SQLite): all but `extend` and `confirmOwn`.
+ */
+export function keyedCalls(
+  s: Record<
+    'release' | 'advance' | 'record' | 'inspect' | 'stats' | 'oldest' | 'purge' | 'purgeVersions',
+    SqlStatement
+  >,
+): Omit<SqlCalls, 'extend' | 'confirmOwn'> {
+  return {
+    release: (lease) => [s.release, [storeKey(lease.key), lease.token]],
+    advance: (entity, version) => [s.advance, [storeKey(entity), version]],
+    record: (key, token, fingerprint, retentionMs) => [
+      s.record,
+      [storeKey(key), token, fingerprint ?? null, retentionMs],
+    ],
+    inspect: (key) => [s.inspect, [storeKey(key)]],
+    stats: () => [s.stats, []],
+    oldest: (limit) => [s.oldest, [limit]],
+    purge: (graceMs, batch) => [s.purge, [graceMs, batch]],
+    purgeVersions: (unusedMs, batch) => [s.purgeVersions, [unusedMs, batch]],
+  };
 }
 
 /**
@@ -130,6 +154,26 @@ function repeat<T>(step: () => Awaitable<T | undefined>): Awaitable<T> {
     }
     if (value !== undefined) return value as T;
   }
+}
+
+/** The `table` option's default, in every SQL store. */
+export const DEFAULT_TABLE = 'onceonly';
+
+/**
+ * What a dialect derives alike from the `table` option: its table names, its inbox's (quoted with
+ * `quote`, indexes in the schema where `indexInSchema`), and whether it is the default table.
+ */
+export function tableParts<N extends TableNames>(
+  table: string,
+  names: N,
+  quote: '"' | '`',
+  indexInSchema: boolean,
+): { names: N; inboxNames: InboxTableNames; defaultTable: boolean } {
+  return {
+    names,
+    inboxNames: inboxNames(table, quote, indexInSchema),
+    defaultTable: table === DEFAULT_TABLE,
+  };
 }
 
 /** The rounds of a claim that loses to a write it could not see before it gives up. */
@@ -330,7 +374,7 @@ export function sqlStore(parts: SqlStoreParts) {
     table: parts.table,
     defaultTable: dialect.defaultTable,
     autoCreate: parts.autoCreate,
-    store: dialect.store,
+    store: `${dialect.kind}Store`,
     driver: parts.driver.inbox,
   });
 
@@ -376,6 +420,11 @@ export function sqlStore(parts: SqlStoreParts) {
     store: markBuiltin(dialect.kind, parts.driver.client, t.keys, store),
     record: (key: string, options: RecordOptions) => record(c, key, options),
   };
+}
+
+/** A migration's SQL: its statements, each ended by `;`, apart by `joiner`, and a line break at the end. */
+export function migrationText(statements: readonly string[], joiner = '\n\n'): string {
+  return `${statements.join(`;${joiner}`)};\n`;
 }
 
 /** A dialect's statement texts as statements, each named after its key, with the flags `flags` gives it. */

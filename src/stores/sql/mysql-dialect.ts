@@ -10,11 +10,10 @@ import { storeKey } from '../../core/keys.js';
 import type { Lease } from '../../core/types.js';
 import { ConfigError } from '../../errors.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableList, tableNames } from '../sql.js';
-import { inboxNames, type SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, named, toText } from './core.js';
+import type { SqlInboxDialect } from '../sql-inbox.js';
+import { heldBy, named, tableParts, toText } from './core.js';
 import type { SqlCall, SqlDialect, SqlStatement } from './types.js';
 
-export const DEFAULT_TABLE = 'onceonly';
 /** `TEXT` holds 65,535 bytes; the primary key is a SHA-256 of the key, so index limits never bite. */
 const MAX_KEY_BYTES = 65_535;
 const MAX_FINGERPRINT_BYTES = 512;
@@ -323,11 +322,8 @@ export function mysqlDialect(table: string): SqlDialect {
   return {
     kind: 'mysql',
     errors: mysqlErrors,
-    names: t,
+    ...tableParts(table, t, '`', false),
     inbox: mysqlInbox,
-    inboxNames: inboxNames(table, '`', false),
-    store: 'mysqlStore',
-    defaultTable: table === DEFAULT_TABLE,
     columns: { key: 'record_key', expires: 'expires_at', updated: 'updated_at', completed: '1' },
     purgeVersionsAction: 'purge unused versions',
     calls: {

@@ -7,11 +7,9 @@
 import { storeKey } from '../../core/keys.js';
 import type { Lease } from '../../core/types.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableList, tableNames } from '../sql.js';
-import { inboxNames, type SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, named, then, toText } from './core.js';
+import type { SqlInboxDialect } from '../sql-inbox.js';
+import { heldBy, keyedCalls, named, tableParts, then, toText } from './core.js';
 import type { SqlDialect } from './types.js';
-
-export const DEFAULT_TABLE = 'onceonly';
 
 export function postgresTables(table: string): TableNames & { lockName: string } {
   return {
@@ -280,27 +278,14 @@ export function postgresDialect(table: string): SqlDialect & {
   return {
     kind: 'postgres',
     errors: pgErrors,
-    names: t,
+    ...tableParts(table, t, '"', false),
     sql: s,
     inbox: postgresInbox,
-    inboxNames: inboxNames(table, '"', false),
-    store: 'postgresStore',
-    defaultTable: table === DEFAULT_TABLE,
     columns: { key: 'key', expires: 'expires', updated: 'updated', completed: 'completed' },
     purgeVersionsAction: 'purge old versions',
     calls: {
-      release: (lease) => [s.release, [id(lease.key), lease.token]],
+      ...keyedCalls(s),
       extend: (lease, leaseMs) => [s.extend, [id(lease.key), lease.token, leaseMs]],
-      advance: (entity, version) => [s.advance, [id(entity), version]],
-      record: (key, token, fingerprint, retentionMs) => [
-        s.record,
-        [id(key), token, fingerprint ?? null, retentionMs],
-      ],
-      inspect: (key) => [s.inspect, [id(key)]],
-      stats: () => [s.stats, []],
-      oldest: (limit) => [s.oldest, [limit]],
-      purge: (graceMs, batch) => [s.purge, [graceMs, batch]],
-      purgeVersions: (unusedMs, batch) => [s.purgeVersions, [unusedMs, batch]],
     },
     // A loser whose snapshot showed no row, or an expired one, lost to a write that committed after
     // its snapshot; the next statement sees that write. Repeats only while the key keeps changing.

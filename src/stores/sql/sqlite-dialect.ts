@@ -6,11 +6,10 @@
 
 import { storeKey } from '../../core/keys.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableNames } from '../sql.js';
-import { inboxNames, type SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, named, then } from './core.js';
+import type { SqlInboxDialect } from '../sql-inbox.js';
+import { heldBy, keyedCalls, named, tableParts, then } from './core.js';
 import type { Awaitable, SqlDialect, SqlExec } from './types.js';
 
-export const DEFAULT_TABLE = 'onceonly';
 export const DEFAULT_BUSY_TIMEOUT = 5_000;
 
 export function sqliteTables(table: string): TableNames {
@@ -227,28 +226,15 @@ export function sqliteDialect(table: string): SqlDialect {
   return {
     kind: 'sqlite',
     errors: sqliteErrors,
-    names: t,
+    ...tableParts(table, t, '"', true),
     inbox: sqliteInbox,
-    inboxNames: inboxNames(table, '"', true),
-    store: 'sqliteStore',
-    defaultTable: table === DEFAULT_TABLE,
     columns: { key: 'key', expires: 'expires_at', updated: 'updated_at', completed: '1' },
     purgeVersionsAction: 'purge expired keys',
     localClock: true,
     calls: {
-      release: (lease) => [s.release, [storeKey(lease.key), lease.token]],
+      ...keyedCalls(s),
       extend: (lease, leaseMs) => [s.extend, [leaseMs, storeKey(lease.key), lease.token]],
-      advance: (entity, version) => [s.advance, [storeKey(entity), version]],
-      record: (key, token, fingerprint, retentionMs) => [
-        s.record,
-        [storeKey(key), token, fingerprint ?? null, retentionMs],
-      ],
       confirmOwn: (lease, retentionMs) => [s.confirmOwn, [retentionMs, storeKey(lease.key), lease.token]],
-      inspect: (key) => [s.inspect, [storeKey(key)]],
-      stats: () => [s.stats, []],
-      oldest: (limit) => [s.oldest, [limit]],
-      purge: (graceMs, batch) => [s.purge, [graceMs, batch]],
-      purgeVersions: (unusedMs, batch) => [s.purgeVersions, [unusedMs, batch]],
     },
     claimRound({ key, token, leaseMs, fingerprint, graceMs }, { exec, locked }) {
       const stored = storeKey(key);

@@ -6,6 +6,7 @@
 
 import { ConfigError } from '../../errors.js';
 import type { SqlInboxDriver } from '../sql-inbox.js';
+import { getOrMake } from './core.js';
 import { DEFAULT_BUSY_TIMEOUT, ddl } from './sqlite-dialect.js';
 import type { Row, SqlDialect, SqlDriver, SqlOutcome } from './types.js';
 
@@ -59,17 +60,8 @@ const bindable = (values: unknown[]) =>
 const prepared = new WeakMap<object, Map<string, SqliteLikeStatement>>();
 
 function prepare(db: SqliteLike, sql: string): SqliteLikeStatement {
-  let perDb = prepared.get(db);
-  if (!perDb) {
-    perDb = new Map();
-    prepared.set(db, perDb);
-  }
-  let statement = perDb.get(sql);
-  if (!statement) {
-    statement = db.prepare(sql);
-    perDb.set(sql, statement);
-  }
-  return statement;
+  const perDb = getOrMake(prepared, db, () => new Map<string, SqliteLikeStatement>());
+  return getOrMake(perDb, sql, () => db.prepare(sql));
 }
 
 /** Databases whose tables (per table name) exist already. */
@@ -145,11 +137,7 @@ export function sqliteDriver({
       // An in-memory database has no WAL; any file does.
       if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
     }
-    let done = created.get(db);
-    if (!done) {
-      done = new Set();
-      created.set(db, done);
-    }
+    const done = getOrMake(created, db, () => new Set<string>());
     if (autoCreate && !done.has(table)) {
       write(db, () => {
         for (const statement of ddl(dialect.names)) db.prepare(statement).run();

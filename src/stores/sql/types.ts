@@ -130,14 +130,12 @@ export interface SqlSession {
 
 /** A database's words for the store: its statements as data, and the sequences it needs. */
 export interface SqlDialect {
-  /** The kind of the built-in store (`markBuiltin`). */
+  /** The kind of the built-in store (`markBuiltin`); `<kind>Store` names it in option errors. */
   readonly kind: 'postgres' | 'mysql' | 'sqlite';
   readonly errors: SqlErrorDialect;
   readonly names: TableNames;
   readonly inbox: SqlInboxDialect;
   readonly inboxNames: InboxTableNames;
-  /** The store's name in option errors: `postgresStore`. */
-  readonly store: string;
   /** Whether `table` is the default one (the migration call in messages then needs no argument). */
   readonly defaultTable: boolean;
   /** The columns of the inspect and oldest rows, and the `state` of a completed row. */
