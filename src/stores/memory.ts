@@ -16,7 +16,9 @@ import {
   sameFingerprint,
 } from '../core/types.js';
 import { ConfigError, StoreFullError } from '../errors.js';
+import { ExpiryQueue } from './memory/expiry.js';
 import { memoryInbox } from './memory/inbox.js';
+import { type Entry, expiresAtOf, pack, packedFingerprintIs, unpack } from './memory/packed.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -56,17 +58,6 @@ export interface MemoryStoreOptions {
 /** How long a released or run-out record is kept after its lease's end when the claim gives no `retentionMs`. */
 const DEFAULT_GRACE_MS = 3_600_000;
 
-interface Entry {
-  /** Owner token; '' once released (no owner). Kept after confirm so a repeated confirm by the same owner is recognised. */
-  token: string;
-  attempt: number;
-  fingerprint: string | undefined;
-  expiresAt: number;
-  updatedAt: number;
-  /** How long the record stays takeable after `expiresAt` (processing entries only). */
-  graceMs: number;
-}
-
 /**
  * A store in this process's memory: for tests, development and single-process deployments.
  * Nothing is shared between processes and nothing survives a restart, so with several workers or
@@ -104,7 +95,7 @@ export function memoryStore(
   // Every key's record in one map, so a claim or a confirm looks its key up once: an Entry for a
   // lease or a released or run-out record; a string for a completed key. Completed keys are the bulk
   // of a busy store, so each is packed into one one-byte string (about 60 bytes instead of an object
-  // with three strings): see pack() below.
+  // with three strings): see memory/packed.ts.
   const records = new Map<string, Entry | string>();
   const versions = new Map<string, number>();
   // When each entry may be forgotten, soonest first, so that making room never scans the maps.
@@ -369,191 +360,4 @@ export function memoryStore(
       },
     }),
   );
-}
-
-/**
- * A binary min-heap of (time, key): when each entry may be forgotten. Items are never updated in
- * place; a rewrite pushes a new one and the stale one is skipped when it comes up.
- */
-class ExpiryQueue {
-  private times: number[] = [];
-  private keys: string[] = [];
-
-  get size(): number {
-    return this.times.length;
-  }
-
-  clear(): void {
-    this.times = [];
-    this.keys = [];
-  }
-
-  peekTime(): number | undefined {
-    return this.times[0];
-  }
-
-  push(time: number, key: string): void {
-    const { times, keys } = this;
-    let i = times.length;
-    times.push(time);
-    keys.push(key);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (times[parent]! <= time) break;
-      times[i] = times[parent]!;
-      keys[i] = keys[parent]!;
-      i = parent;
-    }
-    times[i] = time;
-    keys[i] = key;
-  }
-
-  /** Removes the soonest item and returns its key (the caller read its time with peekTime). */
-  pop(): string {
-    const { times, keys } = this;
-    const top = keys[0]!;
-    const time = times.pop()!;
-    const key = keys.pop()!;
-    const n = times.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        let child = 2 * i + 1;
-        if (child >= n) break;
-        if (child + 1 < n && times[child + 1]! < times[child]!) child++;
-        if (times[child]! >= time) break;
-        times[i] = times[child]!;
-        keys[i] = keys[child]!;
-        i = child;
-      }
-      times[i] = time;
-      keys[i] = key;
-    }
-    return top;
-  }
-}
-
-// Packing of completed entries: one flat one-byte string of
-//   expiresAt (6 bytes, 48-bit ms) · updatedAt (6) · attempt (4) · token field · fingerprint field
-// where a field is 0x01 + length + the bytes of a lowercase hex value (half its size), 0x02 + 4-byte
-// length + UTF-8 text otherwise (any length a string can have), or 0x00 when absent. Built through a Buffer so the string is flat
-// (concatenation would leave a rope of many small strings).
-// All packing goes through one buffer, reused (pack is synchronous): no buffer per completion.
-let packing = Buffer.allocUnsafe(512);
-
-/** Makes room in the packing buffer for `size` bytes, keeping the first `kept`. */
-function packingRoom(size: number, kept: number): Buffer {
-  if (size > packing.length) {
-    const larger = Buffer.allocUnsafe(Math.max(size, 2 * packing.length));
-    packing.copy(larger, 0, 0, kept);
-    packing = larger;
-  }
-  return packing;
-}
-
-/**
- * Writes a field at `at`; returns the offset after it. Lowercase hex of 1 to 255 bytes goes as its
- * bytes (checked digit by digit as it is written), anything else as UTF-8 text.
- */
-function writeField(at: number, value: string | undefined): number {
-  if (value === undefined) {
-    packingRoom(at + 1, at)[at] = 0;
-    return at + 1;
-  }
-  const n = value.length;
-  if (n > 0 && n <= 510 && (n & 1) === 0) {
-    const buf = packingRoom(at + 2 + n / 2, at);
-    let j = at + 2;
-    let i = 0;
-    for (; i < n; i += 2, j++) {
-      const hi = hexDigit(value.charCodeAt(i));
-      const lo = hexDigit(value.charCodeAt(i + 1));
-      if (hi < 0 || lo < 0) break;
-      buf[j] = (hi << 4) | lo;
-    }
-    if (i === n) {
-      buf[at] = 1;
-      buf[at + 1] = n / 2;
-      return j;
-    }
-  }
-  const buf = packingRoom(at + 5 + Buffer.byteLength(value, 'utf8'), at);
-  buf[at] = 2;
-  const written = buf.write(value, at + 5, 'utf8');
-  buf.writeUInt32BE(written, at + 1);
-  return at + 5 + written;
-}
-
-/** A completed record of the entry, ending at `expiresAt`, written at `updatedAt`. */
-function pack(entry: Entry, expiresAt: number, updatedAt: number): string {
-  const buf = packingRoom(16, 0);
-  buf.writeUIntBE(expiresAt, 0, 6);
-  buf.writeUIntBE(updatedAt, 6, 6);
-  buf.writeUInt32BE(entry.attempt, 12);
-  const end = writeField(writeField(16, entry.token), entry.fingerprint);
-  return packing.toString('latin1', 0, end);
-}
-
-/**
- * Whether a packed entry's fingerprint is the same as `offered` (true when either has none), read in
- * place: a duplicate delivery, the commonest claim of a completed key, unpacks nothing.
- */
-function packedFingerprintIs(packed: string, offered: string | undefined): boolean {
-  if (offered === undefined) return true;
-  // Skip the token field.
-  let at = 16;
-  const kind = packed.charCodeAt(at);
-  if (kind === 1) at += 2 + packed.charCodeAt(at + 1);
-  else if (kind === 2) return sameFingerprint(unpack(packed).fingerprint, offered);
-  else at += 1;
-  const fp = packed.charCodeAt(at);
-  if (fp === 0) return true;
-  if (fp !== 1) return sameFingerprint(unpack(packed).fingerprint, offered);
-  // Stored as lowercase hex, one byte per two digits: compare digit pairs against the bytes.
-  const n = packed.charCodeAt(at + 1);
-  if (offered.length !== 2 * n) return false;
-  for (let i = 0; i < n; i++) {
-    const hi = hexDigit(offered.charCodeAt(2 * i));
-    const lo = hexDigit(offered.charCodeAt(2 * i + 1));
-    if (hi < 0 || lo < 0 || ((hi << 4) | lo) !== packed.charCodeAt(at + 2 + i)) return false;
-  }
-  return true;
-}
-
-/** The value of a lowercase hex digit's char code, or -1 (uppercase is another string, so unequal). */
-function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  return -1;
-}
-
-function expiresAtOf(packed: string): number {
-  let value = 0;
-  for (let i = 0; i < 6; i++) value = value * 256 + packed.charCodeAt(i);
-  return value;
-}
-
-function readField(buf: Buffer, at: number): [string | undefined, number] {
-  const kind = buf[at];
-  if (kind === 0) return [undefined, at + 1];
-  if (kind === 1) {
-    const n = buf[at + 1]!;
-    return [buf.toString('hex', at + 2, at + 2 + n), at + 2 + n];
-  }
-  const n = buf.readUInt32BE(at + 1);
-  return [buf.toString('utf8', at + 5, at + 5 + n), at + 5 + n];
-}
-
-function unpack(packed: string): Entry {
-  const buf = Buffer.from(packed, 'latin1');
-  const [token, next] = readField(buf, 16);
-  const [fingerprint] = readField(buf, next);
-  return {
-    expiresAt: buf.readUIntBE(0, 6),
-    updatedAt: buf.readUIntBE(6, 6),
-    attempt: buf.readUInt32BE(12),
-    token: token ?? '',
-    fingerprint,
-    graceMs: 0,
-  };
 }
