@@ -47,22 +47,9 @@ function sizeOf(delivery: InboxDelivery | undefined): number {
   return n;
 }
 
-/**
- * An inbox in this process's memory, on the clock `now`, holding at most `maxEntries` entries and
- * `maxBytes` of deliveries: past either, `accept` throws {@link StoreFullError} (503 `store_full`,
- * the sender retries), having first forgotten the completed entries whose retention ran out. Dead
- * entries and completed ones within their retention count: they are kept on purpose.
- */
-export function memoryInbox(
-  now: () => number,
-  bounds: { maxEntries: number; maxBytes: number } = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 },
-): InboxStore {
-  const entries = new Map<string, Entry>();
-  let bytes = 0;
-  // Entries a worker may have to take (pending or processing): `take` scans only these.
-  const active = new Set<string>();
-
-  const view = (e: Entry): InboxEntryView => ({
+/** The entry's view, without its delivery. */
+function view(e: Entry): InboxEntryView {
+  return {
     key: e.key,
     receiver: e.receiver,
     state: e.state,
@@ -74,241 +61,291 @@ export function memoryInbox(
     updatedAt: new Date(e.updatedAt),
     lastError: e.lastError,
     hasBody: e.delivery !== undefined,
-  });
+  };
+}
+
+/** The job a take hands over: the delivery and the entry's details, under the entry's new lease. */
+function jobOf(e: Entry, takenOver: boolean): InboxJob {
+  const delivery = e.delivery as InboxDelivery;
+  return {
+    ...delivery,
+    key: e.key,
+    receiver: e.receiver,
+    type: e.type,
+    id: e.id,
+    item: e.item,
+    fingerprint: e.fingerprint,
+    acceptedAt: new Date(e.acceptedAt),
+    takenOver,
+    lease: createLease({
+      key: e.key,
+      token: e.token,
+      attempt: e.attempts,
+      fingerprint: e.fingerprint,
+      expiresAt: new Date(e.dueAt),
+    }),
+  };
+}
+
+const rank = (s: InboxState) => (s === 'dead' ? 0 : s === 'pending' ? 1 : s === 'processing' ? 2 : 3);
+
+/**
+ * An inbox in this process's memory, on the clock `now`, holding at most `maxEntries` entries and
+ * `maxBytes` of deliveries: past either, `accept` throws {@link StoreFullError} (503 `store_full`,
+ * the sender retries), having first forgotten the completed entries whose retention ran out. Dead
+ * entries and completed ones within their retention count: they are kept on purpose.
+ */
+export function memoryInbox(
+  now: () => number,
+  bounds: { maxEntries: number; maxBytes: number } = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 },
+): InboxStore {
+  const inbox = new MemoryInbox(now, bounds);
+  // A plain object of its own methods, as before the class: a copy by spread keeps them all.
+  return {
+    accept: (input, options) => inbox.accept(input, options),
+    take: (options) => inbox.take(options),
+    extend: (lease, options) => inbox.extend(lease, options),
+    complete: (lease, options) => inbox.complete(lease, options),
+    retry: (lease, options) => inbox.retry(lease, options),
+    bury: (lease, options) => inbox.bury(lease, options),
+    stats: (options) => inbox.stats(options),
+    list: (options) => inbox.list(options),
+    get: (key) => inbox.get(key),
+    requeue: (target) => inbox.requeue(target),
+    purge: () => inbox.purge(),
+  };
+}
+
+/** The memory inbox's entries and the bytes they hold. */
+class MemoryInbox implements InboxStore {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  // Entries a worker may have to take (pending or processing): `take` scans only these.
+  private readonly active = new Set<string>();
+
+  constructor(
+    private readonly now: () => number,
+    private readonly bounds: { maxEntries: number; maxBytes: number },
+  ) {}
+
+  /** The clock's reading; the clock is called as a plain function, never as a method of this. */
+  private time(): number {
+    return this.now.call(undefined);
+  }
 
   /** The entry a lease still owns (processing, same token), or undefined. */
-  function owned(lease: Lease): Entry | undefined {
-    const e = entries.get(lease.key);
+  private owned(lease: Lease): Entry | undefined {
+    const e = this.entries.get(lease.key);
     return e && e.state === 'processing' && e.token === lease.token && lease.token !== '' ? e : undefined;
   }
 
-  function forget(key: string, e: Entry): void {
-    entries.delete(key);
-    bytes -= sizeOf(e.delivery);
+  private forget(key: string, e: Entry): void {
+    this.entries.delete(key);
+    this.bytes -= sizeOf(e.delivery);
   }
 
-  function forgetExpired(at: number): void {
-    for (const [key, e] of entries) if (e.state === 'completed' && e.dueAt <= at) forget(key, e);
+  private forgetExpired(at: number): void {
+    for (const [key, e] of this.entries) if (e.state === 'completed' && e.dueAt <= at) this.forget(key, e);
   }
 
   /** Room for one more entry of `size` bytes, or StoreFullError; forgets what ran out first if needed. */
-  function makeRoom(size: number, at: number, replacing: Entry | undefined): void {
+  private makeRoom(size: number, at: number, replacing: Entry | undefined): void {
+    const { bounds } = this;
     const fits = () =>
-      entries.size - (replacing ? 1 : 0) < bounds.maxEntries &&
-      bytes - sizeOf(replacing?.delivery) + size <= bounds.maxBytes;
+      this.entries.size - (replacing ? 1 : 0) < bounds.maxEntries &&
+      this.bytes - sizeOf(replacing?.delivery) + size <= bounds.maxBytes;
     if (fits()) return;
-    forgetExpired(at);
+    this.forgetExpired(at);
     if (fits()) return;
-    throw entries.size - (replacing ? 1 : 0) >= bounds.maxEntries
+    throw this.entries.size - (replacing ? 1 : 0) >= bounds.maxEntries
       ? new StoreFullError(bounds.maxEntries)
       : new StoreFullError(bounds.maxBytes, 'bytes');
   }
 
-  return {
-    async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
-      const at = now();
-      const held = entries.get(input.key);
-      if (held && !(held.state === 'completed' && held.dueAt <= at)) {
-        return held.fingerprint === input.fingerprint
-          ? { status: 'duplicate', state: held.state }
-          : { status: 'conflict', state: held.state };
-      }
-      const claiming = options.claimMs !== undefined;
-      const delivery: InboxDelivery = {
-        body: input.body,
-        headers: input.headers.map(([n, v]) => [n, v] as const),
-        url: input.url,
-        receivedAt: input.receivedAt,
-      };
-      const size = sizeOf(delivery);
-      makeRoom(size, at, held && entries.get(input.key) === held ? held : undefined);
-      if (held && entries.get(input.key) === held) forget(input.key, held);
-      const entry: Entry = {
-        key: input.key,
-        receiver: input.receiver,
-        state: claiming ? 'processing' : 'pending',
-        type: input.type,
-        id: input.id,
-        item: input.item,
-        fingerprint: input.fingerprint,
-        delivery,
-        acceptedAt: at,
-        attempts: claiming ? 1 : 0,
-        token: claiming ? newToken() : '',
-        dueAt: claiming ? at + (options.claimMs ?? 0) : at,
-        updatedAt: at,
-        lastError: undefined,
-      };
-      entries.set(input.key, entry);
-      bytes += size;
-      active.add(input.key);
-      if (!claiming) return { status: 'accepted' };
-      return {
-        status: 'accepted',
-        lease: createLease({
-          key: entry.key,
-          token: entry.token,
-          attempt: 1,
-          fingerprint: entry.fingerprint,
-          expiresAt: new Date(entry.dueAt),
-        }),
-      };
-    },
+  async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
+    const at = this.time();
+    const held = this.entries.get(input.key);
+    if (held && !(held.state === 'completed' && held.dueAt <= at)) {
+      return held.fingerprint === input.fingerprint
+        ? { status: 'duplicate', state: held.state }
+        : { status: 'conflict', state: held.state };
+    }
+    const claiming = options.claimMs !== undefined;
+    const delivery: InboxDelivery = {
+      body: input.body,
+      headers: input.headers.map(([n, v]) => [n, v] as const),
+      url: input.url,
+      receivedAt: input.receivedAt,
+    };
+    const size = sizeOf(delivery);
+    this.makeRoom(size, at, held && this.entries.get(input.key) === held ? held : undefined);
+    if (held && this.entries.get(input.key) === held) this.forget(input.key, held);
+    const entry: Entry = {
+      key: input.key,
+      receiver: input.receiver,
+      state: claiming ? 'processing' : 'pending',
+      type: input.type,
+      id: input.id,
+      item: input.item,
+      fingerprint: input.fingerprint,
+      delivery,
+      acceptedAt: at,
+      attempts: claiming ? 1 : 0,
+      token: claiming ? newToken() : '',
+      dueAt: claiming ? at + (options.claimMs ?? 0) : at,
+      updatedAt: at,
+      lastError: undefined,
+    };
+    this.entries.set(input.key, entry);
+    this.bytes += size;
+    this.active.add(input.key);
+    if (!claiming) return { status: 'accepted' };
+    return {
+      status: 'accepted',
+      lease: createLease({
+        key: entry.key,
+        token: entry.token,
+        attempt: 1,
+        fingerprint: entry.fingerprint,
+        expiresAt: new Date(entry.dueAt),
+      }),
+    };
+  }
 
-    async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
-      const at = now();
-      const due: Entry[] = [];
-      for (const key of active) {
-        const e = entries.get(key);
-        if (!e || (e.state !== 'pending' && e.state !== 'processing')) {
-          active.delete(key);
-          continue;
-        }
-        if (e.dueAt > at || (receiver !== undefined && e.receiver !== receiver) || !e.delivery) continue;
-        due.push(e);
+  async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
+    const at = this.time();
+    const due: Entry[] = [];
+    for (const key of this.active) {
+      const e = this.entries.get(key);
+      if (!e || (e.state !== 'pending' && e.state !== 'processing')) {
+        this.active.delete(key);
+        continue;
       }
-      due.sort((a, b) => a.dueAt - b.dueAt);
-      return due.slice(0, Math.max(0, limit)).map((e) => {
-        const takenOver = e.state === 'processing';
-        e.state = 'processing';
-        e.attempts += 1;
-        e.token = newToken();
-        e.dueAt = at + leaseMs;
-        e.updatedAt = at;
-        const delivery = e.delivery as InboxDelivery;
-        return {
-          ...delivery,
-          key: e.key,
-          receiver: e.receiver,
-          type: e.type,
-          id: e.id,
-          item: e.item,
-          fingerprint: e.fingerprint,
-          acceptedAt: new Date(e.acceptedAt),
-          takenOver,
-          lease: createLease({
-            key: e.key,
-            token: e.token,
-            attempt: e.attempts,
-            fingerprint: e.fingerprint,
-            expiresAt: new Date(e.dueAt),
-          }),
-        };
-      });
-    },
-
-    async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-      const e = owned(lease);
-      if (!e) return false;
-      const at = now();
+      if (e.dueAt > at || (receiver !== undefined && e.receiver !== receiver) || !e.delivery) continue;
+      due.push(e);
+    }
+    due.sort((a, b) => a.dueAt - b.dueAt);
+    return due.slice(0, Math.max(0, limit)).map((e) => {
+      const takenOver = e.state === 'processing';
+      e.state = 'processing';
+      e.attempts += 1;
+      e.token = newToken();
       e.dueAt = at + leaseMs;
       e.updatedAt = at;
-      return true;
-    },
+      return jobOf(e, takenOver);
+    });
+  }
 
-    async complete(lease: Lease, { retentionMs, dropBody }: { retentionMs: number; dropBody?: boolean }) {
-      const e = owned(lease);
-      if (!e) return false;
-      const at = now();
-      e.state = 'completed';
-      e.dueAt = at + retentionMs;
-      e.updatedAt = at;
-      if (dropBody) {
-        bytes -= sizeOf(e.delivery);
-        e.delivery = undefined;
-      }
-      active.delete(e.key);
-      return true;
-    },
+  async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+    const e = this.owned(lease);
+    if (!e) return false;
+    const at = this.time();
+    e.dueAt = at + leaseMs;
+    e.updatedAt = at;
+    return true;
+  }
 
-    async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
-      const e = owned(lease);
-      if (!e) return false;
-      const at = now();
+  async complete(lease: Lease, { retentionMs, dropBody }: { retentionMs: number; dropBody?: boolean }) {
+    const e = this.owned(lease);
+    if (!e) return false;
+    const at = this.time();
+    e.state = 'completed';
+    e.dueAt = at + retentionMs;
+    e.updatedAt = at;
+    if (dropBody) {
+      this.bytes -= sizeOf(e.delivery);
+      e.delivery = undefined;
+    }
+    this.active.delete(e.key);
+    return true;
+  }
+
+  async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
+    const e = this.owned(lease);
+    if (!e) return false;
+    const at = this.time();
+    e.state = 'pending';
+    e.token = '';
+    e.dueAt = at + delayMs;
+    e.updatedAt = at;
+    e.lastError = inboxErrorLine(error);
+    return true;
+  }
+
+  async bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
+    const e = this.owned(lease);
+    if (!e) return false;
+    const at = this.time();
+    e.state = 'dead';
+    e.token = '';
+    e.dueAt = at;
+    e.updatedAt = at;
+    e.lastError = inboxErrorLine(error);
+    this.active.delete(e.key);
+    return true;
+  }
+
+  async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
+    const at = this.time();
+    const counts = { pending: 0, processing: 0, completed: 0, dead: 0 };
+    let oldestDue = at;
+    for (const e of this.entries.values()) {
+      if (options.receiver !== undefined && e.receiver !== options.receiver) continue;
+      if (e.state === 'completed' && e.dueAt <= at) continue;
+      counts[e.state]++;
+      const waiting = e.state === 'pending' || (e.state === 'processing' && e.dueAt <= at);
+      if (waiting && e.dueAt <= at) oldestDue = Math.min(oldestDue, e.dueAt);
+    }
+    return { ...counts, oldestDueMs: at - oldestDue };
+  }
+
+  async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
+    const at = this.time();
+    return [...this.entries.values()]
+      .filter(
+        (e) =>
+          !(e.state === 'completed' && e.dueAt <= at) &&
+          (options.state === undefined || e.state === options.state) &&
+          (options.receiver === undefined || e.receiver === options.receiver),
+      )
+      .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt - b.dueAt)
+      .slice(0, options.limit ?? 100)
+      .map(view);
+  }
+
+  async get(key: string) {
+    const e = this.entries.get(key);
+    if (!e || (e.state === 'completed' && e.dueAt <= this.time())) return undefined;
+    return { ...view(e), delivery: e.delivery };
+  }
+
+  async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
+    const at = this.time();
+    const wake = (e: Entry) => {
       e.state = 'pending';
-      e.token = '';
-      e.dueAt = at + delayMs;
-      e.updatedAt = at;
-      e.lastError = inboxErrorLine(error);
-      return true;
-    },
-
-    async bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
-      const e = owned(lease);
-      if (!e) return false;
-      const at = now();
-      e.state = 'dead';
-      e.token = '';
       e.dueAt = at;
       e.updatedAt = at;
-      e.lastError = inboxErrorLine(error);
-      active.delete(e.key);
-      return true;
-    },
+      this.active.add(e.key);
+    };
+    if ('key' in target) {
+      const e = this.entries.get(target.key);
+      if (e?.state !== 'dead' || !e.delivery) return 0;
+      wake(e);
+      return 1;
+    }
+    let n = 0;
+    for (const e of this.entries.values()) {
+      if (e.state !== 'dead' || !e.delivery) continue;
+      if (target.receiver !== undefined && e.receiver !== target.receiver) continue;
+      wake(e);
+      n++;
+    }
+    return n;
+  }
 
-    async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
-      const at = now();
-      const counts = { pending: 0, processing: 0, completed: 0, dead: 0 };
-      let oldestDue = at;
-      for (const e of entries.values()) {
-        if (options.receiver !== undefined && e.receiver !== options.receiver) continue;
-        if (e.state === 'completed' && e.dueAt <= at) continue;
-        counts[e.state]++;
-        const waiting = e.state === 'pending' || (e.state === 'processing' && e.dueAt <= at);
-        if (waiting && e.dueAt <= at) oldestDue = Math.min(oldestDue, e.dueAt);
-      }
-      return { ...counts, oldestDueMs: at - oldestDue };
-    },
-
-    async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
-      const at = now();
-      const rank = (s: InboxState) => (s === 'dead' ? 0 : s === 'pending' ? 1 : s === 'processing' ? 2 : 3);
-      return [...entries.values()]
-        .filter(
-          (e) =>
-            !(e.state === 'completed' && e.dueAt <= at) &&
-            (options.state === undefined || e.state === options.state) &&
-            (options.receiver === undefined || e.receiver === options.receiver),
-        )
-        .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt - b.dueAt)
-        .slice(0, options.limit ?? 100)
-        .map(view);
-    },
-
-    async get(key: string) {
-      const e = entries.get(key);
-      if (!e || (e.state === 'completed' && e.dueAt <= now())) return undefined;
-      return { ...view(e), delivery: e.delivery };
-    },
-
-    async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
-      const at = now();
-      const wake = (e: Entry) => {
-        e.state = 'pending';
-        e.dueAt = at;
-        e.updatedAt = at;
-        active.add(e.key);
-      };
-      if ('key' in target) {
-        const e = entries.get(target.key);
-        if (e?.state !== 'dead' || !e.delivery) return 0;
-        wake(e);
-        return 1;
-      }
-      let n = 0;
-      for (const e of entries.values()) {
-        if (e.state !== 'dead' || !e.delivery) continue;
-        if (target.receiver !== undefined && e.receiver !== target.receiver) continue;
-        wake(e);
-        n++;
-      }
-      return n;
-    },
-
-    async purge(): Promise<number> {
-      const before = entries.size;
-      forgetExpired(now());
-      return before - entries.size;
-    },
-  };
+  async purge(): Promise<number> {
+    const before = this.entries.size;
+    this.forgetExpired(this.time());
+    return before - this.entries.size;
+  }
 }
