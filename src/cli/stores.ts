@@ -39,163 +39,188 @@ export async function openStore(
 ): Promise<OpenedStore> {
   const autoCreate = options.existing !== true;
   const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase();
-  if (url === 'memory') {
-    const { memoryStore } = await import('../stores/memory.js');
-    const store = memoryStore({ maxEntries: 1_000_000 });
-    return {
-      store,
-      kind: 'memory',
-      shared: false,
-      close: () => store.close(),
-      now: async () => Date.now(),
-      drop: async () => {},
-    };
-  }
-  if (scheme === 'redis' || scheme === 'rediss' || scheme === 'valkey') {
-    const { createClient } = await load<typeof import('redis')>('redis');
-    // Fail fast through an outage (docs/redis.md, Outages): no offline queue, a silent server
-    // dropped after 1 s, and once connected, reconnecting for as long as Redis is away. The first
-    // connection is not retried, so a CLI pointed at a server that is not there says so and ends.
-    // The 'error' listener is required: without one a dropped connection ends the process.
-    let connected = false;
-    const client = createClient({
-      url: url.replace(/^valkey:/, 'redis:'),
-      disableOfflineQueue: true,
-      pingInterval: 500,
-      socket: {
-        reconnectStrategy: (retries: number) => (connected ? Math.min(100 * 2 ** retries, 2_000) : false),
-        socketTimeout: 1_000,
-      },
-    });
-    client.on('error', (err: Error) => {
-      // Before the first connection the error is thrown by connect() and reported once, there.
-      if (connected) console.error(`onceonly: Redis connection: ${err.message}`);
-    });
-    await client.connect();
-    connected = true;
-    const { redisStore } = await import('../stores/redis.js');
-    const prefix = `${name}:`;
-    const store = redisStore({ client, prefix });
-    // Redis has no query over values: read each claim key of the prefix (at most REDIS_SCAN_LIMIT).
-    const scan = async () => {
-      const views: RecordView[] = [];
-      let partial = false;
-      for await (const batch of client.scanIterator({ MATCH: `${prefix}k:*`, COUNT: 1000 })) {
-        for (const full of batch as unknown as string[]) {
-          const view = await store.inspect(full.slice(prefix.length + 2));
-          if (view) views.push(view);
-        }
-        if (views.length >= REDIS_SCAN_LIMIT) {
-          partial = true;
-          break;
-        }
-      }
-      return { views, partial };
-    };
-    // Live or ran out is decided on the server's clock, as the store decides it.
-    const serverNow = async () => {
-      const [seconds, micros] = (await client.sendCommand(['TIME'])) as unknown as [string, string];
-      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    };
-    const admin: StoreAdmin = {
-      async stats(): Promise<StoreStats> {
-        const now = await serverNow();
-        const { views, partial } = await scan();
-        const live = views.filter((v) => v.state === 'processing' && v.expiresAt.getTime() > now).length;
-        // Released records and leases that ran out: a claim takes them over with attempt + 1.
-        const takeable = views.filter((v) => v.state !== 'completed').length - live;
-        const stats = { processing: live, takeable, completed: views.length - live - takeable };
-        return partial ? { ...stats, partial: true } : stats;
-      },
-      async oldestLeases(limit: number): Promise<RecordView[]> {
-        return (
-          (await scan()).views
-            .filter((v) => v.state !== 'completed')
-            // Soonest expiry first, as the SQL stores order them: leases that ran out lead.
-            .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
-            .slice(0, limit)
-        );
-      },
-    };
-    return {
-      store,
-      admin,
-      kind: 'redis',
-      shared: true,
-      now: serverNow,
-      close: async () => {
-        await store.close();
-        await client.quit();
-      },
-      drop: async () => {
-        for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
-          const keys = batch as unknown as string[];
-          if (keys.length > 0) await client.unlink(keys);
-        }
-      },
-    };
-  }
-  if (scheme === 'postgres' || scheme === 'postgresql') {
-    const pg = await load<typeof import('pg')>('pg');
-    const Pool = pg.Pool ?? (pg as unknown as { default: typeof pg }).default.Pool;
-    const pool = new Pool({ connectionString: url, max: 8 });
-    const { postgresStore } = await import('../stores/postgres.js');
-    const now = async () =>
-      Number(
-        (await pool.query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]
-          .now,
-      );
-    return sqlStore(
-      'postgres',
-      postgresStore({ client: pool, table: name, autoCreate }),
-      now,
-      () => pool.end(),
-      (sql) => pool.query(sql),
-      name,
-    );
-  }
-  if (scheme === 'mysql' || scheme === 'mariadb') {
-    const mysql = await load<typeof import('mysql2/promise')>('mysql2/promise');
-    const pool = mysql.createPool({ uri: url.replace(/^mariadb:/, 'mysql:'), connectionLimit: 8 });
-    const { mysqlStore } = await import('../stores/mysql.js');
-    const now = async () => {
-      const [rows] = await pool.query(
-        "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000 AS now",
-      );
-      return Number((rows as { now: number | string }[])[0]!.now);
-    };
-    return sqlStore(
-      'mysql',
-      mysqlStore({ client: pool, table: name, autoCreate }),
-      now,
-      () => pool.end(),
-      (sql) => pool.query(sql),
-      name,
-    );
-  }
-  if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined) {
-    const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
-    const Database = (await load<{ default: typeof import('better-sqlite3') }>('better-sqlite3')).default;
-    let db: import('better-sqlite3').Database;
-    try {
-      db = new Database(path, { fileMustExist: !autoCreate });
-    } catch (error) {
-      throw new UsageError(`cannot open the SQLite file ${path}: ${(error as Error).message}`);
-    }
-    const { sqliteStore } = await import('../stores/sqlite.js');
-    const table = name.replace(/[^a-z0-9_]/gi, '_');
-    // SQLite's clock is this host's.
-    return sqlStore(
-      'sqlite',
-      sqliteStore({ client: db, table, autoCreate, wal: autoCreate }),
-      async () => Date.now(),
-      () => db.close(),
-      (sql) => db.exec(sql),
-      table,
-    );
-  }
+  if (url === 'memory') return openMemory();
+  if (scheme === 'redis' || scheme === 'rediss' || scheme === 'valkey') return openRedis(url, name);
+  if (scheme === 'postgres' || scheme === 'postgresql') return openPostgres(url, name, autoCreate);
+  if (scheme === 'mysql' || scheme === 'mariadb') return openMysql(url, name, autoCreate);
+  if (scheme === 'sqlite' || scheme === 'file' || scheme === undefined)
+    return openSqlite(url, scheme, name, autoCreate);
   throw new UsageError(
     `unknown store ${JSON.stringify(url)}: use memory, a SQLite file path, redis://, postgres:// or mysql://`,
+  );
+}
+
+async function openMemory(): Promise<OpenedStore> {
+  const { memoryStore } = await import('../stores/memory.js');
+  const store = memoryStore({ maxEntries: 1_000_000 });
+  return {
+    store,
+    kind: 'memory',
+    shared: false,
+    close: () => store.close(),
+    now: async () => Date.now(),
+    drop: async () => {},
+  };
+}
+
+async function openRedis(url: string, name: string): Promise<OpenedStore> {
+  const { createClient } = await load<typeof import('redis')>('redis');
+  // Fail fast through an outage (docs/redis.md, Outages): no offline queue, a silent server
+  // dropped after 1 s, and once connected, reconnecting for as long as Redis is away. The first
+  // connection is not retried, so a CLI pointed at a server that is not there says so and ends.
+  // The 'error' listener is required: without one a dropped connection ends the process.
+  let connected = false;
+  const client = createClient({
+    url: url.replace(/^valkey:/, 'redis:'),
+    disableOfflineQueue: true,
+    pingInterval: 500,
+    socket: {
+      reconnectStrategy: (retries: number) => (connected ? Math.min(100 * 2 ** retries, 2_000) : false),
+      socketTimeout: 1_000,
+    },
+  });
+  client.on('error', (err: Error) => {
+    // Before the first connection the error is thrown by connect() and reported once, there.
+    if (connected) console.error(`onceonly: Redis connection: ${err.message}`);
+  });
+  await client.connect();
+  connected = true;
+  const { redisStore } = await import('../stores/redis.js');
+  const prefix = `${name}:`;
+  const store = redisStore({ client, prefix });
+  // Live or ran out is decided on the server's clock, as the store decides it.
+  const serverNow = async () => {
+    const [seconds, micros] = (await client.sendCommand(['TIME'])) as unknown as [string, string];
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  return {
+    store,
+    admin: redisAdmin(client, store, prefix, serverNow),
+    kind: 'redis',
+    shared: true,
+    now: serverNow,
+    close: async () => {
+      await store.close();
+      await client.quit();
+    },
+    drop: async () => {
+      for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
+        const keys = batch as unknown as string[];
+        if (keys.length > 0) await client.unlink(keys);
+      }
+    },
+  };
+}
+
+/** The overview of a Redis store for `inspect`: a bounded SCAN of the prefix's claim keys. */
+function redisAdmin(
+  client: ReturnType<typeof import('redis').createClient>,
+  store: Store,
+  prefix: string,
+  serverNow: () => Promise<number>,
+): StoreAdmin {
+  // Redis has no query over values: read each claim key of the prefix (at most REDIS_SCAN_LIMIT).
+  const scan = async () => {
+    const views: RecordView[] = [];
+    let partial = false;
+    for await (const batch of client.scanIterator({ MATCH: `${prefix}k:*`, COUNT: 1000 })) {
+      for (const full of batch as unknown as string[]) {
+        const view = await store.inspect(full.slice(prefix.length + 2));
+        if (view) views.push(view);
+      }
+      if (views.length >= REDIS_SCAN_LIMIT) {
+        partial = true;
+        break;
+      }
+    }
+    return { views, partial };
+  };
+  return {
+    async stats(): Promise<StoreStats> {
+      const now = await serverNow();
+      const { views, partial } = await scan();
+      const live = views.filter((v) => v.state === 'processing' && v.expiresAt.getTime() > now).length;
+      // Released records and leases that ran out: a claim takes them over with attempt + 1.
+      const takeable = views.filter((v) => v.state !== 'completed').length - live;
+      const stats = { processing: live, takeable, completed: views.length - live - takeable };
+      return partial ? { ...stats, partial: true } : stats;
+    },
+    async oldestLeases(limit: number): Promise<RecordView[]> {
+      return (
+        (await scan()).views
+          .filter((v) => v.state !== 'completed')
+          // Soonest expiry first, as the SQL stores order them: leases that ran out lead.
+          .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime())
+          .slice(0, limit)
+      );
+    },
+  };
+}
+
+async function openPostgres(url: string, name: string, autoCreate: boolean): Promise<OpenedStore> {
+  const pg = await load<typeof import('pg')>('pg');
+  const Pool = pg.Pool ?? (pg as unknown as { default: typeof pg }).default.Pool;
+  const pool = new Pool({ connectionString: url, max: 8 });
+  const { postgresStore } = await import('../stores/postgres.js');
+  const now = async () =>
+    Number(
+      (await pool.query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]
+        .now,
+    );
+  return sqlStore(
+    'postgres',
+    postgresStore({ client: pool, table: name, autoCreate }),
+    now,
+    () => pool.end(),
+    (sql) => pool.query(sql),
+    name,
+  );
+}
+
+async function openMysql(url: string, name: string, autoCreate: boolean): Promise<OpenedStore> {
+  const mysql = await load<typeof import('mysql2/promise')>('mysql2/promise');
+  const pool = mysql.createPool({ uri: url.replace(/^mariadb:/, 'mysql:'), connectionLimit: 8 });
+  const { mysqlStore } = await import('../stores/mysql.js');
+  const now = async () => {
+    const [rows] = await pool.query(
+      "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000 AS now",
+    );
+    return Number((rows as { now: number | string }[])[0]!.now);
+  };
+  return sqlStore(
+    'mysql',
+    mysqlStore({ client: pool, table: name, autoCreate }),
+    now,
+    () => pool.end(),
+    (sql) => pool.query(sql),
+    name,
+  );
+}
+
+async function openSqlite(
+  url: string,
+  scheme: string | undefined,
+  name: string,
+  autoCreate: boolean,
+): Promise<OpenedStore> {
+  const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
+  const Database = (await load<{ default: typeof import('better-sqlite3') }>('better-sqlite3')).default;
+  let db: import('better-sqlite3').Database;
+  try {
+    db = new Database(path, { fileMustExist: !autoCreate });
+  } catch (error) {
+    throw new UsageError(`cannot open the SQLite file ${path}: ${(error as Error).message}`);
+  }
+  const { sqliteStore } = await import('../stores/sqlite.js');
+  const table = name.replace(/[^a-z0-9_]/gi, '_');
+  // SQLite's clock is this host's.
+  return sqlStore(
+    'sqlite',
+    sqliteStore({ client: db, table, autoCreate, wal: autoCreate }),
+    async () => Date.now(),
+    () => db.close(),
+    (sql) => db.exec(sql),
+    table,
   );
 }
 
