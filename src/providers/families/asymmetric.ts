@@ -246,6 +246,40 @@ function concat(parts: readonly (Uint8Array | string)[]): Buffer {
 export function asymmetric<E>(
   d: AsymmetricDeclaration<E>,
 ): (options: AsymmetricOptions) => AuthenticatingProvider<E> {
+  const plan = planOf(d);
+  const describe = describer(d, (auth) => auth?.parsed);
+  return (options) => {
+    const verifier = new AsymmetricVerifier(d, plan, options);
+    const authenticate = d.jws
+      ? (input: DeliveryInput) => verifier.compact(input)
+      : (input: DeliveryInput) => verifier.detached(input);
+    return assemble({
+      name: d.name,
+      retention: options.retention,
+      defaultRetention: d.retention,
+      // Fetched keys are the sender's, the same for every endpoint: they name none.
+      identity: verifier.configured.length > 0 ? verifier.configured : undefined,
+      authenticate,
+      describe,
+      handshake: d.handshake,
+      options,
+    });
+  };
+}
+
+/** What a declaration settles for every provider made from it, once it is found sound. */
+interface Plan {
+  readonly label: string;
+  /** The detached-signature scheme (none with `jws`). */
+  readonly scheme: (typeof SCHEMES)[AsymmetricAlgorithm] | undefined;
+  /** Whether a configured key suits the declaration's algorithm (or one of its JWS algs). */
+  readonly accepts: (key: KeyObject) => boolean;
+  readonly dsa: 'der' | 'ieee-p1363';
+  readonly signed: (input: DeliveryInput, timestamp: string | undefined) => readonly (Uint8Array | string)[];
+}
+
+/** Checks a declaration (`ConfigError` for one that cannot verify anything) and settles its plan. */
+function planOf<E>(d: AsymmetricDeclaration<E>): Plan {
   const label = d.label ?? d.name;
   const jws = d.jws;
   if (jws) {
@@ -268,178 +302,193 @@ export function asymmetric<E>(
   const scheme = d.algorithm ? SCHEMES[d.algorithm] : undefined;
   const accepts = (key: KeyObject) =>
     jws ? jws.algorithms.some((alg) => fits(key, JWS[alg].scheme)) : fits(key, scheme!);
-  const sig = d.signature;
-  const dsa = sig?.dsaEncoding ?? 'der';
+  const dsa = d.signature?.dsaEncoding ?? 'der';
   const signed =
     d.signed ?? ((input: DeliveryInput, t: string | undefined) => [t ?? '', asBuffer(input.rawBody)]);
-  const describe = describer(d, (auth) => auth?.parsed);
-  const fetched = d.fetchedKeys;
-  if (!fetched && !d.publicKey) {
+  if (!d.fetchedKeys && !d.publicKey) {
     throw new ConfigError(
       'invalid_option',
       `onceonly: ${label} declares neither configured nor fetched keys`,
     );
   }
+  return { label, scheme, accepts, dsa, signed };
+}
 
-  return (options) => {
-    const tolerance = toleranceMs(options.tolerance ?? d.tolerance);
-    const configured =
+/**
+ * One provider's verification: its tolerance, its configured keys or the fetcher of the sender's,
+ * and the two ways a delivery is checked (a detached signature, a compact JWS).
+ */
+class AsymmetricVerifier<E> {
+  private readonly label: string;
+  private readonly tolerance: number;
+  /** The configured keys; empty when keys are fetched. */
+  readonly configured: KeyObject[];
+  private readonly fetcher: KeyFetcher | undefined;
+
+  constructor(
+    private readonly d: AsymmetricDeclaration<E>,
+    private readonly plan: Plan,
+    options: AsymmetricOptions,
+  ) {
+    const label = plan.label;
+    const fetched = d.fetchedKeys;
+    this.label = label;
+    this.tolerance = toleranceMs(options.tolerance ?? d.tolerance);
+    this.configured =
       d.publicKey && (options.publicKey !== undefined || !fetched)
-        ? publicKeys(label, options.publicKey, d.publicKey, accepts)
+        ? publicKeys(label, options.publicKey, d.publicKey, plan.accepts)
         : [];
-    const fetcher = fetched
+    this.fetcher = fetched
       ? new KeyFetcher(
           label,
           { allowedHosts: fetched.allowedHosts, format: fetched.format, certificates: fetched.certificates },
           options,
         )
       : undefined;
-    if (typeof fetched?.url === 'string' && fetcher) fetcher.check(fetched.url);
+    if (typeof fetched?.url === 'string' && this.fetcher) this.fetcher.check(fetched.url);
+  }
 
-    /** The key URL for a delivery: fixed, named by a header, or read from the delivery. */
-    function keyUrlOf(
-      input: DeliveryInput,
-      parts: AsymmetricParts | undefined,
-      keyId: string | undefined,
-    ): string {
-      const fixed = fetched?.url;
-      if (typeof fixed === 'function') return fixed(keyId);
-      const named =
-        parts?.keyUrl ?? (fetched?.urlHeader ? requireHeader(input.headers, fetched.urlHeader) : undefined);
-      const url = fixed ?? named;
-      if (url === undefined) {
-        throw new VerificationError('invalid_body', `onceonly: the ${label} delivery names no key URL`);
-      }
-      return url;
+  /** The key URL for a delivery: fixed, named by a header, or read from the delivery. */
+  private keyUrlOf(
+    input: DeliveryInput,
+    parts: AsymmetricParts | undefined,
+    keyId: string | undefined,
+  ): string {
+    const fetched = this.d.fetchedKeys;
+    const fixed = fetched?.url;
+    if (typeof fixed === 'function') return fixed(keyId);
+    const named =
+      parts?.keyUrl ?? (fetched?.urlHeader ? requireHeader(input.headers, fetched.urlHeader) : undefined);
+    const url = fixed ?? named;
+    if (url === undefined) {
+      throw new VerificationError('invalid_body', `onceonly: the ${this.label} delivery names no key URL`);
     }
+    return url;
+  }
 
-    /** A delivery verified with the key set at `url`: the set is kept from unverified ones' reach. */
-    function trusted<T>(url: string, result: T): T {
-      fetcher!.trust(url);
-      return result;
+  /** A delivery verified with the key set at `url`: the set is kept from unverified ones' reach. */
+  private trusted<T>(url: string, result: T): T {
+    this.fetcher!.trust(url);
+    return result;
+  }
+
+  /** The keys to try: by id from the set (refetched once for an id it lacks), or all of them. */
+  private async keysFor(url: string, keyId: string | undefined): Promise<readonly KeyObject[]> {
+    let set: KeySet = await this.fetcher!.get(url);
+    if (keyId === undefined) return set.all;
+    let key = set.byId.get(keyId);
+    if (key === undefined) {
+      set = await this.fetcher!.get(url, true);
+      key = set.byId.get(keyId);
     }
+    if (key === undefined) {
+      throw new VerificationError(
+        'unknown_key',
+        `onceonly: the ${this.label} key set has no key with the id the signature names`,
+      );
+    }
+    return [key];
+  }
 
-    /** The keys to try: by id from the set (refetched once for an id it lacks), or all of them. */
-    async function keysFor(url: string, keyId: string | undefined): Promise<readonly KeyObject[]> {
-      let set: KeySet = await fetcher!.get(url);
-      if (keyId === undefined) return set.all;
-      let key = set.byId.get(keyId);
-      if (key === undefined) {
-        set = await fetcher!.get(url, true);
-        key = set.byId.get(keyId);
-      }
-      if (key === undefined) {
+  /** Configured keys as they are; only without them are keys fetched (then the set is trusted). */
+  private withKeys<T>(
+    input: DeliveryInput,
+    parts: AsymmetricParts | undefined,
+    keyId: string | undefined,
+    check: (keys: readonly KeyObject[]) => T,
+  ): T | Promise<T> {
+    if (this.configured.length > 0 || !this.fetcher) return check(this.configured);
+    const url = this.keyUrlOf(input, parts, keyId);
+    return this.keysFor(url, keyId).then((keys) => this.trusted(url, check(keys)));
+  }
+
+  /** A detached signature: read, check freshness, then verify under any key. */
+  detached(input: DeliveryInput): AsymmetricAuth | undefined | Promise<AsymmetricAuth | undefined> {
+    const { parts, signature, data } = this.d.read ? this.readParts(input) : this.readHeaders(input);
+    const auth = parts?.parsed ? { parsed: parts.parsed } : undefined;
+    const use = parts?.algorithm !== undefined ? SCHEMES[parts.algorithm] : this.plan.scheme!;
+    const dsa = this.plan.dsa;
+    const check = (keys: readonly KeyObject[]) => {
+      // Every key is tried (no early exit): which one matched is not told by the time taken.
+      let ok = false;
+      for (const key of keys) if (verifyWith(use, data, key, signature, dsa)) ok = true;
+      if (!ok) throw signatureError(this.label);
+      return auth;
+    };
+    return this.withKeys(input, parts, parts?.keyId, check);
+  }
+
+  /** The declaration's own `read`: signature, freshness and signed content from the delivery. */
+  private readParts(input: DeliveryInput): Detached {
+    const parts = this.d.read!(input);
+    const encoding = parts.encoding ?? this.d.signature?.encoding ?? 'base64';
+    const signature = decodeStrict(parts.signature.trim(), encoding);
+    if (!signature) {
+      throw new VerificationError(
+        'malformed_header',
+        `onceonly: the ${parts.signatureName} is not a ${encoding} signature`,
+      );
+    }
+    if (parts.timestampMs !== undefined) checkTolerance(parts.timestampMs, input.receivedAt, this.tolerance);
+    return { parts, signature, data: concat(parts.signed) };
+  }
+
+  /** The signature header (and the timestamp header, checked for freshness) and the signed content. */
+  private readHeaders(input: DeliveryInput): Detached {
+    const { headers, receivedAt } = input;
+    const sig = this.d.signature!;
+    const encoding = sig.encoding ?? 'base64';
+    const raw = requireHeader(headers, sig.header).trim();
+    const prefix = sig.prefix ?? '';
+    const signature = raw.startsWith(prefix) ? decodeStrict(raw.slice(prefix.length), encoding) : undefined;
+    if (!signature || (sig.length !== undefined && signature.length !== sig.length)) {
+      throw new VerificationError(
+        'malformed_header',
+        `onceonly: the ${sig.header} header is not a ${sig.length ? `${sig.length}-byte ` : ''}${encoding} signature`,
+      );
+    }
+    let timestamp: string | undefined;
+    const stamp = this.d.timestamp;
+    if (stamp) {
+      timestamp = requireHeader(headers, stamp.header);
+      checkTolerance(parseTimestamp(stamp.header, timestamp, stamp.unit), receivedAt, this.tolerance);
+    }
+    return { parts: undefined, signature, data: concat(this.plan.signed(input, timestamp)) };
+  }
+
+  /** A compact JWS: header and alg, key, signature, then the claims (time, body hash). */
+  compact(input: DeliveryInput): AsymmetricAuth | Promise<AsymmetricAuth> {
+    const spec = this.d.jws!;
+    const label = this.label;
+    const token = requireHeader(input.headers, spec.header).trim();
+    // Never `none`, never an HMAC alg keyed with a public key: only what the sender uses.
+    const { head, claims, alg, data, signature } = readCompactJws(token, spec.header, label, spec.algorithms);
+    const { scheme: jwsScheme, dsa: jwsDsa } = JWS[alg as JwsAlgorithm];
+    const kid = typeof head.kid === 'string' ? head.kid : undefined;
+    const check = (keys: readonly KeyObject[]): AsymmetricAuth => {
+      let ok = false;
+      for (const key of keys) if (verifyWith(jwsScheme, data, key, signature, jwsDsa)) ok = true;
+      if (!ok) throw signatureError(label);
+      // The claims are trusted only now, after the signature.
+      const time = claims[spec.timeClaim ?? 'iat'];
+      if (typeof time !== 'number' || !Number.isFinite(time)) {
         throw new VerificationError(
-          'unknown_key',
-          `onceonly: the ${label} key set has no key with the id the signature names`,
+          'malformed_header',
+          `onceonly: the ${label} JWS has no numeric ${spec.timeClaim ?? 'iat'}`,
         );
       }
-      return [key];
-    }
+      checkTolerance(Math.round(time * 1000), input.receivedAt, this.tolerance);
+      checkValidityClaims(claims, input.receivedAt, this.tolerance, label);
+      requireBodyHash(claims, spec.bodyHashClaim, input.rawBody, label);
+      return { claims };
+    };
+    return this.withKeys(input, undefined, kid, check);
+  }
+}
 
-    /** A detached signature: read, check freshness, then verify under any key. */
-    function detached(
-      input: DeliveryInput,
-    ): AsymmetricAuth | undefined | Promise<AsymmetricAuth | undefined> {
-      const { headers, receivedAt } = input;
-      let parts: AsymmetricParts | undefined;
-      let signature: Buffer | undefined;
-      let data: Buffer;
-      let encoding = sig?.encoding ?? 'base64';
-      if (d.read) {
-        parts = d.read(input);
-        encoding = parts.encoding ?? encoding;
-        signature = decodeStrict(parts.signature.trim(), encoding);
-        if (!signature) {
-          throw new VerificationError(
-            'malformed_header',
-            `onceonly: the ${parts.signatureName} is not a ${encoding} signature`,
-          );
-        }
-        if (parts.timestampMs !== undefined) checkTolerance(parts.timestampMs, receivedAt, tolerance);
-        data = concat(parts.signed);
-      } else {
-        const raw = requireHeader(headers, sig!.header).trim();
-        const prefix = sig!.prefix ?? '';
-        signature = raw.startsWith(prefix) ? decodeStrict(raw.slice(prefix.length), encoding) : undefined;
-        if (!signature || (sig!.length !== undefined && signature.length !== sig!.length)) {
-          throw new VerificationError(
-            'malformed_header',
-            `onceonly: the ${sig!.header} header is not a ${sig!.length ? `${sig!.length}-byte ` : ''}${encoding} signature`,
-          );
-        }
-        let timestamp: string | undefined;
-        if (d.timestamp) {
-          timestamp = requireHeader(headers, d.timestamp.header);
-          checkTolerance(
-            parseTimestamp(d.timestamp.header, timestamp, d.timestamp.unit),
-            receivedAt,
-            tolerance,
-          );
-        }
-        data = concat(signed(input, timestamp));
-      }
-      const auth = parts?.parsed ? { parsed: parts.parsed } : undefined;
-      const use = parts?.algorithm !== undefined ? SCHEMES[parts.algorithm] : scheme!;
-      const check = (keys: readonly KeyObject[]) => {
-        // Every key is tried (no early exit): which one matched is not told by the time taken.
-        let ok = false;
-        for (const key of keys) if (verifyWith(use, data, key, signature!, dsa)) ok = true;
-        if (!ok) throw signatureError(label);
-        return auth;
-      };
-      // Configured keys are used as they are; only without them are keys fetched.
-      if (configured.length > 0 || !fetcher) return check(configured);
-      const url = keyUrlOf(input, parts, parts?.keyId);
-      return keysFor(url, parts?.keyId).then((keys) => trusted(url, check(keys)));
-    }
-
-    /** A compact JWS: header and alg, key, signature, then the claims (time, body hash). */
-    function compact(input: DeliveryInput): AsymmetricAuth | Promise<AsymmetricAuth> {
-      const spec = jws!;
-      const token = requireHeader(input.headers, spec.header).trim();
-      // Never `none`, never an HMAC alg keyed with a public key: only what the sender uses.
-      const { head, claims, alg, data, signature } = readCompactJws(
-        token,
-        spec.header,
-        label,
-        spec.algorithms,
-      );
-      const { scheme: jwsScheme, dsa: jwsDsa } = JWS[alg as JwsAlgorithm];
-      const kid = typeof head.kid === 'string' ? head.kid : undefined;
-      const check = (keys: readonly KeyObject[]): AsymmetricAuth => {
-        let ok = false;
-        for (const key of keys) if (verifyWith(jwsScheme, data, key, signature, jwsDsa)) ok = true;
-        if (!ok) throw signatureError(label);
-        // The claims are trusted only now, after the signature.
-        const time = claims[spec.timeClaim ?? 'iat'];
-        if (typeof time !== 'number' || !Number.isFinite(time)) {
-          throw new VerificationError(
-            'malformed_header',
-            `onceonly: the ${label} JWS has no numeric ${spec.timeClaim ?? 'iat'}`,
-          );
-        }
-        checkTolerance(Math.round(time * 1000), input.receivedAt, tolerance);
-        checkValidityClaims(claims, input.receivedAt, tolerance, label);
-        requireBodyHash(claims, spec.bodyHashClaim, input.rawBody, label);
-        return { claims };
-      };
-      if (configured.length > 0 || !fetcher) return check(configured);
-      const url = keyUrlOf(input, undefined, kid);
-      return keysFor(url, kid).then((keys) => trusted(url, check(keys)));
-    }
-
-    const authenticate = jws ? compact : detached;
-    return assemble({
-      name: d.name,
-      retention: options.retention,
-      defaultRetention: d.retention,
-      // Fetched keys are the sender's, the same for every endpoint: they name none.
-      identity: configured.length > 0 ? configured : undefined,
-      authenticate,
-      describe,
-      handshake: d.handshake,
-      options,
-    });
-  };
+/** A detached signature as read from a delivery: decoded, with everything it covers. */
+interface Detached {
+  readonly parts: AsymmetricParts | undefined;
+  readonly signature: Buffer;
+  readonly data: Buffer;
 }
