@@ -94,4 +94,25 @@ describe("DESIGN.md's import arrows", () => {
       }
     }
   });
+
+  it('the receiver is layered: stages import no driver, drivers no assembly, adapters only adapter-kit', () => {
+    const imports = (file: string) =>
+      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)].map(
+        ([, spec]) => relative(src, resolve(dirname(file), spec!)).replace(/\.js$/, ''),
+      );
+    const bad: string[] = [];
+    for (const file of files(join(src, 'receiver', 'stages'))) {
+      for (const to of imports(file))
+        if (to === 'receiver/drivers' || to === 'receiver/receiver')
+          bad.push(`${relative(src, file)} -> ${to}`);
+    }
+    for (const to of imports(join(src, 'receiver', 'drivers.ts')))
+      if (to === 'receiver/receiver') bad.push(`receiver/drivers.ts -> ${to}`);
+    for (const file of files(join(src, 'adapters'))) {
+      for (const to of imports(file))
+        if (to.startsWith('receiver/') && to !== 'receiver/adapter-kit')
+          bad.push(`${relative(src, file)} -> ${to}`);
+    }
+    assert.deepEqual(bad, []);
+  });
 });

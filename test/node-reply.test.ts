@@ -5,10 +5,10 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import { responseToReply, toNodeReply } from '../src/adapters/node-io.js';
 import { VerificationError } from '../src/errors.js';
 import type { DeliveryResult } from '../src/index.js';
 import { toResponse } from '../src/receiver/http.js';
-import { responseToReply, toNodeReply } from '../src/receiver/node.js';
 
 const base = {
   degraded: undefined,

@@ -14,10 +14,10 @@ import { createClient } from 'redis';
 import Stripe from 'stripe';
 import { webhook as expressWebhook } from '../../dist/adapters/express.js';
 import { webhook as fastifyWebhook } from '../../dist/adapters/fastify.js';
+import { nodeBytes, toNodeReply, writeNodeReply } from '../../dist/adapters/node-io.js';
 import type { DeliveryResult } from '../../dist/index.js';
 import { createReceiver } from '../../dist/index.js';
 import { stripe } from '../../dist/providers/index.js';
-import { nodeBytes, toNodeReply, writeNodeReply } from '../../dist/receiver/node.js';
 import { redisStore } from '../../dist/stores/redis.js';
 
 const [framework, variant, prefix] = process.argv.slice(2) as [

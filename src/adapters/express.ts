@@ -15,9 +15,9 @@ import {
   receiveNode,
   toReceiver,
   writeResult,
-} from '../receiver/node.js';
+} from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX =
   'register the webhook route above app.use(express.json()) (or above whichever body parser runs first)';

@@ -17,9 +17,9 @@ import {
   type ReceiverInput,
   toNodeReply,
   toReceiver,
-} from '../receiver/node.js';
+} from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX =
   'register the webhook plugin before (or outside the scope of) the hook that reads the request payload';

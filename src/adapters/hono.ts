@@ -3,16 +3,10 @@
  * `app.post('/webhooks', webhook(receiver))`. The route hands `c.req.raw` to the receiver's
  * web-standard `fetch`, so the body is read once, with the `maxBodyBytes` bound.
  */
-import { answerOf } from '../receiver/http.js';
-import {
-  closeIfRefused,
-  type Provider,
-  type ReceiverInput,
-  toReceiver,
-  unreadable,
-} from '../receiver/node.js';
+import { answerOf } from '../receiver/adapter-kit.js';
+import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX =
   'register app.post(path, webhook(...)) above the middleware that reads the body (c.req.json(), a validator)';

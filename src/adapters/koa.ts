@@ -12,9 +12,9 @@ import {
   receiveNode,
   toNodeReply,
   toReceiver,
-} from '../receiver/node.js';
+} from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX = 'register app.use(webhook(...)) above app.use(bodyParser())';
 

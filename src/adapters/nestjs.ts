@@ -23,6 +23,7 @@ import {
   Res,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import type { Receiver } from '../receiver/adapter-kit.js';
 import {
   type NodeReply,
   nodeBytes,
@@ -33,10 +34,9 @@ import {
   toNodeReply,
   toReceiver,
   writeNodeReply,
-} from '../receiver/node.js';
-import type { Receiver } from '../receiver/receiver.js';
+} from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX = 'create the app with NestFactory.create(AppModule, { rawBody: true })';
 

@@ -4,16 +4,10 @@
  * read once, as bytes, with the `maxBodyBytes` bound. Route handlers get the untouched request (Next
  * parses nothing for them), so no body-parser setting is needed.
  */
-import { toResponse } from '../receiver/http.js';
-import {
-  closeIfRefused,
-  type Provider,
-  type ReceiverInput,
-  toReceiver,
-  unreadable,
-} from '../receiver/node.js';
+import { toResponse } from '../receiver/adapter-kit.js';
+import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX =
   'export the handler itself (export const POST = webhook(...)), or pass it the request before reading it';

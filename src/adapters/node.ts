@@ -12,9 +12,9 @@ import {
   toReceiver,
   writeNodeReply,
   writeResult,
-} from '../receiver/node.js';
+} from './node-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from '../receiver/node.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
 
 const FIX = 'hand the request to the webhook listener before anything reads its body';
 

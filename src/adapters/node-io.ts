@@ -1,18 +1,25 @@
 /**
- * Shared helpers for adapters that sit on Node's `http` request and response: find the exact raw
+ * Shared by the adapters that sit on Node's `http` request and response: find the exact raw
  * bytes (or the unread stream), refuse clearly when another body parser got there first, and write
  * a delivery result to a Node response. No runtime import of `node:*`, so web adapters may import
  * {@link BodyAlreadyParsedError} from here too.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyAlreadyParsedError, OnceonlyError } from '../errors.js';
+import {
+  answerOf,
+  BodyAlreadyParsedError,
+  createReceiver,
+  type DeliveryResult,
+  OnceonlyError,
+  outcomeBody,
+  outcomeHeaders,
+  type Provider,
+  type Receiver,
+  type ReceiverOptions,
+} from '../receiver/adapter-kit.js';
 
-export type { Provider } from '../providers/types.js';
+export type { Provider } from '../receiver/adapter-kit.js';
 export { BodyAlreadyParsedError, OnceonlyError };
-
-import type { Provider } from '../providers/types.js';
-import { answerOf, outcomeBody, outcomeHeaders } from './http.js';
-import { createReceiver, type DeliveryResult, type Receiver, type ReceiverOptions } from './receiver.js';
 
 /** A receiver, or the options to create one: what every adapter accepts. */
 export type ReceiverInput<P extends Provider<any, any> = Provider<any, any>> = Receiver | ReceiverOptions<P>;

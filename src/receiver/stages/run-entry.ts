@@ -1,0 +1,77 @@
+/**
+ * One run of an inbox entry under its lease (a worker's, or a hybrid delivery's run at once), and
+ * its result: completed, retried after the backoff, or dead.
+ */
+import type { Lease } from '../../core/types.js';
+import type { ReceiverCore } from '../core.js';
+import { type InboxRunEnd, runEntry } from '../inbox.js';
+import { type Done, failureCode } from '../outcome.js';
+import type { DeliveryResult } from '../result.js';
+import type { RawDelivery, Runnable } from '../work.js';
+import { contextOf } from './settle.js';
+
+export type EntryRun = Awaited<ReturnType<typeof runEntry>>;
+
+/** Runs the handler on an entry leased at `sentAt` (on `leaseNow()`'s clock), then settles the entry. */
+export function runEntryOf(
+  core: ReceiverCore,
+  e: Runnable,
+  delivery: RawDelivery,
+  lease: Lease,
+  sentAt: number,
+  acceptedAt: Date,
+): Promise<EntryRun> {
+  const { timings } = core;
+  return runEntry(core.inbox!, lease, sentAt, acceptedAt, (work) => e.handler(contextOf(e, delivery, work)), {
+    policy: core.policy!,
+    retentionMs: core.retentionMs,
+    leaseMs: timings.leaseMs,
+    timeoutMs: timings.timeoutMs,
+    storeTimeoutMs: timings.storeTimeoutMs,
+    telemetry: e.run,
+  });
+}
+
+/** What the result says of the entry after a run: its state, attempts and next attempt. */
+export function entryState(
+  end: InboxRunEnd | undefined,
+  attempts: number | undefined,
+): DeliveryResult['inbox'] {
+  return end === undefined || end.state === 'lost'
+    ? undefined
+    : {
+        state: end.state,
+        attempts,
+        nextAttemptAt: end.state === 'pending' ? end.nextAttemptAt : undefined,
+      };
+}
+
+/** The result of one run of an entry (a worker's, or a hybrid run past its budget). */
+export function runResult(core: ReceiverCore, run: EntryRun, done: Done): DeliveryResult {
+  const { result, end } = run;
+  const attempts = 'attempt' in result ? result.attempt : undefined;
+  switch (result.outcome) {
+    case 'processed':
+      return done('processed', 200, {
+        attempt: result.attempt,
+        degraded: result.degraded,
+        cause: result.cause,
+        response: core.asResponse(result.value),
+        inbox: entryState(end, attempts) ?? { state: 'processing', attempts: result.attempt },
+      });
+    case 'lease-lost':
+      return done('lease-lost', 200, { attempt: result.attempt, response: core.asResponse(result.value) });
+    case 'failed':
+      return done(end?.state === 'dead' ? 'dead' : 'failed', 500, {
+        attempt: result.attempt,
+        degraded: result.degraded,
+        cause: result.cause,
+        code: failureCode(result.error),
+        error: result.error,
+        inbox: entryState(end, attempts),
+      });
+    default:
+      // runLeased only ends in processed, lease-lost or failed.
+      return done('failed', 500, { code: 'internal_error' });
+  }
+}
