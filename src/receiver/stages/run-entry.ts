@@ -5,10 +5,10 @@
 import type { Lease } from '../../core/types.js';
 import type { ReceiverCore } from '../core.js';
 import { type InboxRunEnd, runEntry } from '../inbox.js';
-import { type Done, failureCode } from '../outcome.js';
+import type { Done } from '../outcome.js';
 import type { DeliveryResult } from '../result.js';
 import type { RawDelivery, Runnable } from '../work.js';
-import { contextOf } from './settle.js';
+import { contextOf, ran } from './settle.js';
 
 export type EntryRun = Awaited<ReturnType<typeof runEntry>>;
 
@@ -49,29 +49,10 @@ export function entryState(
 /** The result of one run of an entry (a worker's, or a hybrid run past its budget). */
 export function runResult(core: ReceiverCore, run: EntryRun, done: Done): DeliveryResult {
   const { result, end } = run;
-  const attempts = 'attempt' in result ? result.attempt : undefined;
-  switch (result.outcome) {
-    case 'processed':
-      return done('processed', 200, {
-        attempt: result.attempt,
-        degraded: result.degraded,
-        cause: result.cause,
-        response: core.asResponse(result.value),
-        inbox: entryState(end, attempts) ?? { state: 'processing', attempts: result.attempt },
-      });
-    case 'lease-lost':
-      return done('lease-lost', 200, { attempt: result.attempt, response: core.asResponse(result.value) });
-    case 'failed':
-      return done(end?.state === 'dead' ? 'dead' : 'failed', 500, {
-        attempt: result.attempt,
-        degraded: result.degraded,
-        cause: result.cause,
-        code: failureCode(result.error),
-        error: result.error,
-        inbox: entryState(end, attempts),
-      });
-    default:
-      // runLeased only ends in processed, lease-lost or failed.
-      return done('failed', 500, { code: 'internal_error' });
+  if (result.outcome !== 'processed' && result.outcome !== 'lease-lost' && result.outcome !== 'failed') {
+    // runLeased only ends in processed, lease-lost or failed.
+    return done('failed', 500, { code: 'internal_error' });
   }
+  const attempts = 'attempt' in result ? result.attempt : undefined;
+  return ran(core, result, done, { inbox: entryState(end, attempts), dead: end?.state === 'dead' });
 }

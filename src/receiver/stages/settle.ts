@@ -4,7 +4,7 @@
  * the receiver fails open (`runUnguarded`); remember an ignored delivery of an unsigned type
  * (`remember`). And the one store failure path every stage takes (`storeFailed`).
  */
-import { type DegradedReason, runClaimed, type WorkContext } from '../../core/engine.js';
+import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } from '../../core/engine.js';
 import { timeoutSignal } from '../../core/timers.js';
 import { HandlerTimeoutError, type StoreUnavailableError } from '../../errors.js';
 import { type ReceiverCore, storeError } from '../core.js';
@@ -57,22 +57,9 @@ export async function settle(
   }
   switch (result.outcome) {
     case 'processed':
-      return done('processed', 200, {
-        attempt: result.attempt,
-        degraded: result.degraded,
-        cause: result.cause,
-        response: core.asResponse(result.value),
-      });
     case 'lease-lost':
-      return done('lease-lost', 200, { attempt: result.attempt, response: core.asResponse(result.value) });
     case 'failed':
-      return done('failed', 500, {
-        attempt: result.attempt,
-        degraded: result.degraded,
-        cause: result.cause,
-        code: failureCode(result.error),
-        error: result.error,
-      });
+      return ran(core, result, done);
     case 'duplicate':
       return done('duplicate', 200);
     case 'in-flight':
@@ -84,6 +71,48 @@ export async function settle(
       });
     case 'conflict':
       return core.conflict(done, e.typeOnly);
+  }
+}
+
+/** An inbox entry's state after its run, and whether the run buried it. */
+export interface EntryEnd {
+  readonly inbox: DeliveryResult['inbox'];
+  readonly dead: boolean;
+}
+
+/**
+ * The result of a handler's run under a lease, processed, lease-lost or failed (inline, or an inbox
+ * entry's run with `entry`: its state after the run, and dead when the run buried it).
+ */
+export function ran(
+  core: ReceiverCore,
+  result: Extract<EngineResult<unknown>, { outcome: 'processed' | 'lease-lost' | 'failed' }>,
+  done: Done,
+  entry?: EntryEnd,
+): DeliveryResult {
+  switch (result.outcome) {
+    case 'processed':
+      return done('processed', 200, {
+        attempt: result.attempt,
+        degraded: result.degraded,
+        cause: result.cause,
+        response: core.asResponse(result.value),
+        inbox:
+          entry === undefined
+            ? undefined
+            : (entry.inbox ?? { state: 'processing', attempts: result.attempt }),
+      });
+    case 'lease-lost':
+      return done('lease-lost', 200, { attempt: result.attempt, response: core.asResponse(result.value) });
+    case 'failed':
+      return done(entry?.dead ? 'dead' : 'failed', 500, {
+        attempt: result.attempt,
+        degraded: result.degraded,
+        cause: result.cause,
+        code: failureCode(result.error),
+        error: result.error,
+        inbox: entry?.inbox,
+      });
   }
 }
 
