@@ -21,7 +21,7 @@ import { runBatch } from './stages/batch.js';
 import { runJob } from './stages/job.js';
 import { keyOf } from './stages/key.js';
 import { settle } from './stages/settle.js';
-import { methodNotAllowed, screen, verify } from './stages/verify.js';
+import { methodNotAllowed, Refused, screen, verify } from './stages/verify.js';
 import type { ReceiveInput } from './types.js';
 import { type Arrival, isPromise } from './work.js';
 
@@ -69,15 +69,15 @@ async function deliver(
   // 1. Verify. Nothing touches the store before this succeeds.
   const checked = verify(core, a, done, run);
   const verified = isPromise(checked) ? await checked : checked;
-  if ('outcome' in verified) return verified;
+  if (verified instanceof Refused) return verified.result;
   const delivery = new Delivery(a.bytes, a.receivedAt, a.headers);
-  const source = run ? { ...a, run } : a;
-  if (verified.batch) return runBatch(core, verified.batch, delivery, source);
+  // What the inbox keeps carries the telemetry run: made only where it is kept.
+  if (verified.batch) return runBatch(core, verified.batch, delivery, run ? { ...a, run } : a);
   // 2. Key and fingerprint.
   const keyed = keyOf(core, verified, a.bytes, base, done, run);
   if (isPromise(keyed) || 'outcome' in keyed) return keyed;
   // 3. Inbox mode: write it durably and answer (hybrid: run it first within the budget).
-  if (core.policy) return acceptEntry(core, keyed, source, delivery, done);
+  if (core.policy) return acceptEntry(core, keyed, run ? { ...a, run } : a, delivery, done);
   // 3. Claim, run, confirm or release.
   return settle(core, keyed, delivery, done);
 }
@@ -119,10 +119,27 @@ export function receive(core: ReceiverCore, input: ReceiveInput): Promise<Delive
   } catch (error) {
     return Promise.resolve(rejectionResult(core, error, started));
   }
-  const at = receivedAt ?? new Date();
-  if (!reading) return pipeline(core, { bytes, headers, url: input.url, receivedAt: at, method, started });
+  if (!reading) {
+    return pipeline(core, {
+      bytes,
+      headers,
+      url: input.url,
+      receivedAt: receivedAt ?? new Date(),
+      method,
+      started,
+    });
+  }
+  // Received once the whole body is: as fetch() and as it always was for a stream.
   return reading.then(
-    (read) => pipeline(core, { bytes: read, headers, url: input.url, receivedAt: at, method, started }),
+    (read) =>
+      pipeline(core, {
+        bytes: read,
+        headers,
+        url: input.url,
+        receivedAt: receivedAt ?? new Date(),
+        method,
+        started,
+      }),
     (error: unknown) => rejectionResult(core, error, started),
   );
 }
@@ -152,10 +169,13 @@ export async function fetchResponse(core: ReceiverCore, request: Request): Promi
 }
 
 /** A worker's run of one taken entry, inside its own telemetry run (linked to the accepting delivery) when telemetry is on. */
-export async function runTaken(core: ReceiverCore, job: InboxJob, takenAt: number): Promise<DeliveryResult> {
-  if (!core.runInfo) return runJob(core, job, takenAt);
+export function runTaken(core: ReceiverCore, job: InboxJob, takenAt: number): Promise<DeliveryResult> {
+  return core.runInfo ? runTakenTraced(core, job, takenAt) : runJob(core, job, takenAt);
+}
+
+async function runTakenTraced(core: ReceiverCore, job: InboxJob, takenAt: number): Promise<DeliveryResult> {
   const run = core.telemetry!.start({
-    ...core.runInfo,
+    ...core.runInfo!,
     kind: 'inbox',
     headers: unstamped(job.headers).headers,
   });

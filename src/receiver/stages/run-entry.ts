@@ -22,7 +22,9 @@ export function runEntryOf(
   acceptedAt: Date,
 ): Promise<EntryRun> {
   const { timings } = core;
-  return runEntry(core.inbox!, lease, sentAt, acceptedAt, (work) => e.handler(contextOf(e, delivery, work)), {
+  // Called as a plain function: `this` is undefined, never the record.
+  const { handler } = e;
+  return runEntry(core.inbox!, lease, sentAt, acceptedAt, (work) => handler(contextOf(e, delivery, work)), {
     policy: core.policy!,
     retentionMs: core.retentionMs,
     leaseMs: timings.leaseMs,

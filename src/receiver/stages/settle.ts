@@ -43,11 +43,13 @@ export async function settle(
 ): Promise<DeliveryResult> {
   if (e.key === undefined) return runUnguarded(core, e, delivery, done, { outcome: 'unkeyed' });
   let result: Awaited<ReturnType<typeof runClaimed<unknown>>>;
+  // Called as a plain function, as a handler always was: `this` is undefined, never the record.
+  const { handler } = e;
   try {
     result = await runClaimed(
       core.store,
       e.key,
-      (work) => e.handler(contextOf(e, delivery, work)),
+      (work) => handler(contextOf(e, delivery, work)),
       core.engineOptions(e.fingerprint, e.run),
     );
   } catch (cause) {
@@ -143,10 +145,11 @@ export async function runUnguarded(
     return error;
   });
   const timed = e.run?.phase('handler');
+  const { handler } = e;
   try {
     const value = await Promise.race([
       Promise.resolve().then(() =>
-        e.handler(contextOf(e, delivery, { attempt: 1, signal: deadline.signal, lease: undefined as never })),
+        handler(contextOf(e, delivery, { attempt: 1, signal: deadline.signal, lease: undefined as never })),
       ),
       timedOut,
     ]);

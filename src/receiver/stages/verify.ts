@@ -12,6 +12,14 @@ import { type Done, rejection } from '../outcome.js';
 import type { DeliveryResult } from '../result.js';
 import { type Arrival, isPromise } from '../work.js';
 
+/**
+ * A delivery verification refused, with its outcome: a class of its own, so nothing a provider's
+ * `verify` returns can be taken for one.
+ */
+export class Refused {
+  constructor(readonly result: DeliveryResult) {}
+}
+
 /** Refused 405: webhooks are POSTs (a handshake GET aside). */
 export function methodNotAllowed(): VerificationError {
   return new VerificationError('method_not_allowed', 'onceonly: webhooks are delivered with POST');
@@ -44,7 +52,8 @@ export function screen(
       return rejection(error, done);
     }
     if (isPromise(answer)) {
-      return answer.then(
+      // As `await` takes it: a thenable whose `then` throws is a rejection, not a crash.
+      return Promise.resolve(answer).then(
         (settled) => handshaken(settled, a, done),
         (error: unknown) => rejection(error, done),
       );
@@ -83,7 +92,7 @@ export function verify(
   a: Arrival,
   done: Done,
   run: TelemetryRun | undefined,
-): Verified<unknown> | DeliveryResult | Promise<Verified<unknown> | DeliveryResult> {
+): Verified<unknown> | Refused | Promise<Verified<unknown> | Refused> {
   const verifying = run?.phase('verify');
   let pending: Verified<unknown> | Promise<Verified<unknown>>;
   try {
@@ -95,20 +104,21 @@ export function verify(
     });
   } catch (error) {
     verifying?.end(error);
-    return rejection(error, done);
+    return new Refused(rejection(error, done));
   }
   if (!isPromise(pending)) {
     verifying?.end();
     return pending;
   }
-  return pending.then(
+  // As `await` takes it: a thenable whose `then` throws is a rejection, not a crash.
+  return Promise.resolve(pending).then(
     (verified) => {
       verifying?.end();
       return verified;
     },
     (error: unknown) => {
       verifying?.end(error);
-      return rejection(error, done);
+      return new Refused(rejection(error, done));
     },
   );
 }
