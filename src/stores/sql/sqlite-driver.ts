@@ -59,9 +59,18 @@ const bindable = (values: unknown[]) =>
 /** Prepared statements per database and table, shared by every store object over them. */
 const prepared = new WeakMap<object, Map<string, SqliteLikeStatement>>();
 
-function prepare(db: SqliteLike, sql: string): SqliteLikeStatement {
-  const perDb = getOrMake(prepared, db, () => new Map<string, SqliteLikeStatement>());
-  return getOrMake(perDb, sql, () => db.prepare(sql));
+/** The prepared statements of one database (made once per driver, so a statement is one lookup). */
+function preparedOf(db: SqliteLike): Map<string, SqliteLikeStatement> {
+  return getOrMake(prepared, db, () => new Map<string, SqliteLikeStatement>());
+}
+
+function prepare(db: SqliteLike, sql: string, perDb = preparedOf(db)): SqliteLikeStatement {
+  let statement = perDb.get(sql);
+  if (statement === undefined) {
+    statement = db.prepare(sql);
+    perDb.set(sql, statement);
+  }
+  return statement;
 }
 
 /** Databases whose tables (per table name) exist already. */
@@ -179,16 +188,18 @@ export function sqliteDriver({
     },
   };
 
+  const statements = preparedOf(db);
+  /** One statement, now: on the claim path, so no closure unless it takes the write lock. */
+  const runNow = (statement: { text: string; rows?: boolean }, values: unknown[]): SqlOutcome => {
+    const prepared = prepare(db, statement.text, statements);
+    if (statement.rows) return rowsBack(prepared.all(...values));
+    const { changes } = prepared.run(...values);
+    return { rows: [], count: changes, done: changes > 0, id: 0 };
+  };
   return {
     client: db,
     run(statement, values) {
-      const go = (): SqlOutcome => {
-        const prepared = prepare(db, statement.text);
-        if (statement.rows) return rowsBack(prepared.all(...values));
-        const { changes } = prepared.run(...values);
-        return { rows: [], count: changes, done: changes > 0, id: 0 };
-      };
-      return statement.lock ? write(db, go) : go();
+      return statement.lock ? write(db, () => runNow(statement, values)) : runNow(statement, values);
     },
     locked: (fn) => write(db, fn),
     ready: ensureReady,
