@@ -40,6 +40,11 @@ export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awa
     : fn(value as T);
 }
 
+/** Whether a step answers later (a promise or another thenable). */
+function isLater<T>(value: Awaitable<T>): value is PromiseLike<T> {
+  return typeof (value as PromiseLike<T> | null)?.then === 'function';
+}
+
 /** `fn()`, its throw and its rejection both handed to `fail`. */
 function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awaitable<T> {
   let value: Awaitable<T>;
@@ -206,8 +211,19 @@ function context(parts: SqlStoreParts): Context {
       if (err instanceof ConfigError) throw err;
       throw unavailable(action, err);
     };
-  const exec: SqlExec = (action, [statement, values]) =>
-    guarded(() => then(driver.ready(), () => driver.run(statement, values)), fail(action));
+  // On every statement of every claim: no closure made unless the driver answers later or fails.
+  const exec: SqlExec = (action, call) => {
+    let value: Awaitable<SqlOutcome>;
+    try {
+      const ready = driver.ready();
+      value = isLater(ready)
+        ? Promise.resolve(ready).then(() => driver.run(call[0], call[1]))
+        : driver.run(call[0], call[1]);
+    } catch (err) {
+      return fail(action)(err);
+    }
+    return isLater(value) ? Promise.resolve(value).catch(fail(action)) : value;
+  };
   return {
     ...parts,
     exec,
