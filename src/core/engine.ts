@@ -2,82 +2,21 @@
  * The engine shared by `once()` and the receiver: claim, run the work under its deadline with the
  * lease extended while it runs, then confirm or release. It knows no HTTP and no database.
  */
+import { type Confirmed, confirmLater, confirmNow, confirmTries, deadlineOf } from './confirm.js';
+import type {
+  DegradedReason,
+  EngineOptions,
+  EngineResult,
+  LeaseClock,
+  LeaseOps,
+  WorkContext,
+} from './engine-types.js';
 import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
-import { type TelemetryRun, timedPhase } from './telemetry.js';
-import {
-  callDeadlineMs,
-  confirmMarginMs,
-  leaseNow,
-  sleep,
-  type Tick,
-  wheel,
-  withDeadline,
-} from './timers.js';
+import { timedPhase } from './telemetry.js';
+import { callDeadlineMs, leaseNow, type Tick, wheel, withDeadline } from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
 
-/** What the work receives. */
-export interface WorkContext {
-  /** 1 on the first run of this key, +1 after every takeover: pass it downstream as a fencing number. */
-  readonly attempt: number;
-  /** Aborted when the deadline passes or the lease is lost; stop work and do not commit side effects. */
-  readonly signal: AbortSignal;
-  /** The lease held while the work runs (key, token, attempt, fingerprint, expiry at claim). */
-  readonly lease: Lease;
-}
-
-export interface EngineOptions {
-  leaseMs: number;
-  retentionMs: number;
-  timeoutMs: number;
-  /** The deadline of every store call; past it the call is a store error. */
-  storeTimeoutMs: number;
-  fingerprint?: string | undefined;
-  /** The run's telemetry, when the caller has it: phases and store calls are reported to it. */
-  telemetry?: TelemetryRun | undefined;
-}
-
-/** Why an outcome is degraded: onceonly could not keep its full promise and says so. */
-export type DegradedReason = 'store-unavailable' | 'confirm-failed' | 'release-failed' | 'extend-failed';
-
-export type EngineResult<T> =
-  | {
-      outcome: 'processed';
-      attempt: number;
-      value: T;
-      degraded?: DegradedReason | undefined;
-      cause?: unknown;
-    }
-  | { outcome: 'lease-lost'; attempt: number; value: T }
-  | {
-      outcome: 'failed';
-      attempt: number;
-      error: unknown;
-      degraded?: DegradedReason | undefined;
-      cause?: unknown;
-    }
-  | { outcome: 'duplicate' }
-  | { outcome: 'in-flight'; attempt: number; expiresAt: Date }
-  | { outcome: 'conflict'; found: 'in-flight' | 'completed' };
-
-/** Quick retries of a confirm that failed fast (a refused connection): the work is done, so worth a few. */
-const CONFIRM_BACKOFF_MS = [25, 100, 400];
-/**
- * The longest wait between two background confirm tries: a twentieth of the lease, within 50 ms–1 s,
- * so that a store back shortly before the lease's end is still found in time.
- */
-function lateConfirmCapMs(leaseMs: number): number {
-  return Math.min(1_000, Math.max(50, Math.floor(leaseMs / 20)));
-}
-
-/**
- * The lease as this process knows it: the latest point, on the monotonic clock, before which the
- * lease is surely still ours. Each claim or extend that the store acknowledged set the lease's end
- * to the store's now + leaseMs, and the store's now was no earlier than when the call was sent, so
- * "sent + leaseMs" is never later than the store's own expiry.
- */
-interface LeaseClock {
-  boundAt: number;
-}
+export type { DegradedReason, EngineOptions, EngineResult, LeaseOps, WorkContext } from './engine-types.js';
 
 /**
  * Claims `key` and, when acquired, runs `work`. A store error from `claim` (or its deadline) is
@@ -132,24 +71,6 @@ export async function runClaimed<T>(
   }
   const lease = claim.lease;
   return runLeased(lease, sentAt, work, new StoreOps(store, options.retentionMs), options);
-}
-
-/**
- * What runs a lease needs of wherever it lives: the claim store, or an inbox. `settle` ends a run
- * that succeeded (confirm, complete), `giveUp` one that failed (release, or the inbox's retry/bury).
- * Each is `false` when the lease was lost to another owner.
- */
-export interface LeaseOps {
-  extend(lease: Lease, leaseMs: number): PromiseLike<boolean>;
-  settle(lease: Lease): PromiseLike<boolean>;
-  giveUp(lease: Lease, error: unknown): PromiseLike<boolean>;
-  /** The deadline of a call of `op`, given the store-call deadline (see `callDeadlineMs`). @default ms */
-  deadlineMs?(op: 'extend' | 'settle' | 'giveUp', ms: number): number;
-}
-
-/** The deadline of one call through `ops`, decided at the call (a store's methods may change meanwhile). */
-function deadlineOf(ops: LeaseOps, op: 'extend' | 'settle' | 'giveUp', ms: number): number {
-  return ops.deadlineMs ? ops.deadlineMs(op, ms) : ms;
 }
 
 const STORE_METHOD = { extend: 'extend', settle: 'confirm', giveUp: 'release' } as const;
@@ -433,106 +354,4 @@ function runWithDeadline<T>(
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T> | null)?.then === 'function';
-}
-
-type Confirmed = { status: boolean } | { status: 'error'; error: unknown };
-
-/**
- * The confirm after the work succeeded. The first try always goes out (invariant 3: a record that
- * vanished is written completed, another owner's is left alone). Retries after a store error are
- * quick and few, only while the lease is surely ours, and stop at once when a try timed out (the
- * store is frozen: the rest waits in the background instead of holding the answer).
- */
-function confirmNow(
-  ops: LeaseOps,
-  lease: Lease,
-  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs' | 'telemetry'>,
-  clock: LeaseClock,
-): Promise<Confirmed> {
-  const timed = options.telemetry?.phase('confirm');
-  if (!timed) return confirmTries(ops, lease, options, clock);
-  return confirmTries(ops, lease, options, clock).then((confirmed) => {
-    if (confirmed.status === 'error') timed.end(confirmed.error);
-    else timed.end(undefined, confirmed.status);
-    return confirmed;
-  });
-}
-
-async function confirmTries(
-  ops: LeaseOps,
-  lease: Lease,
-  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs'>,
-  clock: LeaseClock,
-  started = leaseNow(),
-  /** The first try was made already (at `started`) and failed with this. */
-  failed?: { error: unknown },
-): Promise<Confirmed> {
-  const margin = confirmMarginMs(options.leaseMs);
-  let error: unknown;
-  for (let i = 0; ; i++) {
-    if (i === 0 && failed) error = failed.error;
-    else {
-      const left = i === 0 ? options.storeTimeoutMs : clock.boundAt - margin - leaseNow();
-      // The wait before this try may have outlasted the lease (a stall, a host's suspend): a try
-      // is never sent after its end.
-      if (left <= 0) return { status: 'error', error };
-      try {
-        // Safe to repeat: a confirm that landed before its answer was lost is still ours.
-        const settled = await withDeadline(
-          'confirm',
-          Math.min(deadlineOf(ops, 'settle', options.storeTimeoutMs), left),
-          () => ops.settle(lease),
-        );
-        return { status: settled };
-      } catch (caught) {
-        error = caught;
-      }
-    }
-    const wait = CONFIRM_BACKOFF_MS[i];
-    const now = leaseNow();
-    if (
-      wait === undefined ||
-      error instanceof StoreTimeoutError ||
-      now - started + wait > options.storeTimeoutMs ||
-      now + wait >= clock.boundAt - margin
-    ) {
-      return { status: 'error', error };
-    }
-    await sleep(wait);
-  }
-}
-
-/**
- * Keeps confirming in the background after the answer, while the lease is surely still ours: each
- * try is sent only before the lease's end (as last renewed) minus a margin, and waits no longer
- * than that. A confirm after the lease could land after a takeover that ran the work again and
- * released it (and, once that record is forgotten, write it completed: the retry would be lost).
- * Timers are unref'd: this never keeps a process alive, and a process that exits only loses the
- * chance, not correctness.
- */
-function confirmLater(
-  ops: LeaseOps,
-  lease: Lease,
-  options: Pick<EngineOptions, 'leaseMs' | 'storeTimeoutMs'>,
-  clock: LeaseClock,
-): void {
-  const margin = confirmMarginMs(options.leaseMs);
-  const cap = lateConfirmCapMs(options.leaseMs);
-  let wait = Math.min(100, cap);
-  const attempt = () => {
-    const left = clock.boundAt - margin - leaseNow();
-    if (left <= 0) return;
-    withDeadline('confirm', Math.min(deadlineOf(ops, 'settle', options.storeTimeoutMs), left), () =>
-      ops.settle(lease),
-    ).then(
-      () => {},
-      () => schedule(),
-    );
-  };
-  const schedule = () => {
-    if (leaseNow() + wait >= clock.boundAt - margin) return;
-    wheel.add(wait, attempt, false);
-    wait = Math.min(wait * 2, cap);
-  };
-  schedule();
 }
