@@ -24,7 +24,7 @@
  * Redis 7).
  */
 
-import { createHash } from 'node:crypto';
+import { script } from './scripts.js';
 
 const prelude = `
 local base = string.sub(KEYS[1], 1, -2)
@@ -277,16 +277,6 @@ end
 if #gone > 0 then redis.call('ZREM', KEYS[2], unpack(gone)) end
 return #gone
 `;
-
-/** An inbox script: its body (EVAL) and SHA1 (EVALSHA). */
-export interface InboxScript {
-  readonly body: string;
-  readonly sha: string;
-}
-
-function script(body: string): InboxScript {
-  return { body, sha: createHash('sha1').update(body).digest('hex') };
-}
 
 /** Every inbox script with its SHA1, for EVALSHA. */
 export const inboxScripts = {

@@ -37,7 +37,7 @@ import type {
 import { inboxErrorLine, unreadableJob } from '../../core/inbox.js';
 import { keyPart, storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
-import { type InboxScript, inboxScripts as s } from './inbox-scripts.js';
+import { inboxScripts as s } from './inbox-scripts.js';
 import {
   fields,
   homeOf,
@@ -56,13 +56,14 @@ import {
   unpackDelivery,
   view,
 } from './inbox-values.js';
+import type { Script } from './scripts.js';
 
 export { spaceOf } from './inbox-values.js';
 
 /** How the inbox talks to the client: replies keep bulk strings as Buffers (bodies are bytes). */
 export interface InboxWire {
   /** EVALSHA (EVAL on NOSCRIPT) over keys of one slot, sent to the node of the first. */
-  script(s: InboxScript, keys: string[], args: (string | Buffer)[]): Promise<unknown>;
+  script(s: Script, keys: string[], args: (string | Buffer)[]): Promise<unknown>;
   /** One command on the node that holds `key`. */
   command(key: string, args: string[]): Promise<unknown>;
 }
@@ -126,7 +127,7 @@ class RedisInbox implements InboxStore {
     return `${this.#baseOf(spaceOf(key))}b:${storeKey(key)}`;
   }
 
-  async #run(what: string, script: InboxScript, keys: string[], args: (string | Buffer)[]): Promise<unknown> {
+  async #run(what: string, script: Script, keys: string[], args: (string | Buffer)[]): Promise<unknown> {
     let reply: unknown;
     try {
       reply = await this.#deps.wire.script(script, keys, args);
@@ -272,7 +273,7 @@ class RedisInbox implements InboxStore {
   }
 
   /** An owner-checked change of one entry: 1 from the script when the lease still owned it. */
-  async #owned(what: string, script: InboxScript, held: Lease, args: string[]): Promise<boolean> {
+  async #owned(what: string, script: Script, held: Lease, args: string[]): Promise<boolean> {
     if (held.token === '') return false;
     const names = this.#namesOf.get(held) ?? [
       this.#anchor(held.key),

@@ -20,6 +20,7 @@
  * - fingerprint: empty when there is none, else `=` followed by it (so an empty fingerprint differs
  *   from none). It comes last because it may contain `|`.
  */
+import { createHash } from 'node:crypto';
 
 // The lease's end on the server's clock: the key's absolute expiry minus the grace. PEXPIRETIME
 // (Redis 7, Valkey) is exact, so two reads of one untouched key agree to the millisecond; older
@@ -157,3 +158,14 @@ local value = redis.call('GET', KEYS[1])
 if not value then return false end
 return {value, expiry(KEYS[1])}
 `;
+
+/** A script as the store sends it: its body (EVAL) and its SHA1 (EVALSHA). */
+export interface Script {
+  readonly body: string;
+  readonly sha: string;
+}
+
+/** A script from its body, with its SHA1: for the claim scripts here and the inbox's alike. */
+export function script(body: string): Script {
+  return { body, sha: createHash('sha1').update(body).digest('hex') };
+}

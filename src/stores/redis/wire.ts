@@ -3,10 +3,11 @@
  * or Cluster) adapted to one `Wire`, each command on one key's node, always as a promise. Only the
  * clients' shapes are used: neither package is imported at run time.
  */
-import { createHash } from 'node:crypto';
 import { ConfigError } from '../../errors.js';
 import type { InboxWire } from './inbox.js';
-import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE } from './scripts.js';
+import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE, type Script, script } from './scripts.js';
+
+export type { Script } from './scripts.js';
 
 /**
  * The part of a node-redis (`redis` v5+) client or cluster the store uses: `createClient()`,
@@ -31,15 +32,6 @@ export interface IoRedisLike {
 
 /** A node-redis or ioredis client, standalone or cluster; Valkey servers work with either. */
 export type RedisClientLike = NodeRedisLike | IoRedisLike;
-
-export interface Script {
-  body: string;
-  sha: string;
-}
-
-function script(body: string): Script {
-  return { body, sha: createHash('sha1').update(body).digest('hex') };
-}
 
 export const scripts = {
   claim: script(CLAIM),
