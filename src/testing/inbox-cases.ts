@@ -56,6 +56,22 @@ async function takeOne(inbox: InboxStore, ctx: InboxCaseContext, leaseMs = LONG)
   return jobs[0]!;
 }
 
+/**
+ * Two entries due in the reverse of their acceptance: a then b accepted, both taken and retried, a
+ * due a whole shortMs after b; both due once it returns. Acceptance order says a, due order b.
+ */
+async function dueInReverse(inbox: InboxStore, ctx: InboxCaseContext): Promise<[string, string]> {
+  const [a, b] = [ctx.key('a'), ctx.key('b')];
+  await inbox.accept(entry(ctx, a));
+  await inbox.accept(entry(ctx, b));
+  const jobs = await takeAll(inbox, ctx);
+  const job = (key: string) => jobs.find((j) => j.key === key)!;
+  assert.equal(await inbox.retry(job(a).lease, { delayMs: ctx.shortMs, error: 'later' }), true);
+  assert.equal(await inbox.retry(job(b).lease, { delayMs: 0, error: 'sooner' }), true);
+  await ctx.waitOut();
+  return [a, b];
+}
+
 const forged = (lease: Lease): Lease => ({ ...lease, token: 'f'.repeat(lease.token.length || 32) });
 
 /**
@@ -165,16 +181,7 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
   {
     name: 'take returns the oldest due entry first, not the first accepted: a retried entry waits behind one due before it',
     async run(inbox, ctx) {
-      // Accepted a then b; both taken and retried: a due a whole shortMs after b. Acceptance order
-      // says a, due order says b.
-      const [a, b] = [ctx.key('a'), ctx.key('b')];
-      await inbox.accept(entry(ctx, a));
-      await inbox.accept(entry(ctx, b));
-      const jobs = await takeAll(inbox, ctx);
-      const job = (key: string) => jobs.find((j) => j.key === key)!;
-      assert.equal(await inbox.retry(job(a).lease, { delayMs: ctx.shortMs, error: 'later' }), true);
-      assert.equal(await inbox.retry(job(b).lease, { delayMs: 0, error: 'sooner' }), true);
-      await ctx.waitOut();
+      const [a, b] = await dueInReverse(inbox, ctx);
       // Both due now: one take of one entry gets b.
       const [first] = await inbox.take({ limit: 1, leaseMs: LONG, receiver: ctx.receiver });
       assert.equal(first?.key, b, 'the entry due first is taken first');
@@ -184,16 +191,9 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
   {
     name: 'one take of several entries hands them back oldest due first, not in acceptance order',
     async run(inbox, ctx) {
-      // As above, but both in one take: every entry taken shares its new lease end, so the order has
-      // to come from when each was due before the take.
-      const [a, b] = [ctx.key('a'), ctx.key('b')];
-      await inbox.accept(entry(ctx, a));
-      await inbox.accept(entry(ctx, b));
-      const jobs = await takeAll(inbox, ctx);
-      const job = (key: string) => jobs.find((j) => j.key === key)!;
-      assert.equal(await inbox.retry(job(a).lease, { delayMs: ctx.shortMs, error: 'later' }), true);
-      assert.equal(await inbox.retry(job(b).lease, { delayMs: 0, error: 'sooner' }), true);
-      await ctx.waitOut();
+      // Both in one take: every entry taken shares its new lease end, so the order has to come
+      // from when each was due before the take.
+      const [a, b] = await dueInReverse(inbox, ctx);
       const both = await inbox.take({ limit: 2, leaseMs: LONG, receiver: ctx.receiver });
       assert.deepEqual(
         both.map((j) => j.key),
