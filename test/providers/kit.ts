@@ -429,3 +429,14 @@ export function providerCases<S>(spec: ProviderSpec<S>): void {
     });
   }
 }
+
+/** How a verification ended: `ok`, or the code of the `VerificationError` it was refused with (any other error fails). */
+export async function code(pending: Promise<unknown>): Promise<string> {
+  try {
+    await pending;
+    return 'ok';
+  } catch (error) {
+    assert.ok(error instanceof VerificationError, String(error));
+    return error.code;
+  }
+}

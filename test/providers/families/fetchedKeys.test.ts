@@ -12,11 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { createReceiver, memoryStore, VerificationError } from '../../../src/index.js';
+import { createReceiver, memoryStore } from '../../../src/index.js';
 import { asymmetric } from '../../../src/providers/families/asymmetric.js';
 import type { KeyFetch } from '../../../src/providers/families/fetchedKeys.js';
 import { KeyFetcher } from '../../../src/providers/families/fetchedKeys.js';
-import { NOW, verifyAt } from '../kit.js';
+import { code, NOW, verifyAt } from '../kit.js';
 
 // ---- the sender's key server -------------------------------------------------------------------
 
@@ -155,16 +155,6 @@ function headerDelivery(key: KeyObject, certUrl: string, body = '{"id":"p1"}') {
   const t = String(Math.floor(NOW.getTime() / 1000));
   const sig = sign('sha256', Buffer.from(t + body), key).toString('base64');
   return { body, headers: { 'x-sig': sig, 'x-time': t, 'x-cert-url': certUrl } };
-}
-
-async function code(pending: Promise<unknown>): Promise<string> {
-  try {
-    await pending;
-    return 'ok';
-  } catch (error) {
-    assert.ok(error instanceof VerificationError, String(error));
-    return error.code;
-  }
 }
 
 describe('keys fetched from the sender', () => {

@@ -8,11 +8,10 @@
 import { strict as assert } from 'node:assert';
 import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { VerificationError } from '../../../src/index.js';
 import { asymmetric } from '../../../src/providers/families/asymmetric.js';
 import type { KeyFetch } from '../../../src/providers/families/fetchedKeys.js';
 import { plaid } from '../../../src/providers/index.js';
-import { NOW, verifyAt } from '../kit.js';
+import { code, NOW, verifyAt } from '../kit.js';
 
 // A sender naming its certificate URL in a header (as PayPal's paypal-cert-url).
 const sender = asymmetric({
@@ -52,16 +51,6 @@ function keyServer(keys: Map<string, string>, delayMs = 0) {
   };
   const total = () => [...counts.values()].reduce((a, b) => a + b, 0);
   return { fetch, counts, total, peak: () => peak };
-}
-
-async function code(pending: Promise<unknown>): Promise<string> {
-  try {
-    await pending;
-    return 'ok';
-  } catch (error) {
-    assert.ok(error instanceof VerificationError, String(error));
-    return error.code;
-  }
 }
 
 describe('key fetching under a flood of unauthenticated requests', () => {

@@ -7,12 +7,12 @@
 import { strict as assert } from 'node:assert';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { VerificationError } from '../../../src/index.js';
 import {
   type FetchedKeyOptions,
   type KeyFetch,
   KeyFetcher,
 } from '../../../src/providers/families/fetchedKeys.js';
+import { code } from '../kit.js';
 
 const HOUR = 3_600_000;
 const url = (name: string) => `https://a.certs.example.test/${name}.pem`;
@@ -48,16 +48,6 @@ function fixture(options: Pick<FetchedKeyOptions, 'keyCacheTtl' | 'keyFailureCoo
     },
     total: () => [...counts.values()].reduce((a, b) => a + b, 0),
   };
-}
-
-async function code(pending: Promise<unknown>): Promise<string> {
-  try {
-    await pending;
-    return 'ok';
-  } catch (error) {
-    assert.ok(error instanceof VerificationError, String(error));
-    return error.code;
-  }
 }
 
 /**
