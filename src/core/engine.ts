@@ -352,6 +352,7 @@ function runWithDeadline<T>(
   });
 }
 
-function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+/** Whether a value is a promise or another thenable (a step that answers later). */
+export function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T> | null)?.then === 'function';
 }

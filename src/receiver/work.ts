@@ -43,7 +43,5 @@ export interface Runnable extends Keyed {
 /** The raw delivery a handler sees. */
 export type RawDelivery = HandlerContext<unknown>['delivery'];
 
-/** Whether a value is a promise (a stage may answer at once or later). */
-export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | undefined)?.then === 'function';
-}
+/** Whether a value is a promise (a stage may answer at once or later): the engine's test. */
+export { isThenable as isPromise } from '../core/engine.js';

@@ -33,16 +33,14 @@ import type {
   SqlStatement,
 } from './types.js';
 
-/** `fn(value)`, at once when the value is there, else when it comes. */
-export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awaitable<U> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function'
-    ? Promise.resolve(value).then(fn)
-    : fn(value as T);
+/** Whether a step answers later (a promise or another thenable). */
+export function isLater<T>(value: Awaitable<T>): value is PromiseLike<T> {
+  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }
 
-/** Whether a step answers later (a promise or another thenable). */
-function isLater<T>(value: Awaitable<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
+/** `fn(value)`, at once when the value is there, else when it comes. */
+export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awaitable<U> {
+  return isLater(value) ? Promise.resolve(value).then(fn) : fn(value as T);
 }
 
 /** `fn()`, its throw and its rejection both handed to `fail`. */
@@ -53,9 +51,7 @@ function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awai
   } catch (err) {
     fail(err);
   }
-  return typeof (value as PromiseLike<T> | null)?.then === 'function'
-    ? Promise.resolve(value).catch(fail)
-    : value;
+  return isLater(value) ? Promise.resolve(value).catch(fail) : value;
 }
 
 /**
@@ -154,7 +150,7 @@ export function toText(v: unknown): string | undefined {
 function repeat<T>(step: () => Awaitable<T | undefined>): Awaitable<T> {
   for (;;) {
     const value = step();
-    if (typeof (value as PromiseLike<T> | null)?.then === 'function') {
+    if (isLater(value)) {
       return Promise.resolve(value).then((answer) => (answer === undefined ? repeat(step) : answer));
     }
     if (value !== undefined) return value as T;

@@ -7,7 +7,7 @@
 import { storeKey } from '../../core/keys.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableNames } from '../sql.js';
 import type { SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, keyedCalls, named, tableParts, then } from './core.js';
+import { heldBy, isLater, keyedCalls, named, tableParts, then } from './core.js';
 import type { Awaitable, SqlDialect, SqlExec } from './types.js';
 
 export const DEFAULT_BUSY_TIMEOUT = 5_000;
@@ -207,7 +207,7 @@ const LOCKED = new Set(['record', 'advance', 'purge', 'purgeVersions']);
 
 /** A step of the synchronous driver, which answers at once. */
 function sync<T>(value: Awaitable<T>): T {
-  if (typeof (value as PromiseLike<T> | null)?.then === 'function') {
+  if (isLater(value)) {
     throw new TypeError('onceonly: the SQLite store answers synchronously; an answer came later');
   }
   return value as T;
