@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
@@ -68,7 +69,7 @@ export interface FleetReport {
   /** Kills the processes recorded just before they happened, by step (the kill landed). */
   crashes: Record<string, number>;
   /** Events a process was killed on (at the crash step), with their effects: each must be 1. */
-  crashedEvents: { id: string; step: string; effects: number }[];
+  crashedEvents: { id: string; step: string; effects: number; trail?: string }[];
   /** Fenced effect: runs that found the effect already applied by an earlier attempt. */
   fenceSaw: number;
   /** Inbox: entries dead (outcome `dead`), and events still unsettled when the drain gave up. */
@@ -281,7 +282,11 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         id: string;
         step: string;
       }[]
-    ).map((row) => ({ ...row, effects: effects.get(row.id) ?? 0 }));
+    ).map((row) => {
+      const n = effects.get(row.id) ?? 0;
+      // What the ledger says of an event that did not end in one effect, so a failure explains itself.
+      return n === 1 ? { ...row, effects: n } : { ...row, effects: n, trail: trailOf(ledger, row.id) };
+    });
     return {
       crashes,
       crashedEvents,
@@ -321,6 +326,21 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     // The run's tables or keys on a shared server (its inbox entries and queue sets outlive it).
     if (options.url) await dropStore(options.url, config.name).catch(() => {});
   }
+}
+
+/**
+ * Everything the ledger holds of one event, table by table, each row with its attempt and process:
+ * `runs #1@412 #2@518; effects #1@412 #2@518; outcomes accepted@412 processed#2@518; kills accepted@412`.
+ */
+function trailOf(ledger: Database.Database, id: string): string {
+  const list = (sql: string) =>
+    (ledger.prepare(sql).all(id) as { v: string }[]).map((r) => r.v).join(' ') || '-';
+  return [
+    `runs ${list(`SELECT '#' || attempt || '@' || pid AS v FROM runs WHERE event_id = ? ORDER BY rowid`)}`,
+    `effects ${list(`SELECT '#' || attempt || IIF(degraded = 1, '(unleased)', '') || '@' || pid AS v FROM effects WHERE event_id = ? ORDER BY rowid`)}`,
+    `outcomes ${list(`SELECT outcome || IFNULL('#' || attempt, '') || IFNULL('(' || degraded || ')', '') || '@' || pid AS v FROM outcomes WHERE event_id = ? ORDER BY rowid`)}`,
+    `kills ${list(`SELECT step || '@' || pid AS v FROM crashes WHERE event_id = ? ORDER BY rowid`)}`,
+  ].join('; ');
 }
 
 /** One line for the test log and RELIABILITY.md. */

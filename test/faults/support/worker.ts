@@ -229,8 +229,13 @@ const receiver = createReceiver({
     }
   },
   onOutcome: (result) => {
-    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate')
-      unconfirmed.delete(ran(result.id, result.attempt));
+    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate') {
+      const k = ran(result.id, result.attempt);
+      // A confirm (or complete) that failed goes on in the background for the rest of the lease: a
+      // kill meanwhile is a crash before confirm, not the step under test. The window stays open.
+      if (result.degraded === 'confirm-failed') setTimeout(() => unconfirmed.delete(k), config.leaseMs);
+      else unconfirmed.delete(k);
+    }
     recordOutcome.run(
       result.id ?? null,
       result.outcome,
