@@ -30,6 +30,15 @@ export {
   type RecordView,
   type Store,
 } from './core/index.js';
+export {
+  idempotencyKeyOf,
+  STEP_NAME_MAX,
+  STEP_RESULT_MAX_BYTES,
+  STEPS_MAX_BYTES,
+  type StepContext,
+  StepError,
+  type StepStore,
+} from './core/steps.js';
 export type {
   Telemetry,
   TelemetryPhase,

@@ -2,12 +2,15 @@ import { type Duration, parseDuration } from './core/duration.js';
 import {
   type DegradedReason,
   type EngineResult,
+  idempotencyKeyFrom,
   runClaimed,
   signalFrom,
+  stepOf,
   type WorkContext,
 } from './core/engine.js';
 import { keyPart } from './core/keys.js';
 import { causeOf, emit, type Logger, resolveLogger } from './core/logger.js';
+import type { StepContext } from './core/steps.js';
 import { resolveTelemetry, storeKind, type Telemetry } from './core/telemetry.js';
 import { resolveTimings } from './core/timings.js';
 import type { Store } from './core/types.js';
@@ -210,6 +213,14 @@ class OnceContext implements WorkContext {
     this.attempt = run.attempt;
     this.lease = run.lease;
     signalFrom(this, run);
+  }
+
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+    return stepOf(this, name, fn);
+  }
+
+  idempotencyKey(name?: string): string {
+    return idempotencyKeyFrom(this, name);
   }
 }
 

@@ -50,7 +50,7 @@ function delivery(event: object | string, headers?: Record<string, string>): Req
 function spyStore(inner: Store = memoryStore()) {
   const calls: string[] = [];
   const spy =
-    <K extends Exclude<keyof Store, 'inbox'>>(name: K) =>
+    <K extends Exclude<keyof Store, 'inbox' | 'steps'>>(name: K) =>
     (...args: Parameters<Store[K]>) => {
       calls.push(name);
       return (inner[name] as (...a: Parameters<Store[K]>) => ReturnType<Store[K]>)(...args);

@@ -2,6 +2,8 @@
  * The engine's types: what the work receives, the options and results of a run, and what a run
  * needs of wherever its lease lives (`LeaseOps`, `LeaseClock`).
  */
+
+import type { StepContext, StepStore } from './steps.js';
 import type { TelemetryRun } from './telemetry.js';
 import type { Lease } from './types.js';
 
@@ -13,6 +15,20 @@ export interface WorkContext {
   readonly signal: AbortSignal;
   /** The lease held while the work runs (key, token, attempt, fingerprint, expiry at claim). */
   readonly lease: Lease;
+  /**
+   * Runs `fn` once per key and step name: its result (JSON, at most 64 KiB) is stored under the key
+   * before the work goes on, and a later run of the same key (after a throw, a deadline, a crash
+   * and takeover) gets it back without running `fn` again. A step that threw runs again next time.
+   * The result is what JSON makes of it, on the first run as on a later one.
+   * @example const charge = await ctx.step('charge', ({ idempotencyKey }) =>
+   *   stripe.paymentIntents.create(params, { idempotencyKey }).then((pi) => pi.id));
+   */
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>>;
+  /**
+   * A stable key for an API that deduplicates on one (Stripe's `Idempotency-Key`): the same on every
+   * attempt and process, different across keys and names. `oo_` and 40 base64url characters.
+   */
+  idempotencyKey(name?: string): string;
 }
 
 export interface EngineOptions {
@@ -60,6 +76,8 @@ export interface LeaseOps {
   giveUp(lease: Lease, error: unknown): PromiseLike<boolean>;
   /** The deadline of a call of `op`, given the store-call deadline (see `callDeadlineMs`). @default ms */
   deadlineMs?(op: 'extend' | 'settle' | 'giveUp', ms: number): number;
+  /** Where the run's steps are kept (the store's or the inbox's), when it keeps any. */
+  readonly steps?: StepStore | undefined;
 }
 
 /**

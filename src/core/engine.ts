@@ -11,7 +11,8 @@ import type {
   LeaseOps,
   WorkContext,
 } from './engine-types.js';
-import { HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
+import { ConfigError, HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
+import { idempotencyKeyOf, RunSteps, type StepContext, type StepStore } from './steps.js';
 import { timedPhase } from './telemetry.js';
 import { callDeadlineMs, leaseNow, type Tick, wheel, withDeadline } from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
@@ -97,6 +98,10 @@ class StoreOps implements LeaseOps {
 
   deadlineMs(op: 'extend' | 'settle' | 'giveUp', ms: number): number {
     return callDeadlineMs(this.store, STORE_METHOD[op], ms);
+  }
+
+  get steps(): StepStore | undefined {
+    return this.store.steps;
   }
 }
 
@@ -197,6 +202,7 @@ class LazySignal {
 
 const ABORT = Symbol('onceonly.abort');
 const WORK = Symbol('onceonly.work');
+const STEPS = Symbol('onceonly.steps');
 
 /** A context's `signal`: an own enumerable accessor (as a literal's getter), from one shared descriptor. */
 const SIGNAL_PROPERTY: PropertyDescriptor = {
@@ -226,17 +232,78 @@ export function signalFrom(target: object, work: WorkContext): void {
  */
 class RunContext implements WorkContext {
   readonly [ABORT]: LazySignal;
+  readonly [STEPS]: { store: StepStore | undefined; storeTimeoutMs: number; run?: RunSteps };
   constructor(
     readonly attempt: number,
     readonly lease: Lease,
     abort: LazySignal,
+    steps: StepStore | undefined,
+    storeTimeoutMs: number,
   ) {
     this[ABORT] = abort;
+    this[STEPS] = { store: steps, storeTimeoutMs };
   }
 
   get signal(): AbortSignal {
     return this[ABORT].signal;
   }
+
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+    // Made on the first step: a handler without steps costs nothing.
+    const s = this[STEPS];
+    s.run ??= new RunSteps(s.store, this.lease, s.storeTimeoutMs, () => this.signal);
+    return s.run.step(name, fn);
+  }
+
+  idempotencyKey(name?: string): string {
+    return idempotencyKeyOf(this.lease.key, name);
+  }
+}
+
+/**
+ * The context of work run without a lease (an unkeyed delivery, or a store that is down with the
+ * receiver failing open): steps run every time and keep nothing; the idempotency key is the key's
+ * when there is one.
+ */
+export class UnguardedContext implements WorkContext {
+  readonly lease = undefined as never;
+  constructor(
+    readonly attempt: number,
+    readonly signal: AbortSignal,
+    private readonly key: string | undefined,
+  ) {}
+
+  async step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+    if (this.signal.aborted) throw this.signal.reason;
+    return await fn({
+      attempt: this.attempt,
+      signal: this.signal,
+      idempotencyKey: this.idempotencyKey(name),
+    });
+  }
+
+  idempotencyKey(name?: string): string {
+    if (this.key === undefined) {
+      throw new ConfigError(
+        'unkeyed',
+        'onceonly: this delivery has no key (the provider sent no usable id), so it has no stable idempotency key',
+      );
+    }
+    return idempotencyKeyOf(this.key, name);
+  }
+}
+
+/** A context's steps and idempotency keys, read through to the run it was made from (see {@link signalFrom}). */
+export function stepOf<R>(
+  target: object,
+  name: string,
+  fn: (ctx: StepContext) => R | Promise<R>,
+): Promise<Awaited<R>> {
+  return (target as { [WORK]: WorkContext })[WORK].step(name, fn);
+}
+
+export function idempotencyKeyFrom(target: object, name?: string): string {
+  return (target as { [WORK]: WorkContext })[WORK].idempotencyKey(name);
 }
 
 function runWithDeadline<T>(
@@ -249,7 +316,7 @@ function runWithDeadline<T>(
   const startedAt = leaseNow();
   const deadlineAt = startedAt + options.timeoutMs;
   const abort = new LazySignal();
-  const ctx = new RunContext(lease.attempt, lease, abort);
+  const ctx = new RunContext(lease.attempt, lease, abort, ops.steps, options.storeTimeoutMs);
   let running: T | Promise<T>;
   const timed = options.telemetry?.phase('handler');
   try {

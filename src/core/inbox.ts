@@ -23,6 +23,7 @@
  * `onceonly/testing`'s inbox conformance suite.
  */
 import type { Lease } from './lease.js';
+import type { StepStore } from './steps.js';
 
 /** What a receiver keeps of a verified delivery so a worker can run it later. */
 export interface InboxDelivery {
@@ -222,6 +223,11 @@ export interface InboxStore {
   requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number>;
   /** Deletes completed entries past their retention. Returns how many. */
   purge(options?: { batchSize?: number }): Promise<number>;
+  /**
+   * Durable steps (`ctx.step`) of an entry, under the lease of its run: kept through `retry`,
+   * `bury`, `requeue` and takeovers, gone with `complete`. See {@link StepStore}.
+   */
+  readonly steps?: StepStore | undefined;
 }
 
 /** The longest `lastError` an inbox keeps, in characters. */

@@ -23,9 +23,11 @@
 
 import type { InboxStore } from './inbox.js';
 import type { Lease } from './lease.js';
+import type { StepStore } from './steps.js';
 import { markKind } from './telemetry.js';
 
 export { createLease, type Lease } from './lease.js';
+export type { StepStore } from './steps.js';
 
 /** What `claim` found. */
 export type Claim =
@@ -90,6 +92,12 @@ export interface Store {
    * stores have one, over the same client; see `InboxStore`.
    */
   readonly inbox?: InboxStore | undefined;
+  /**
+   * Durable steps (`ctx.step`) of a key, under the lease of its run: kept through releases and
+   * takeovers, gone with `confirm` and with the key. The built-in stores have them; see
+   * {@link StepStore}.
+   */
+  readonly steps?: StepStore | undefined;
   /** Claims `key` for a new owner, or reports who holds it. Takes over a lease that ran out (attempt + 1). */
   claim(key: string, options: ClaimOptions): Promise<Claim>;
   /**

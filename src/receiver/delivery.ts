@@ -3,7 +3,8 @@
  * an object literal with getters at run time, about half a microsecond each, on the path of every
  * delivery.
  */
-import { signalFrom, type WorkContext } from '../core/engine.js';
+import { idempotencyKeyFrom, signalFrom, stepOf, type WorkContext } from '../core/engine.js';
+import type { StepContext } from '../core/steps.js';
 import type { Lease } from '../core/types.js';
 import type { HeaderReader } from '../providers/types.js';
 import { asWebHeaders } from './body.js';
@@ -59,5 +60,13 @@ export class Context implements HandlerContext<unknown> {
     this.attempt = work.attempt;
     this.lease = work.lease;
     signalFrom(this, work);
+  }
+
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+    return stepOf(this, name, fn);
+  }
+
+  idempotencyKey(name?: string): string {
+    return idempotencyKeyFrom(this, name);
   }
 }

@@ -130,6 +130,7 @@ export function entryOps(
 ): LeaseOps & { decided: InboxRunEnd | undefined } {
   const ops = {
     decided: undefined as InboxRunEnd | undefined,
+    steps: inbox.steps,
     extend: (lease: Lease, leaseMs: number) => inbox.extend(lease, { leaseMs }),
     settle: async (lease: Lease) => {
       const done = await inbox.complete(lease, { retentionMs, dropBody: policy.dropBody });

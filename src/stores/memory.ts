@@ -93,6 +93,10 @@ export function memoryStore(
       record: (key: string, recordOptions: RecordOptions) => claims.record(key, recordOptions),
       advance: (entity: string, version: number) => claims.advance(entity, version),
       inspect: (key: string) => claims.inspect(key),
+      steps: {
+        load: (lease: Lease) => claims.loadSteps(lease),
+        save: (lease: Lease, name: string, value: string) => claims.saveStep(lease, name, value),
+      },
       stats: () => claims.stats(),
       oldestLeases: (limit: number) => claims.oldestLeases(limit),
       close: () => claims.close(),

@@ -11,6 +11,7 @@ import { recordCases } from './cases/record.js';
 import { releaseCases } from './cases/release.js';
 import { retakeCases } from './cases/retake.js';
 import type { ConformanceCase } from './cases/shared.js';
+import { stepCases } from './cases/steps.js';
 import { heartbeatCases } from './heartbeat-cases.js';
 
 export type { CaseContext, ConformanceCase } from './cases/shared.js';
@@ -27,6 +28,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...confirmCases,
   ...recordCases,
   ...keyCases,
+  ...stepCases,
   ...heartbeatCases,
 ];
 

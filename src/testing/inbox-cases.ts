@@ -24,7 +24,7 @@ export interface InboxConformanceCase {
 const LONG = 60_000;
 const fp = (c: string) => c.repeat(64);
 
-function entry(
+export function entry(
   ctx: InboxCaseContext,
   key: string,
   overrides: Partial<InboxAcceptInput> = {},
@@ -50,7 +50,7 @@ async function takeAll(inbox: InboxStore, ctx: InboxCaseContext, leaseMs = LONG)
   return inbox.take({ limit: 100, leaseMs, receiver: ctx.receiver });
 }
 
-async function takeOne(inbox: InboxStore, ctx: InboxCaseContext, leaseMs = LONG): Promise<InboxJob> {
+export async function takeOne(inbox: InboxStore, ctx: InboxCaseContext, leaseMs = LONG): Promise<InboxJob> {
   const jobs = await takeAll(inbox, ctx, leaseMs);
   assert.equal(jobs.length, 1, `expected one due entry, got ${jobs.length}`);
   return jobs[0]!;

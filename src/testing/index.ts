@@ -14,11 +14,13 @@ import type { InboxStore } from '../core/inbox.js';
 import type { Store } from '../core/types.js';
 import { type CaseContext, type ConformanceCase, conformanceCases, runPrefix } from './cases.js';
 import { type InboxCaseContext, type InboxConformanceCase, inboxConformanceCases } from './inbox-cases.js';
+import { inboxStepCases } from './inbox-steps-cases.js';
 
 export type { CaseContext, ConformanceCase } from './cases.js';
 export { conformanceCases } from './cases.js';
 export type { InboxCaseContext, InboxConformanceCase } from './inbox-cases.js';
 export { inboxConformanceCases } from './inbox-cases.js';
+export { inboxStepCases } from './inbox-steps-cases.js';
 
 /** The two functions of a BDD-style test runner the suite needs. */
 export interface TestRunner {
@@ -45,7 +47,17 @@ export interface ConformanceOptions {
   shortMs?: number;
   /** Run only the cases whose names include this text. */
   only?: string;
+  /**
+   * Whether to run the durable-steps cases (`steps: ...`), which need `store.steps`. A store without
+   * steps passes `false`; `ctx.step` then throws on it.
+   * @default true
+   */
+  steps?: boolean;
 }
+
+/** Whether a case runs under these options: its name includes `only`, and steps are wanted. */
+const wanted = (name: string, options: { only?: string | undefined; steps?: boolean | undefined }) =>
+  (!options.only || name.includes(options.only)) && (options.steps !== false || !name.startsWith('steps:'));
 
 /** Runs one case against stores from `factory`; throws what the case throws. Closes every store it opened. */
 export async function runCase(
@@ -82,7 +94,7 @@ export async function runCase(
 export async function runConformance(options: ConformanceOptions): Promise<void> {
   const runner = options.runner ?? (await detectRunner());
   const prefix = runPrefix();
-  const cases = conformanceCases.filter((c) => !options.only || c.name.includes(options.only));
+  const cases = conformanceCases.filter((c) => wanted(c.name, options));
   runner.describe(options.name ?? 'store conformance', () => {
     for (const testCase of cases) {
       runner.it(testCase.name, () =>
@@ -118,6 +130,8 @@ export interface InboxConformanceOptions {
   shortMs?: number;
   /** Run only the cases whose names include this text. */
   only?: string;
+  /** Whether to run the durable-steps cases (`steps: ...`), which need `inbox.steps`. @default true */
+  steps?: boolean;
 }
 
 /** Runs one inbox case against inboxes from `factory`; throws what the case throws. */
@@ -152,7 +166,7 @@ export async function runInboxCase(
 export async function runInboxConformance(options: InboxConformanceOptions): Promise<void> {
   const runner = options.runner ?? (await detectRunner());
   const prefix = runPrefix();
-  const cases = inboxConformanceCases.filter((c) => !options.only || c.name.includes(options.only));
+  const cases = [...inboxConformanceCases, ...inboxStepCases].filter((c) => wanted(c.name, options));
   runner.describe(options.name ?? 'inbox conformance', () => {
     for (const testCase of cases) {
       runner.it(testCase.name, () =>

@@ -4,7 +4,13 @@
  * the receiver fails open (`runUnguarded`); remember an ignored delivery of an unsigned type
  * (`remember`). And the one store failure path every stage takes (`storeFailed`).
  */
-import { type DegradedReason, type EngineResult, runClaimed, type WorkContext } from '../../core/engine.js';
+import {
+  type DegradedReason,
+  type EngineResult,
+  runClaimed,
+  UnguardedContext,
+  type WorkContext,
+} from '../../core/engine.js';
 import { timeoutSignal } from '../../core/timers.js';
 import { HandlerTimeoutError, type StoreUnavailableError } from '../../errors.js';
 import { type ReceiverCore, storeError } from '../core.js';
@@ -149,7 +155,7 @@ export async function runUnguarded(
   try {
     const value = await Promise.race([
       Promise.resolve().then(() =>
-        handler(contextOf(e, delivery, { attempt: 1, signal: deadline.signal, lease: undefined as never })),
+        handler(contextOf(e, delivery, new UnguardedContext(1, deadline.signal, e.key))),
       ),
       timedOut,
     ]);

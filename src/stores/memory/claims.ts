@@ -18,6 +18,8 @@ import { StoreFullError } from '../../errors.js';
 import { ExpiryQueue } from './expiry.js';
 import { type Entry, expiresAtOf, pack, packedFingerprintIs, unpack } from './packed.js';
 
+const EMPTY_STEPS: ReadonlyMap<string, string> = new Map();
+
 /** How long a released or run-out record is kept after its lease's end when the claim gives no `retentionMs`. */
 const DEFAULT_GRACE_MS = 3_600_000;
 
@@ -178,6 +180,21 @@ export class MemoryClaims {
         expiresAt: new Date(entry.expiresAt),
       }),
     };
+  }
+
+  /** The steps stored under the lease's key: a lease's or a released or run-out record's. */
+  async loadSteps(lease: Lease): Promise<ReadonlyMap<string, string>> {
+    const record = this.recordOf(lease.key, this.time());
+    return typeof record === 'object' && record.steps ? new Map(record.steps) : EMPTY_STEPS;
+  }
+
+  /** Stores one step's result when the lease still owns its key; completion (packing) drops them. */
+  async saveStep(lease: Lease, name: string, value: string): Promise<boolean> {
+    const held = this.leaseOf(lease, this.time());
+    if (!held) return false;
+    held.steps ??= new Map();
+    held.steps.set(name, value);
+    return true;
   }
 
   async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {

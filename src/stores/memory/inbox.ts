@@ -37,7 +37,16 @@ interface Entry {
   dueAt: number;
   updatedAt: number;
   lastError: string | undefined;
+  /** Durable steps' results by name, from the first until completion. */
+  steps?: Map<string, string> | undefined;
 }
+
+const EMPTY_STEPS: ReadonlyMap<string, string> = new Map();
+const stepsSize = (steps: Map<string, string> | undefined) => {
+  let n = 0;
+  if (steps) for (const [name, value] of steps) n += name.length + value.length;
+  return n;
+};
 
 /** The bytes an entry's delivery holds: its body, header names and values, and URL. */
 function sizeOf(delivery: InboxDelivery | undefined): number {
@@ -113,6 +122,7 @@ export function memoryInbox(
     get: (key) => inbox.get(key),
     requeue: (target) => inbox.requeue(target),
     purge: () => inbox.purge(),
+    steps: inbox.steps,
   };
 }
 
@@ -141,8 +151,27 @@ class MemoryInbox implements InboxStore {
 
   private forget(key: string, e: Entry): void {
     this.entries.delete(key);
-    this.bytes -= sizeOf(e.delivery);
+    this.bytes -= sizeOf(e.delivery) + stepsSize(e.steps);
   }
+
+  /** The steps of the lease's entry: see StepStore. */
+  readonly steps = {
+    load: async (lease: Lease): Promise<ReadonlyMap<string, string>> => {
+      const steps = this.entries.get(lease.key)?.steps;
+      return steps ? new Map(steps) : EMPTY_STEPS;
+    },
+    save: async (lease: Lease, name: string, value: string): Promise<boolean> => {
+      const e = this.owned(lease);
+      if (!e) return false;
+      e.steps ??= new Map();
+      const before = e.steps.get(name);
+      const grows = name.length + value.length - (before === undefined ? 0 : name.length + before.length);
+      if (this.bytes + grows > this.bounds.maxBytes) throw new StoreFullError(this.bounds.maxBytes, 'bytes');
+      e.steps.set(name, value);
+      this.bytes += grows;
+      return true;
+    },
+  };
 
   private forgetExpired(at: number): void {
     for (const [key, e] of this.entries) if (e.state === 'completed' && e.dueAt <= at) this.forget(key, e);
@@ -252,6 +281,9 @@ class MemoryInbox implements InboxStore {
     e.state = 'completed';
     e.dueAt = at + retentionMs;
     e.updatedAt = at;
+    // Completed: the entry never runs again, and its steps go.
+    this.bytes -= stepsSize(e.steps);
+    e.steps = undefined;
     if (dropBody) {
       this.bytes -= sizeOf(e.delivery);
       e.delivery = undefined;

@@ -15,6 +15,8 @@ export interface Entry {
   updatedAt: number;
   /** How long the record stays takeable after `expiresAt` (processing entries only). */
   graceMs: number;
+  /** Durable steps' results by name (processing and released records only: completion drops them). */
+  steps?: Map<string, string> | undefined;
 }
 
 // Packing of completed entries: one flat one-byte string of
