@@ -26,7 +26,7 @@ export interface WorkContext {
   step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>>;
   /**
    * A stable key for an API that deduplicates on one (Stripe's `Idempotency-Key`): the same on every
-   * attempt and process, different across keys and names. `oo_` and 40 base64url characters.
+   * attempt and process, different across keys and names. `oo_` and 32 base64url characters.
    */
   idempotencyKey(name?: string): string;
 }

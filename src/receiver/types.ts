@@ -43,7 +43,7 @@ export interface HandlerContext<E> {
   step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>>;
   /**
    * A stable key for an API that deduplicates on one (Stripe's `Idempotency-Key`): the same on every
-   * attempt and process for this receiver, event and `name`, different across them. `oo_` and 40
+   * attempt and process for this receiver, event and `name`, different across them. `oo_` and 32
    * base64url characters. Throws for an unkeyed delivery, which has none.
    */
   idempotencyKey(name?: string): string;
