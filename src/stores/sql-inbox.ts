@@ -44,6 +44,7 @@ import { createLease, type Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { delivery, entryValues, jobReader, num, stateOf, view } from './sql/inbox-rows.js';
 import { type InboxStatements, inboxStatements, wasDue } from './sql/inbox-statements.js';
+import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import {
   DUE_HEX,
   type InboxTableNames,
@@ -105,6 +106,7 @@ export function inboxDdl(d: SqlInboxDialect, n: InboxTableNames): string[] {
   accepted_at ${y.bigint} NOT NULL, -- ms since the epoch, the server's clock
   due_at ${y.bigint} NOT NULL, -- pending: due, processing: lease end, completed: forgotten after
   updated_at ${y.bigint} NOT NULL,
+  steps ${d.steps.type} NULL, -- durable steps: JSON object of name to result, until completed
   last_error ${y.text} NULL${indexes}
 )${d.tableSuffix}`;
   if (d.inlineIndexes) return [table];
@@ -148,7 +150,8 @@ interface InboxContext {
   readonly store: string;
   readonly s: InboxStatements;
   ready(): Promise<void>;
-  exec(action: string, s: SqlInboxStatement, values: unknown[]): Promise<SqlInboxResult>;
+  /** Runs a statement; `steps`: one of durable steps, which a table of an older onceonly cannot run. */
+  exec(action: string, s: SqlInboxStatement, values: unknown[], steps?: boolean): Promise<SqlInboxResult>;
   fail(action: string, err: unknown): StoreUnavailableError;
 }
 
@@ -319,7 +322,7 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
   const { dialect: d, driver, names: n, store } = options;
   const T = n.table;
   const errorNames: TableNames = { keys: T, versions: T, index: n.receiverIndex, bareKeys: n.indexOn };
-  const fail = (action: string, err: unknown, setup = false) =>
+  const fail = (action: string, err: unknown, setup = false, outdated?: string) =>
     sqlStoreError(
       d.errors,
       {
@@ -329,6 +332,7 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
         table: options.table,
         names: errorNames,
         defaultTable: options.defaultTable,
+        outdated,
       },
       err,
     );
@@ -340,6 +344,10 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
       created = (async () => {
         try {
           if (!(await driver.exists())) await driver.create(inboxDdl(d, n));
+          // A table made by an older onceonly has no steps column.
+          await upgradeSteps(d.steps, d.errors, T, (text) =>
+            driver.query({ name: 'inbox_steps_column', text, rows: false }, []),
+          );
         } catch (err) {
           throw fail(`create its inbox table ${T}`, err, true);
         }
@@ -351,12 +359,12 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
     return created;
   }
 
-  async function exec(action: string, s: SqlInboxStatement, values: unknown[]): Promise<SqlInboxResult> {
+  async function exec(action: string, s: SqlInboxStatement, values: unknown[], steps = false) {
     await ready();
     try {
       return await driver.query(s, values);
     } catch (err) {
-      throw fail(action, err);
+      throw fail(action, err, false, steps ? addStepsColumn(d.steps, T) : undefined);
     }
   }
 
@@ -373,12 +381,22 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
   const purgeBatch = async (batch: number): Promise<number> =>
     (await exec('purge completed inbox entries', s.purge(batch), [])).changes;
   /** An owner-checked write: whether the lease's owner, of its run, changed the entry. */
-  const owned = async (action: string, st: SqlInboxStatement, lease: Lease, before: unknown[]) =>
-    (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt])).changes > 0;
+  const owned = async (
+    action: string,
+    st: SqlInboxStatement,
+    lease: Lease,
+    before: unknown[],
+    steps = false,
+  ) => (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt], steps)).changes > 0;
 
   return {
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
       accept(c, input, acceptOptions),
+
+    steps: sqlStepStore(
+      async (lease) => (await exec('load steps', s.loadSteps, [storedOf(lease)], true)).rows[0]?.steps,
+      (lease, name, value) => owned('save a step', s.saveStep, lease, [name, value], true),
+    ),
 
     async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
       const n = count(limit, 'take limit', store);

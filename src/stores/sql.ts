@@ -239,15 +239,29 @@ export interface SqlErrorContext {
   readonly names: TableNames;
   /** Whether `table` is the store's default (then the migration call needs no argument). */
   readonly defaultTable: boolean;
+  /**
+   * The statement that adds the column this action needs, when a table made by an older onceonly
+   * may lack it (the `steps` column of durable steps).
+   */
+  readonly outdated?: string | undefined;
 }
 
 /**
  * The fix for a table created by an older onceonly that lacks a column this one writes: the
  * statement failed on an unknown column (the tables are never altered behind your back).
  */
-export function outdatedTableFix({ names }: SqlErrorContext, migration: string): string {
+export function outdatedTableFix(
+  { names, outdated, autoCreate }: SqlErrorContext,
+  migration: string,
+): string {
+  if (outdated !== undefined) {
+    return `the table ${names.keys} was created by an older onceonly and lacks the column durable steps (ctx.step) keep their results in: run ${outdated} (${autoCreate ? 'autoCreate adds it on first use, but could not here: the role the client logs in as may lack the privilege to alter the table' : `or turn autoCreate on, which adds it on first use; ${migration} makes new tables with it`})`;
+  }
   return `the table ${names.keys} was created by an older onceonly and lacks a column this version writes: compare it with ${migration} and add what is missing (for the released-record grace: ALTER TABLE ${names.keys} ADD COLUMN grace_ms BIGINT NOT NULL DEFAULT 0), or drop and recreate it`;
 }
+
+/** What a driver's error means, by the dialect's rules. */
+export const sqlFault = (dialect: SqlErrorDialect, err: unknown): SqlFault => ruleFor(dialect, err).fault;
 
 function ruleFor(dialect: SqlErrorDialect, err: unknown): Pick<SqlErrorRule, 'fault' | 'fix'> {
   const key = dialect.key(err);

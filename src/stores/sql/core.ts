@@ -17,6 +17,8 @@ import { assertVersion, createLease, markBuiltin, sameFingerprint } from '../../
 import { ConfigError, StoreUnavailableError } from '../../errors.js';
 import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError, type TableNames } from '../sql.js';
 import { type InboxTableNames, inboxNames, sqlInbox } from '../sql-inbox.js';
+import { guarded, isLater, then } from './awaitable.js';
+import { addStepsColumn, sqlStepStore } from './steps.js';
 import type {
   Awaitable,
   Row,
@@ -33,40 +35,22 @@ import type {
   SqlStatement,
 } from './types.js';
 
-/** Whether a step answers later (a promise or another thenable). */
-export function isLater<T>(value: Awaitable<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
-}
-
-/** `fn(value)`, at once when the value is there, else when it comes. */
-export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awaitable<U> {
-  return isLater(value) ? Promise.resolve(value).then(fn) : fn(value as T);
-}
-
-/** `fn()`, its throw and its rejection both handed to `fail`. */
-function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awaitable<T> {
-  let value: Awaitable<T>;
-  try {
-    value = fn();
-  } catch (err) {
-    fail(err);
-  }
-  return isLater(value) ? Promise.resolve(value).catch(fail) : value;
-}
-
 /**
  * How a store reports a failed statement: `sqlStoreError` with the store's table and settings.
- * `setup`: while looking up or creating its tables.
+ * `setup`: while looking up or creating its tables; `outdated`: the ALTER that adds the column the
+ * statement needs, when an older onceonly made the table without it.
  */
-export type SqlFaults = (action: string, err: unknown, setup?: boolean) => StoreUnavailableError;
+export type SqlFaults = (
+  action: string,
+  err: unknown,
+  setup?: boolean,
+  outdated?: string,
+) => StoreUnavailableError;
 
 export function sqlFaults(dialect: SqlDialect, table: string, autoCreate: boolean): SqlFaults {
-  return (action, err, setup = false) =>
-    sqlStoreError(
-      dialect.errors,
-      { action, setup, autoCreate, table, names: dialect.names, defaultTable: dialect.defaultTable },
-      err,
-    );
+  const { names, defaultTable } = dialect;
+  return (action, err, setup = false, outdated = undefined) =>
+    sqlStoreError(dialect.errors, { action, setup, autoCreate, table, names, defaultTable, outdated }, err);
 }
 
 /**
@@ -103,14 +87,22 @@ export function getOrMake<K, V>(
 
 /**
  * The calls of a dialect whose statements take the stored key first and the other values in the
- * order of the Store method (PostgreSQL, SQLite): all but `extend` and `confirmOwn`.
+ * order of the Store method (PostgreSQL, SQLite): all but `extend`, `confirmOwn` and `saveStep`.
  */
 export function keyedCalls(
   s: Record<
-    'release' | 'advance' | 'record' | 'inspect' | 'stats' | 'oldest' | 'purge' | 'purgeVersions',
+    | 'release'
+    | 'advance'
+    | 'record'
+    | 'inspect'
+    | 'stats'
+    | 'oldest'
+    | 'purge'
+    | 'purgeVersions'
+    | 'loadSteps',
     SqlStatement
   >,
-): Omit<SqlCalls, 'extend' | 'confirmOwn'> {
+): Omit<SqlCalls, 'extend' | 'confirmOwn' | 'saveStep'> {
   return {
     release: (lease) => [s.release, [storeKey(lease.key), lease.token]],
     advance: (entity, version) => [s.advance, [storeKey(entity), version]],
@@ -123,6 +115,7 @@ export function keyedCalls(
     oldest: (limit) => [s.oldest, [limit]],
     purge: (graceMs, batch) => [s.purge, [graceMs, batch]],
     purgeVersions: (unusedMs, batch) => [s.purgeVersions, [unusedMs, batch]],
+    loadSteps: (lease) => [s.loadSteps, [storeKey(lease.key)]],
   };
 }
 
@@ -192,6 +185,8 @@ export interface SqlStoreParts {
 /** What the operations of one store share. */
 interface Context extends SqlStoreParts {
   readonly exec: SqlExec;
+  /** `exec` for the statements of durable steps, whose error names the steps column's ALTER. */
+  readonly stepsExec: SqlExec;
   readonly session: SqlSession;
   /** Makes the tables ready; errors as the store throws them (under `action`). */
   ready(action: string): Awaitable<void>;
@@ -201,28 +196,34 @@ function context(parts: SqlStoreParts): Context {
   const { dialect, driver, table, autoCreate } = parts;
   const unavailable = sqlFaults(dialect, table, autoCreate);
   /** The store's error for a failed step of `action` (a ConfigError goes through as it is). */
-  const fail =
+  const failing =
+    (outdated?: string) =>
     (action: string) =>
     (err: unknown): never => {
       if (err instanceof ConfigError) throw err;
-      throw unavailable(action, err);
+      throw unavailable(action, err, false, outdated);
     };
+  const fail = failing();
   // On every statement of every claim: no closure made unless the driver answers later or fails.
-  const exec: SqlExec = (action, call) => {
-    let value: Awaitable<SqlOutcome>;
-    try {
-      const ready = driver.ready();
-      value = isLater(ready)
-        ? Promise.resolve(ready).then(() => driver.run(call[0], call[1]))
-        : driver.run(call[0], call[1]);
-    } catch (err) {
-      return fail(action)(err);
-    }
-    return isLater(value) ? Promise.resolve(value).catch(fail(action)) : value;
-  };
+  const execWith =
+    (fail: (action: string) => (err: unknown) => never): SqlExec =>
+    (action, call) => {
+      let value: Awaitable<SqlOutcome>;
+      try {
+        const ready = driver.ready();
+        value = isLater(ready)
+          ? Promise.resolve(ready).then(() => driver.run(call[0], call[1]))
+          : driver.run(call[0], call[1]);
+      } catch (err) {
+        return fail(action)(err);
+      }
+      return isLater(value) ? Promise.resolve(value).catch(fail(action)) : value;
+    };
+  const exec = execWith(fail);
   return {
     ...parts,
     exec,
+    stepsExec: execWith(failing(addStepsColumn(dialect.steps, dialect.names.keys))),
     session: { exec, locked: (fn) => driver.locked(fn) },
     ready: (action) => guarded(() => driver.ready(), fail(action)),
   };
@@ -424,6 +425,11 @@ export function sqlStore(parts: SqlStoreParts) {
         })),
       ),
     purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(c, options),
+    steps: sqlStepStore(
+      (lease) => then(c.stepsExec('load steps', calls.loadSteps(lease)), ({ rows }) => rows[0]?.steps),
+      (lease, name, value) =>
+        then(c.stepsExec('save a step', calls.saveStep(lease, name, value)), (r) => r.done),
+    ),
     close: async (): Promise<void> => {
       // The client is the caller's: nothing of ours to close.
     },
