@@ -150,8 +150,7 @@ interface InboxContext {
   readonly store: string;
   readonly s: InboxStatements;
   ready(): Promise<void>;
-  /** Runs a statement; `steps`: one of durable steps, which a table of an older onceonly cannot run. */
-  exec(action: string, s: SqlInboxStatement, values: unknown[], steps?: boolean): Promise<SqlInboxResult>;
+  exec(action: string, s: SqlInboxStatement, values: unknown[]): Promise<SqlInboxResult>;
   fail(action: string, err: unknown): StoreUnavailableError;
 }
 
@@ -322,7 +321,9 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
   const { dialect: d, driver, names: n, store } = options;
   const T = n.table;
   const errorNames: TableNames = { keys: T, versions: T, index: n.receiverIndex, bareKeys: n.indexOn };
-  const fail = (action: string, err: unknown, setup = false, outdated?: string) =>
+  // A table of an older onceonly may lack the steps column: its error names the ALTER that adds it.
+  const outdated = addStepsColumn(d.steps, T);
+  const fail = (action: string, err: unknown, setup = false) =>
     sqlStoreError(
       d.errors,
       {
@@ -359,12 +360,12 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
     return created;
   }
 
-  async function exec(action: string, s: SqlInboxStatement, values: unknown[], steps = false) {
+  async function exec(action: string, s: SqlInboxStatement, values: unknown[]): Promise<SqlInboxResult> {
     await ready();
     try {
       return await driver.query(s, values);
     } catch (err) {
-      throw fail(action, err, false, steps ? addStepsColumn(d.steps, T) : undefined);
+      throw fail(action, err);
     }
   }
 
@@ -381,21 +382,16 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
   const purgeBatch = async (batch: number): Promise<number> =>
     (await exec('purge completed inbox entries', s.purge(batch), [])).changes;
   /** An owner-checked write: whether the lease's owner, of its run, changed the entry. */
-  const owned = async (
-    action: string,
-    st: SqlInboxStatement,
-    lease: Lease,
-    before: unknown[],
-    steps = false,
-  ) => (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt], steps)).changes > 0;
+  const owned = async (action: string, st: SqlInboxStatement, lease: Lease, before: unknown[]) =>
+    (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt])).changes > 0;
 
   return {
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
       accept(c, input, acceptOptions),
 
     steps: sqlStepStore(
-      async (lease) => (await exec('load steps', s.loadSteps, [storedOf(lease)], true)).rows[0]?.steps,
-      (lease, name, value) => owned('save a step', s.saveStep, lease, [name, value], true),
+      async (lease) => (await exec('load steps', s.loadSteps, [storedOf(lease)])).rows[0]?.steps,
+      (lease, name, value) => owned('save a step', s.saveStep, lease, [name, value]),
     ),
 
     async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {

@@ -37,19 +37,15 @@ import type {
 
 /**
  * How a store reports a failed statement: `sqlStoreError` with the store's table and settings.
- * `setup`: while looking up or creating its tables; `outdated`: the ALTER that adds the column the
- * statement needs, when an older onceonly made the table without it.
+ * `setup`: while looking up or creating its tables.
  */
-export type SqlFaults = (
-  action: string,
-  err: unknown,
-  setup?: boolean,
-  outdated?: string,
-) => StoreUnavailableError;
+export type SqlFaults = (action: string, err: unknown, setup?: boolean) => StoreUnavailableError;
 
 export function sqlFaults(dialect: SqlDialect, table: string, autoCreate: boolean): SqlFaults {
   const { names, defaultTable } = dialect;
-  return (action, err, setup = false, outdated = undefined) =>
+  // A table of an older onceonly may lack the steps column: its error names the ALTER that adds it.
+  const outdated = addStepsColumn(dialect.steps, names.keys);
+  return (action, err, setup = false) =>
     sqlStoreError(dialect.errors, { action, setup, autoCreate, table, names, defaultTable, outdated }, err);
 }
 
@@ -185,8 +181,6 @@ export interface SqlStoreParts {
 /** What the operations of one store share. */
 interface Context extends SqlStoreParts {
   readonly exec: SqlExec;
-  /** `exec` for the statements of durable steps, whose error names the steps column's ALTER. */
-  readonly stepsExec: SqlExec;
   readonly session: SqlSession;
   /** Makes the tables ready; errors as the store throws them (under `action`). */
   ready(action: string): Awaitable<void>;
@@ -196,34 +190,28 @@ function context(parts: SqlStoreParts): Context {
   const { dialect, driver, table, autoCreate } = parts;
   const unavailable = sqlFaults(dialect, table, autoCreate);
   /** The store's error for a failed step of `action` (a ConfigError goes through as it is). */
-  const failing =
-    (outdated?: string) =>
+  const fail =
     (action: string) =>
     (err: unknown): never => {
       if (err instanceof ConfigError) throw err;
-      throw unavailable(action, err, false, outdated);
+      throw unavailable(action, err);
     };
-  const fail = failing();
   // On every statement of every claim: no closure made unless the driver answers later or fails.
-  const execWith =
-    (fail: (action: string) => (err: unknown) => never): SqlExec =>
-    (action, call) => {
-      let value: Awaitable<SqlOutcome>;
-      try {
-        const ready = driver.ready();
-        value = isLater(ready)
-          ? Promise.resolve(ready).then(() => driver.run(call[0], call[1]))
-          : driver.run(call[0], call[1]);
-      } catch (err) {
-        return fail(action)(err);
-      }
-      return isLater(value) ? Promise.resolve(value).catch(fail(action)) : value;
-    };
-  const exec = execWith(fail);
+  const exec: SqlExec = (action, call) => {
+    let value: Awaitable<SqlOutcome>;
+    try {
+      const ready = driver.ready();
+      value = isLater(ready)
+        ? Promise.resolve(ready).then(() => driver.run(call[0], call[1]))
+        : driver.run(call[0], call[1]);
+    } catch (err) {
+      return fail(action)(err);
+    }
+    return isLater(value) ? Promise.resolve(value).catch(fail(action)) : value;
+  };
   return {
     ...parts,
     exec,
-    stepsExec: execWith(failing(addStepsColumn(dialect.steps, dialect.names.keys))),
     session: { exec, locked: (fn) => driver.locked(fn) },
     ready: (action) => guarded(() => driver.ready(), fail(action)),
   };
@@ -426,9 +414,8 @@ export function sqlStore(parts: SqlStoreParts) {
       ),
     purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(c, options),
     steps: sqlStepStore(
-      (lease) => then(c.stepsExec('load steps', calls.loadSteps(lease)), ({ rows }) => rows[0]?.steps),
-      (lease, name, value) =>
-        then(c.stepsExec('save a step', calls.saveStep(lease, name, value)), (r) => r.done),
+      (lease) => then(exec('load steps', calls.loadSteps(lease)), ({ rows }) => rows[0]?.steps),
+      (lease, name, value) => then(exec('save a step', calls.saveStep(lease, name, value)), (r) => r.done),
     ),
     close: async (): Promise<void> => {
       // The client is the caller's: nothing of ours to close.
