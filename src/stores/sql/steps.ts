@@ -34,8 +34,9 @@ export const addStepsColumn = (steps: SqlStepsDialect, table: string): string =>
  * Adds the `steps` column to `table` when it lacks it (autoCreate, on first use): looked up first,
  * so a table that has it is never altered, and another process adding it at the same time is no
  * error. An ALTER refused for good (a role that may not alter a table it does not own) is left to
- * the first step, which then fails naming the ALTER to run, while claims go on working. Errors that
- * may pass (the connection) are thrown, so the next use tries again.
+ * the statements that need the column, which then fail naming the ALTER to run. Errors that
+ * may pass (the connection) are thrown, so the next use tries again; any other error of the look-up
+ * is left to the statements that meet it.
  */
 export function upgradeSteps(
   steps: SqlStepsDialect,
@@ -50,7 +51,12 @@ export function upgradeSteps(
   return guarded(
     () => then(run(`SELECT steps FROM ${table} WHERE 1 = 0`), () => undefined),
     (err) => {
-      if (!steps.missing(err)) throw err;
+      if (!steps.missing(err)) {
+        // Refused for good (a role without privileges on the table): the store's own statements
+        // report it, as without the look-up.
+        if (passing(err)) throw err;
+        return;
+      }
       return guarded(
         () => then(run(addStepsColumn(steps, table)), () => undefined),
         (refused) => {
