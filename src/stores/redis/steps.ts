@@ -8,7 +8,7 @@
 import type { StepStore } from '../../core/steps.js';
 import type { Lease } from '../../core/types.js';
 import { text } from './inbox-values.js';
-import type { RedisClientLike, Script } from './wire.js';
+import type { Script } from './scripts.js';
 
 /**
  * Leases that saved a step (through any store object): the only ones of a life's first attempt
@@ -21,7 +21,7 @@ const stepped = new WeakSet<Lease>();
 export const mayHaveSteps = (lease: Lease): boolean => lease.attempt > 1 || stepped.has(lease);
 
 /** The key prefix an ioredis client (or Cluster) puts before every key it sends, if any. */
-export function clientPrefixOf(client: RedisClientLike): string {
+export function clientPrefixOf(client: object): string {
   const prefix = (client as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
   return typeof prefix === 'string' || Buffer.isBuffer(prefix) ? prefix.toString() : '';
 }
