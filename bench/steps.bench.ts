@@ -96,10 +96,28 @@ async function bench(label: string, store: Store): Promise<void> {
   );
 }
 
+/** One event at a time: the median time of an event with each handler, and what a step adds to it. */
+async function latency(store: Store): Promise<void> {
+  const times: number[][] = contenders.map(() => []);
+  const n = small ? 200 : 1_000;
+  for (let i = 0; i < n; i++) {
+    for (const [c, contender] of contenders.entries()) {
+      const start = process.hrtime.bigint();
+      ok((await contender.run(store, `l:${run}:${c}:${i}`)).outcome);
+      times[c]!.push(Number(process.hrtime.bigint() - start) / 1e3);
+    }
+  }
+  const [plain, stepped] = times.map((xs) => median(xs)) as [number, number];
+  console.log(
+    `  one at a time (${n} events each): ${plain.toFixed(0)} µs without steps, ${stepped.toFixed(0)} µs with three: ${((stepped - plain) / 3).toFixed(0)} µs per step`,
+  );
+}
+
 async function main(): Promise<void> {
   const client = await createClient({ url: servers.redis }).connect();
   const redis = redisStore({ client, prefix: `oo-bench-steps-${run}:` });
   await bench('Redis (node-redis)', redis);
+  await latency(redis);
   await redis.close();
   const keys = await client.keys(`oo-bench-steps-${run}:*`);
   for (let i = 0; i < keys.length; i += 1000) await client.del(keys.slice(i, i + 1000));
@@ -110,6 +128,7 @@ async function main(): Promise<void> {
   const postgres = postgresStore({ client: pool, table });
   await postgres.ready();
   await bench('PostgreSQL (pg, pool of 10)', postgres);
+  await latency(postgres);
   await postgres.close();
   await pool.query(`DROP TABLE IF EXISTS "${table}", "${table}_versions"`);
   await pool.end();
