@@ -12,6 +12,7 @@ import type { Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import { CONFIRM, EXTEND } from './redis/scripts.js';
+import { crc16, slotOf, stepsKeyOf } from './redis/slots.js';
 import { type IoRedisLike, type NodeRedisLike, type RedisClientLike, redisStore } from './redis.js';
 
 /** node-redis 4, installed under the alias `redis4`: the peer range (`redis: >=4`) is what is tested. */
@@ -755,6 +756,94 @@ if (
       );
       assert.equal(next.attempt, 2);
       assert.equal(await ioredis.get(key), `p|${next.token}|2|30000|32000|=f`);
+    });
+
+    it("keeps a key's steps in a hash beside it that never outlives it: expiring with it through save, extend, release and takeover, gone with confirm and record", async () => {
+      // Prepare: Redis 7 reads both expiries exactly (PEXPIRETIME); `steps` names a key's hash.
+      const store = redisStore({ client: nodeRedis, prefix, checkEvictionPolicy: false, leaseGrace: 1 });
+      const steps = store.steps!;
+      const names = (key: string) => {
+        const record = `${prefix}k:${key}`;
+        return { record, steps: stepsKeyOf(record) };
+      };
+      const expiry = async (key: string) => Number(await nodeRedis.sendCommand(['PEXPIRETIME', key]));
+      const sameExpiry = async (key: string, what: string) => {
+        const { record, steps: hash } = names(key);
+        const at = await expiry(record);
+        assert.ok(at > 0, `${what}: the record expires`);
+        assert.equal(await expiry(hash), at, `${what}: the steps expire with the record`);
+      };
+      const gone = async (key: string, what: string) => {
+        const { record, steps: hash } = names(key);
+        assert.equal(await nodeRedis.exists(record), 0, `${what}: the record is gone`);
+        assert.equal(await nodeRedis.exists(hash), 0, `${what}: its steps are gone`);
+      };
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+      // Act, Assess: saved, renewed and released with a short grace, then waited out.
+      const lease = acquired(await store.claim('steps-released', { leaseMs: LONG, retentionMs: 300 }));
+      assert.equal(await steps.save(lease, 'charge', '"pi_1"'), true);
+      assert.deepEqual({ ...(await nodeRedis.hGetAll(names('steps-released').steps)) }, { charge: '"pi_1"' });
+      await sameExpiry('steps-released', 'saved');
+      assert.equal(await store.extend(lease, { leaseMs: 5_000 }), true);
+      await sameExpiry('steps-released', 'extended');
+      assert.equal(await store.release(lease), true);
+      await sameExpiry('steps-released', 'released');
+      const pttl = await nodeRedis.pTTL(names('steps-released').steps);
+      assert.ok(pttl > 0 && pttl <= 300, `the steps live the grace alone, got ${pttl}`);
+      await sleep(500);
+      await gone('steps-released', 'the grace ran out');
+
+      // A takeover with a shorter grace than the run-out lease had: the steps follow it down.
+      const crashed = acquired(await store.claim('steps-taken', { leaseMs: 100, retentionMs: LONG }));
+      assert.equal(await steps.save(crashed, 'charge', '"pi_2"'), true);
+      await sleep(200);
+      const taker = acquired(await store.claim('steps-taken', { leaseMs: 100, retentionMs: 200 }));
+      assert.equal(taker.attempt, 2);
+      await sameExpiry('steps-taken', 'taken over');
+      assert.deepEqual(Object.fromEntries(await steps.load(taker)), { charge: '"pi_2"' });
+      await sleep(500);
+      await gone('steps-taken', "the taker's lease and grace ran out");
+      assert.equal(acquired(await store.claim('steps-taken', { leaseMs: LONG })).attempt, 1);
+
+      // Confirm: the record completed, its steps deleted at once (also a first attempt's, which
+      // would otherwise confirm natively).
+      for (const key of ['steps-confirmed', 'steps-confirmed-2']) {
+        const first = acquired(await store.claim(key, { leaseMs: 100, retentionMs: LONG }));
+        let owner = first;
+        if (key.endsWith('-2')) {
+          await sleep(200);
+          owner = acquired(await store.claim(key, { leaseMs: LONG, retentionMs: LONG }));
+        }
+        assert.equal(await steps.save(owner, 'charge', '"pi_3"'), true);
+        assert.equal(await store.confirm(owner, { retentionMs: LONG }), true);
+        assert.equal((await store.inspect(key))?.state, 'completed');
+        assert.equal(await nodeRedis.exists(names(key).steps), 0, `${key}: confirm deleted the steps`);
+      }
+
+      // record() taking over a run-out lease completes the key: its steps go.
+      const recorded = acquired(await store.claim('steps-recorded', { leaseMs: 100, retentionMs: LONG }));
+      assert.equal(await steps.save(recorded, 'charge', '"pi_4"'), true);
+      await sleep(200);
+      assert.deepEqual(await store.record('steps-recorded', { retentionMs: LONG }), { duplicate: false });
+      assert.equal(await nodeRedis.exists(names('steps-recorded').steps), 0, 'record deleted the steps');
+    });
+
+    it("names a claim key's steps hash in the claim key's Cluster slot, whatever braces the key holds", () => {
+      for (const clientPrefix of ['', 'app:', 'a{b']) {
+        for (const key of ['evt_1', 'a{b', '{}x', 'x}y', '{tag}z', 'a{}{b}', '{', '~sha256:abc']) {
+          const record = `${prefix}k:${key}`;
+          const steps = stepsKeyOf(record, clientPrefix);
+          assert.ok(steps.startsWith(`${record} s`), steps);
+          assert.equal(
+            slotOf(Buffer.from(clientPrefix + steps)),
+            slotOf(Buffer.from(clientPrefix + record)),
+            `${JSON.stringify(clientPrefix)} + ${record} -> ${steps}`,
+          );
+        }
+      }
+      // Redis's own example: the CRC16 of "123456789" is 0x31C3.
+      assert.equal(crc16(Buffer.from('123456789')), 0x31c3);
     });
 
     it('never treats an empty token as an owner, not even of a released record', async () => {

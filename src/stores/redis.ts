@@ -171,6 +171,7 @@ export function redisStore(options: RedisStoreOptions): Store {
     record: (key, recordOptions) => claims.record(key, recordOptions),
     advance: (entity, version) => claims.advance(entity, version),
     inspect: (key) => claims.inspect(key),
+    steps: claims.steps,
     async close(): Promise<void> {
       // The client is the caller's: it stays open for the rest of their application.
     },

@@ -1,9 +1,9 @@
 /**
  * The Redis store's claims: claim (the fast `SET NX PX GET`, a live lease told by its token or one
  * `PTTL`, else the claim script), confirm (native `SET ... IFEQ` when the server has it, else the
- * script), release, extend, record, advance, inspect and the health report, over the parts kept
- * apart: the wire (wire.ts), the server's clock (clock.ts), native compare-and-set (cas.ts), the
- * values (values.ts) and the checks (checks.ts).
+ * script), release, extend, record, advance, inspect, durable steps and the health report, over the
+ * parts kept apart: the wire (wire.ts), the server's clock (clock.ts), native compare-and-set
+ * (cas.ts), the values (values.ts), the steps hash's name (slots.ts) and the checks (checks.ts).
  */
 import { newToken } from '../../core/crypto.js';
 import type { HealthCheck, StoreHealth } from '../../core/health.js';
@@ -24,6 +24,8 @@ import { checkEvictionPolicy, redisHealth } from './checks.js';
 import { ServerClock } from './clock.js';
 import { connectionCounter } from './connection.js';
 import { redisFailure } from './failure.js';
+import { clientPrefixOf, mayHaveSteps, redisSteps } from './steps.js';
+import { stepsKeyOf } from './slots.js';
 import {
   claimWritten,
   confirmBound,
@@ -72,6 +74,7 @@ export class RedisClaims {
   readonly #cas: NativeCas;
   /** What each lease's claim wrote, for its confirm (see values.ts `Written`). */
   readonly #written = new WeakMap<Lease, Written>();
+  readonly #clientPrefix: string;
 
   constructor(options: RedisClaimsOptions) {
     this.#wire = options.wire;
@@ -80,6 +83,7 @@ export class RedisClaims {
     this.#minGraceMs = options.minGraceMs;
     this.#warn = options.warn;
     this.#policyChecked = !options.checkEvictionPolicy;
+    this.#clientPrefix = clientPrefixOf(options.client);
     const connectionCount = options.wire.cluster ? undefined : connectionCounter(options.client);
     this.#cas = new NativeCas(options.wire, `${options.prefix}k:~cas-probe`, connectionCount);
     // The first reading also asks whether the server compares and sets natively: in the same trip
@@ -93,6 +97,17 @@ export class RedisClaims {
   // ids UTF-8 would merge (lone surrogates) stay two keys, as on every store.
   claimKey(key: string): string {
     return `${this.#prefix}k:${storeKey(key)}`;
+  }
+
+  /** The steps hash of a claim key, in its slot (slots.ts); of a lease's, only if it may have steps. */
+  #stepsKey(claimKey: string, lease?: Lease): string | undefined {
+    return lease && !mayHaveSteps(lease) ? undefined : stepsKeyOf(claimKey, this.#clientPrefix);
+  }
+
+  /** A script over the claim key of `key` and its steps hash. */
+  #onSteps(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
+    const claimKey = this.claimKey(key);
+    return this.#call(what, s, claimKey, args, undefined, this.#stepsKey(claimKey));
   }
 
   #versionKey(entity: string): string {
@@ -118,8 +133,8 @@ export class RedisClaims {
   };
 
   /** A script by its body (EVAL): one command, whatever the server has loaded. */
-  #byBody(what: string, s: Script, key: string, args: string[]): Promise<unknown> {
-    return this.#wire.eval(s, key, args).then(this.#answered, (err: unknown) => {
+  #byBody(what: string, s: Script, key: string, args: string[], also?: string): Promise<unknown> {
+    return this.#wire.eval(s, key, args, also).then(this.#answered, (err: unknown) => {
       throw this.failure(what, err);
     });
   }
@@ -127,15 +142,16 @@ export class RedisClaims {
   /**
    * A script by EVALSHA; on NOSCRIPT (never loaded, SCRIPT FLUSH, failover) by EVAL, which caches
    * it. One handler pair on the common path: this runs for every confirm on Redis 7. The EVAL is a
-   * second command, refused past `notAfter` (on `leaseNow()`'s clock) when one is given.
+   * second command, refused past `notAfter` (on `leaseNow()`'s clock) when one is given. `also`:
+   * the key's steps hash, when the script takes it.
    */
-  #call(what: string, s: Script, key: string, args: string[], notAfter?: number): Promise<unknown> {
-    return this.#wire.evalsha(s, key, args).then(this.#answered, (err: unknown) => {
+  #call(what: string, s: Script, key: string, args: string[], notAfter?: number, also?: string) {
+    return this.#wire.evalsha(s, key, args, also).then(this.#answered, (err: unknown) => {
       if (!isNoScript(err)) throw this.failure(what, err);
       if (notAfter !== undefined && leaseNow() >= notAfter) {
         throw tooLate('the server had not loaded the confirm script (NOSCRIPT)');
       }
-      return this.#byBody(what, s, key, args);
+      return this.#byBody(what, s, key, args, also);
     });
   }
 
@@ -243,13 +259,8 @@ export class RedisClaims {
     fingerprint: string | undefined,
   ): Promise<Claim> {
     const sentAt = leaseNow();
-    const reply = (await this.#call('claim', scripts.claim, this.claimKey(key), [
-      token,
-      String(lease),
-      String(g),
-      fp,
-      String(lease + g),
-    ])) as number[];
+    const args = [token, String(lease), String(g), fp, String(lease + g)];
+    const reply = (await this.#onSteps('claim', scripts.claim, key, args)) as number[];
     const [status, a, b, c] = reply.map(Number);
     if (status === 1) {
       const acquired = createLease({ key, token, attempt: a!, fingerprint, expiresAt: new Date(b!) });
@@ -324,7 +335,9 @@ export class RedisClaims {
     // out) is the script, as on Redis 7.
     const notAfter = held !== undefined && leaseNow() < held.bound ? held.bound : undefined;
     const claimed = notAfter === undefined ? undefined : held?.value;
-    if (claimed !== undefined && this.#cas.answer() === true) {
+    // Steps, if the key may have them, go in the same script (a native SET cannot delete them).
+    const steps = this.#stepsKey(key, lease);
+    if (claimed !== undefined && steps === undefined && this.#cas.answer() === true) {
       const verdict = await this.#nativeConfirm(key, done, claimed, retention, id, notAfter!);
       if (verdict !== undefined) {
         // Completed (now or before): a repeated confirm goes to the script, which finds our id.
@@ -339,8 +352,8 @@ export class RedisClaims {
     const args = claimed === undefined ? [id, done, retention] : [id, done, retention, claimed];
     const reply =
       notAfter === undefined
-        ? await this.#byBody('confirm', scripts.confirm, key, args)
-        : await this.#call('confirm', scripts.confirm, key, args, notAfter);
+        ? await this.#byBody('confirm', scripts.confirm, key, args, steps)
+        : await this.#call('confirm', scripts.confirm, key, args, notAfter, steps);
     const confirmed = Number(reply) === 1;
     if (confirmed) this.#written.delete(lease);
     return confirmed;
@@ -390,7 +403,12 @@ export class RedisClaims {
     this.#written.delete(lease);
     const id = ownerId(lease.token);
     if (id === undefined) return false;
-    return Number(await this.#call('release', scripts.release, this.claimKey(lease.key), [id])) === 1;
+    const key = this.claimKey(lease.key);
+    return (
+      Number(
+        await this.#call('release', scripts.release, key, [id], undefined, this.#stepsKey(key, lease)),
+      ) === 1
+    );
   }
 
   async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
@@ -406,20 +424,30 @@ export class RedisClaims {
     if (before !== undefined) {
       this.#written.set(lease, { value: undefined, bound: Math.min(before.bound, renewedBound) });
     }
-    const reply = await this.#call('extend', scripts.extend, this.claimKey(lease.key), [id, String(ms)]);
+    const key = this.claimKey(lease.key);
+    const steps = this.#stepsKey(key, lease);
+    const reply = await this.#call('extend', scripts.extend, key, [id, String(ms)], undefined, steps);
     const renewed = Number(reply) === 1;
     if (renewed && before !== undefined) this.#written.set(lease, { value: undefined, bound: renewedBound });
     return renewed;
   }
 
   async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {
-    const reply = await this.#call('record', scripts.record, this.claimKey(key), [
+    const reply = await this.#onSteps('record', scripts.record, key, [
       newToken(),
       String(duration(retentionMs, 'retentionMs')),
       fingerprintField(fingerprint),
     ]);
     return { duplicate: Number(reply) === 1 };
   }
+
+  /** The steps of a lease's key (see steps.ts). */
+  readonly steps = redisSteps({
+    save: scripts.saveStep,
+    load: scripts.loadSteps,
+    owner: (lease) => ownerId(lease.token),
+    run: (what, s, lease, args) => this.#onSteps(what, s, lease.key, args),
+  });
 
   async advance(entity: string, version: number): Promise<boolean> {
     assertVersion(version);

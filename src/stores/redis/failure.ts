@@ -27,7 +27,7 @@ export function redisFailure(prefix: string, what: string, err: unknown): StoreU
   if (/^NOPERM\b/.test(message) || /can't run this command or subcommand/.test(message)) {
     return new StoreMisconfiguredError(
       'store_permission_denied',
-      `onceonly: Redis ${what} failed: the client's ACL user may not run a command or touch a key the store needs (${message}); allow them: ACL SETUSER <user> ~${prefix}* +get +set +del +pttl +time +eval +evalsha (the key pattern after any client keyPrefix; +config|get too for the eviction-policy check; the inbox also needs +hset +hmget +exists +incr +zadd +zrem +zrange +zrangebyscore +zcard +zcount +pexpire +sadd +smembers)`,
+      `onceonly: Redis ${what} failed: the client's ACL user may not run a command or touch a key the store needs (${message}); allow them: ACL SETUSER <user> ~${prefix}* +get +set +del +pttl +time +eval +evalsha (the key pattern after any client keyPrefix; +config|get too for the eviction-policy check; durable steps also need +hset +hgetall +pexpireat; the inbox also needs +hgetall +hset +hmget +exists +incr +zadd +zrem +zrange +zrangebyscore +zcard +zcount +pexpire +sadd +smembers)`,
       { cause: err },
     );
   }

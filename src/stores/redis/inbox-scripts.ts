@@ -17,7 +17,11 @@
  *   and only when there is one, ty type, id, it item, k the key as given (when it is not the
  *   stored one) and r the receiver (when it is not q);
  * - `<base>b:<key>`, a string: the delivery, JSON [headers, url, receivedAt], a newline, then the
- *   body's exact bytes. Deleted on completion when the body is to be dropped.
+ *   body's exact bytes. Deleted on completion when the body is to be dropped;
+ * - `<base>s:<key>`, a hash: its durable steps, name → result, written by its owner only
+ *   (INBOX_STEPS_SAVE), kept through retry, bury, requeue and takeovers, deleted on completion (so
+ *   it never outlives the entry, which only expires or is purged once completed) and when an
+ *   accept starts a new entry. Apart from the entry, which stays small.
  *
  * Each receiver has four sorted sets in the queue, scored by `d`: `p:` pending, `r:` processing,
  * `c:` completed, `x:` dead. All time is the server's (`TIME`, frozen while a script runs on
@@ -43,7 +47,7 @@ local member = memberOf(held[4], string.sub(KEYS[2], #base + 3))
 `;
 
 /**
- * KEYS: anchor, entry, delivery, pending set, processing set. ARGV: receiver part, fingerprint,
+ * KEYS: anchor, entry, delivery, steps, pending set, processing set. ARGV: receiver part, fingerprint,
  * delivery (JSON, newline, body), key part, claimMs ('' for none), token, then field/value pairs of
  * the optional fields.
  * Returns {0, due} accepted, {1, state} duplicate, {2, state} conflict.
@@ -52,12 +56,13 @@ export const INBOX_ACCEPT = `${prelude}
 local held = redis.call('HMGET', KEYS[2], 's', 'f')
 if held[1] then return {held[2] == ARGV[2] and 1 or 2, held[1]} end
 local seq = redis.call('INCR', KEYS[1])
+redis.call('DEL', KEYS[4])
 -- A pending entry leaves out what it has not got yet: n (0), t (none), d and u (a).
-local due, set = now, KEYS[4]
+local due, set = now, KEYS[5]
 if ARGV[5] == '' then
   redis.call('HSET', KEYS[2], 's', 'p', 'f', ARGV[2], 'q', ARGV[1], 'o', seq, 'a', now, unpack(ARGV, 7))
 else
-  due, set = now + tonumber(ARGV[5]), KEYS[5]
+  due, set = now + tonumber(ARGV[5]), KEYS[6]
   redis.call('HSET', KEYS[2], 's', 'r', 'f', ARGV[2], 'q', ARGV[1], 'o', seq, 'a', now, 'n', 1, 't', ARGV[6],
     'd', due, unpack(ARGV, 7))
 end
@@ -134,6 +139,18 @@ end
 return {redis.call('SMEMBERS', KEYS[4]), out}
 `;
 
+/**
+ * KEYS (every script of a lease's entry): anchor, entry, delivery, steps. ARGV: token, name, result.
+ * Stores a step's result when the token owns the entry (its lease run out or not). 1 or 0.
+ */
+export const INBOX_STEPS_SAVE = `${prelude}${owned}
+redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
+return 1
+`;
+
+/** KEYS: anchor, entry, delivery, steps. The steps as {name, result, ...}. */
+export const INBOX_STEPS_LOAD = `return redis.call('HGETALL', KEYS[4])`;
+
 /** KEYS: anchor, entry. ARGV: token, leaseMs. Returns 1 extended, 0 not ours. */
 export const INBOX_EXTEND = `${prelude}${owned}
 local due = now + tonumber(ARGV[2])
@@ -143,14 +160,16 @@ return 1
 `;
 
 /**
- * KEYS: anchor, entry, delivery. ARGV: token, retentionMs, dropBody ('1' or '').
- * Completed, forgotten by Redis itself after the retention (PEXPIRE). Also forgets up to 16 members
- * of the completed set whose retention ended, so the set stays small without a purge.
+ * KEYS: anchor, entry, delivery, steps. ARGV: token, retentionMs, dropBody ('1' or '').
+ * Completed, forgotten by Redis itself after the retention (PEXPIRE); its steps go now. Also
+ * forgets up to 16 members of the completed set whose retention ended, so the set stays small
+ * without a purge.
  */
 export const INBOX_COMPLETE = `${prelude}${owned}
 local due = now + tonumber(ARGV[2])
 redis.call('HSET', KEYS[2], 's', 'c', 't', '', 'd', due, 'u', now)
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('DEL', KEYS[4])
 if ARGV[3] == '1' then redis.call('DEL', KEYS[3]) else redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
 redis.call('ZREM', base .. 'r:' .. q, member)
 local done = base .. 'c:' .. q
@@ -177,7 +196,10 @@ redis.call('ZADD', base .. 'x:' .. q, now, member)
 return 1
 `;
 
-/** KEYS: anchor, entry, delivery. A dead entry that kept its body back to pending, due now. 1 or 0. */
+/**
+ * KEYS: anchor, entry, delivery, steps. A dead entry that kept its body back to pending, due now.
+ * 1 or 0.
+ */
 export const INBOX_REQUEUE_ONE = `${prelude}
 local held = redis.call('HMGET', KEYS[2], 's', 'q', 'o')
 if held[1] ~= 'd' or redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
@@ -252,7 +274,7 @@ end
 return out
 `;
 
-/** KEYS: anchor, entry, delivery. Returns nil, or {delivery or nil, fields...}. */
+/** KEYS: anchor, entry, delivery, steps. Returns nil, or {delivery or nil, fields...}. */
 export const INBOX_GET = `
 local e = redis.call('HMGET', KEYS[2], ${viewFields})
 if not e[1] then return false end
@@ -271,7 +293,7 @@ for _, member in ipairs(gone) do
   local entry = base .. 'e:' .. sk
   local held = redis.call('HMGET', entry, 's', 'o')
   if held[1] == 'c' and held[2] and memberOf(held[2], sk) == member then
-    redis.call('DEL', entry, base .. 'b:' .. sk)
+    redis.call('DEL', entry, base .. 'b:' .. sk, base .. 's:' .. sk)
   end
 end
 if #gone > 0 then redis.call('ZREM', KEYS[2], unpack(gone)) end
@@ -293,4 +315,6 @@ export const inboxScripts = {
   stats: script(INBOX_STATS),
   list: script(INBOX_LIST),
   purge: script(INBOX_PURGE),
+  saveStep: script(INBOX_STEPS_SAVE),
+  loadSteps: script(INBOX_STEPS_LOAD),
 };

@@ -11,6 +11,7 @@
  *   see redis/inbox-scripts.ts), small enough for Redis's compact encoding;
  * - `<prefix>i:{space}:b:<key>`: its delivery (headers, url, receivedAt, and the body's exact
  *   bytes), a string: deleted when a completed entry drops its body;
+ * - `<prefix>i:{space}:s:<key>`: its durable steps, a hash, until it completes;
  * - `<prefix>i:{space}:p:<receiver>` / `r:` / `c:` / `x:`: sorted sets of its pending entries by due
  *   time, processing ones by lease end (so one whose lease ran out is due again), completed ones by
  *   the end of their retention, dead ones by when they died;
@@ -57,6 +58,7 @@ import {
   view,
 } from './inbox-values.js';
 import type { Script } from './scripts.js';
+import { redisSteps } from './steps.js';
 
 export { spaceOf } from './inbox-values.js';
 
@@ -115,16 +117,11 @@ class RedisInbox implements InboxStore {
     return { space, receiver, base: this.#baseOf(space), part: keyPart(receiver) };
   }
 
-  #anchor(key: string): string {
-    return `${this.#baseOf(spaceOf(key))}n`;
-  }
-
-  #entryKey(key: string): string {
-    return `${this.#baseOf(spaceOf(key))}e:${storeKey(key)}`;
-  }
-
-  #deliveryKey(key: string): string {
-    return `${this.#baseOf(spaceOf(key))}b:${storeKey(key)}`;
+  /** The keys of one entry, first in every script of one entry: anchor, entry, delivery, steps. */
+  #names(key: string): string[] {
+    const base = this.#baseOf(spaceOf(key));
+    const sk = storeKey(key);
+    return [`${base}n`, `${base}e:${sk}`, `${base}b:${sk}`, `${base}s:${sk}`];
   }
 
   async #run(what: string, script: Script, keys: string[], args: (string | Buffer)[]): Promise<unknown> {
@@ -222,7 +219,8 @@ class RedisInbox implements InboxStore {
         const fingerprint = readable(() => text(rest[7]), '');
         const acceptedAt = new Date(readable(() => Number(text(rest[3])), 0));
         const held = lease(key, text(token), Number(text(rest[2] ?? '0')), fingerprint, expiresAt);
-        this.#namesOf.set(held, [`${q.base}n`, `${q.base}e:${text(sk)}`, `${q.base}b:${text(sk)}`]);
+        const named = (letter: string) => `${q.base}${letter}:${text(sk)}`;
+        this.#namesOf.set(held, [`${q.base}n`, named('e'), named('b'), named('s')]);
         return {
           ...unreadableJob(
             {
@@ -272,17 +270,24 @@ class RedisInbox implements InboxStore {
     return strip(taken.flatMap((t) => t.jobs).sort((a, b) => a.due - b.due));
   }
 
+  /** A script over the keys of a lease's entry: anchor, entry, delivery, steps. */
+  #onEntry(what: string, script: Script, held: Lease, args: string[]): Promise<unknown> {
+    return this.#run(what, script, this.#namesOf.get(held) ?? this.#names(held.key), args);
+  }
+
   /** An owner-checked change of one entry: 1 from the script when the lease still owned it. */
   async #owned(what: string, script: Script, held: Lease, args: string[]): Promise<boolean> {
     if (held.token === '') return false;
-    const names = this.#namesOf.get(held) ?? [
-      this.#anchor(held.key),
-      this.#entryKey(held.key),
-      this.#deliveryKey(held.key),
-    ];
-    const reply = await this.#run(what, script, names, [held.token, ...args]);
-    return Number(reply) === 1;
+    return Number(await this.#onEntry(what, script, held, [held.token, ...args])) === 1;
   }
+
+  /** The steps of a lease's entry (see steps.ts). */
+  readonly steps = redisSteps({
+    save: s.saveStep,
+    load: s.loadSteps,
+    owner: (held) => (held.token === '' ? undefined : held.token),
+    run: (what, script, held, args) => this.#onEntry(what, script, held, args),
+  });
 
   async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
     const claimMs = options.claimMs === undefined ? undefined : ms(options.claimMs, 'claimMs', 1);
@@ -293,7 +298,7 @@ class RedisInbox implements InboxStore {
     const reply = (await this.#run(
       'accept',
       s.accept,
-      [`${q.base}n`, this.#entryKey(input.key), this.#deliveryKey(input.key), set(q, 'p'), set(q, 'r')],
+      [...this.#names(input.key), set(q, 'p'), set(q, 'r')],
       [
         q.part,
         input.fingerprint,
@@ -417,12 +422,7 @@ class RedisInbox implements InboxStore {
   }
 
   async get(key: string) {
-    const reply = (await this.#run(
-      'get',
-      s.get,
-      [this.#anchor(key), this.#entryKey(key), this.#deliveryKey(key)],
-      [],
-    )) as unknown[] | null;
+    const reply = (await this.#run('get', s.get, this.#names(key), [])) as unknown[] | null;
     if (!reply) return undefined;
     const [delivery, ...rest] = reply;
     const hasBody = delivery !== null && delivery !== undefined;
@@ -434,14 +434,7 @@ class RedisInbox implements InboxStore {
 
   async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
     if ('key' in target) {
-      return Number(
-        await this.#run(
-          'requeue',
-          s.requeueOne,
-          [this.#anchor(target.key), this.#entryKey(target.key), this.#deliveryKey(target.key)],
-          [],
-        ),
-      );
+      return Number(await this.#run('requeue', s.requeueOne, this.#names(target.key), []));
     }
     let total = 0;
     for (const q of await this.#queuesOf('requeue', target.receiver)) {

@@ -5,7 +5,19 @@
  */
 import { ConfigError } from '../../errors.js';
 import type { InboxWire } from './inbox.js';
-import { ADVANCE, CLAIM, CONFIRM, EXTEND, INSPECT, RECORD, RELEASE, type Script, script } from './scripts.js';
+import {
+  ADVANCE,
+  CLAIM,
+  CONFIRM,
+  EXTEND,
+  INSPECT,
+  RECORD,
+  RELEASE,
+  STEPS_LOAD,
+  STEPS_SAVE,
+  type Script,
+  script,
+} from './scripts.js';
 
 export type { Script } from './scripts.js';
 
@@ -41,6 +53,8 @@ export const scripts = {
   record: script(RECORD),
   advance: script(ADVANCE),
   inspect: script(INSPECT),
+  saveStep: script(STEPS_SAVE),
+  loadSteps: script(STEPS_LOAD),
 };
 
 /**
@@ -48,10 +62,13 @@ export const scripts = {
  * promise (see `attempt`).
  */
 export interface Wire extends InboxWire {
-  /** A script by its SHA1 (EVALSHA); `call()` falls back to `eval` on NOSCRIPT. */
-  evalsha(s: Script, key: string, args: string[]): Promise<unknown>;
+  /**
+   * A script by its SHA1 (EVALSHA) over `key` and, when given, `also` (a key of the same slot: its
+   * steps); `call()` falls back to `eval` on NOSCRIPT.
+   */
+  evalsha(s: Script, key: string, args: string[], also?: string): Promise<unknown>;
   /** A script by its body (EVAL), which also caches it on the server. */
-  eval(s: Script, key: string, args: string[]): Promise<unknown>;
+  eval(s: Script, key: string, args: string[], also?: string): Promise<unknown>;
   /** `SET key value NX PX px GET`: the value the key already held, or null when the SET won. */
   setNx(key: string, value: string, px: number): Promise<unknown>;
   /** `TIME` on the node that holds `key`: [seconds, microseconds]. */
@@ -138,8 +155,20 @@ export function adapt(client: RedisClientLike): Wire {
           );
     return {
       cluster: isCluster,
-      evalsha: (s, key, args) => send(key, ['EVALSHA', s.sha, '1', key, ...args]),
-      eval: (s, key, args) => send(key, ['EVAL', s.body, '1', key, ...args]),
+      evalsha: (s, key, args, also) =>
+        send(
+          key,
+          also === undefined
+            ? ['EVALSHA', s.sha, '1', key, ...args]
+            : ['EVALSHA', s.sha, '2', key, also, ...args],
+        ),
+      eval: (s, key, args, also) =>
+        send(
+          key,
+          also === undefined
+            ? ['EVAL', s.body, '1', key, ...args]
+            : ['EVAL', s.body, '2', key, also, ...args],
+        ),
       setNx: (key, value, px) => send(key, ['SET', key, value, 'NX', 'PX', String(px), 'GET']),
       time: (key) => send(key, ['TIME']),
       pttl: (key) => send(key, ['PTTL', key]),
@@ -159,8 +188,14 @@ export function adapt(client: RedisClientLike): Wire {
     const c = client as IoRedisLike;
     return {
       cluster: (client as { isCluster?: unknown }).isCluster === true,
-      evalsha: (s, key, args) => attempt(() => c.evalsha(s.sha, 1, key, ...args)),
-      eval: (s, key, args) => attempt(() => c.eval(s.body, 1, key, ...args)),
+      evalsha: (s, key, args, also) =>
+        attempt(() =>
+          also === undefined ? c.evalsha(s.sha, 1, key, ...args) : c.evalsha(s.sha, 2, key, also, ...args),
+        ),
+      eval: (s, key, args, also) =>
+        attempt(() =>
+          also === undefined ? c.eval(s.body, 1, key, ...args) : c.eval(s.body, 2, key, also, ...args),
+        ),
       setNx: (key, value, px) => attempt(() => c.call('SET', key, value, 'PX', String(px), 'NX', 'GET')),
       time: () => attempt(() => c.call('TIME')),
       pttl: (key) => attempt(() => c.call('PTTL', key)),
