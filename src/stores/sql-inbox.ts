@@ -44,6 +44,7 @@ import { createLease, type Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { delivery, entryValues, jobReader, num, stateOf, view } from './sql/inbox-rows.js';
 import { type InboxStatements, inboxStatements, wasDue } from './sql/inbox-statements.js';
+import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import {
   DUE_HEX,
   type InboxTableNames,
@@ -105,6 +106,7 @@ export function inboxDdl(d: SqlInboxDialect, n: InboxTableNames): string[] {
   accepted_at ${y.bigint} NOT NULL, -- ms since the epoch, the server's clock
   due_at ${y.bigint} NOT NULL, -- pending: due, processing: lease end, completed: forgotten after
   updated_at ${y.bigint} NOT NULL,
+  steps ${d.steps.type} NULL, -- durable steps: JSON object of name to result, until completed
   last_error ${y.text} NULL${indexes}
 )${d.tableSuffix}`;
   if (d.inlineIndexes) return [table];
@@ -319,6 +321,8 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
   const { dialect: d, driver, names: n, store } = options;
   const T = n.table;
   const errorNames: TableNames = { keys: T, versions: T, index: n.receiverIndex, bareKeys: n.indexOn };
+  // A table of an older onceonly may lack the steps column: its error names the ALTER that adds it.
+  const outdated = addStepsColumn(d.steps, T);
   const fail = (action: string, err: unknown, setup = false) =>
     sqlStoreError(
       d.errors,
@@ -329,6 +333,7 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
         table: options.table,
         names: errorNames,
         defaultTable: options.defaultTable,
+        outdated,
       },
       err,
     );
@@ -340,6 +345,10 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
       created = (async () => {
         try {
           if (!(await driver.exists())) await driver.create(inboxDdl(d, n));
+          // A table made by an older onceonly has no steps column.
+          await upgradeSteps(d.steps, d.errors, T, (text) =>
+            driver.query({ name: 'inbox_steps_column', text, rows: false }, []),
+          );
         } catch (err) {
           throw fail(`create its inbox table ${T}`, err, true);
         }
@@ -379,6 +388,11 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
   return {
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
       accept(c, input, acceptOptions),
+
+    steps: sqlStepStore(
+      async (lease) => (await exec('load steps', s.loadSteps, [storedOf(lease)])).rows[0]?.steps,
+      (lease, name, value) => owned('save a step', s.saveStep, lease, [name, value]),
+    ),
 
     async take({ limit, leaseMs, receiver }: InboxTakeOptions): Promise<InboxJob[]> {
       const n = count(limit, 'take limit', store);

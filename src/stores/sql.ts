@@ -239,15 +239,37 @@ export interface SqlErrorContext {
   readonly names: TableNames;
   /** Whether `table` is the store's default (then the migration call needs no argument). */
   readonly defaultTable: boolean;
+  /** The ALTER that adds the `steps` column (durable steps) to a table an older onceonly made. */
+  readonly outdated?: string | undefined;
 }
 
 /**
  * The fix for a table created by an older onceonly that lacks a column this one writes: the
- * statement failed on an unknown column (the tables are never altered behind your back).
+ * statement failed on an unknown column. Only the steps column is added by autoCreate (on first use).
  */
-export function outdatedTableFix({ names }: SqlErrorContext, migration: string): string {
-  return `the table ${names.keys} was created by an older onceonly and lacks a column this version writes: compare it with ${migration} and add what is missing (for the released-record grace: ALTER TABLE ${names.keys} ADD COLUMN grace_ms BIGINT NOT NULL DEFAULT 0), or drop and recreate it`;
+export function outdatedTableFix(
+  { names, outdated, autoCreate }: SqlErrorContext,
+  migration: string,
+): string {
+  // An inbox's context names its one table as both (it has no grace_ms).
+  const keys = names.keys !== names.versions;
+  const adds = [
+    ...(outdated === undefined ? [] : [`for durable steps (ctx.step): ${outdated}`]),
+    ...(keys
+      ? [
+          `for the released-record grace: ALTER TABLE ${names.keys} ADD COLUMN grace_ms BIGINT NOT NULL DEFAULT 0`,
+        ]
+      : []),
+  ];
+  const autoCreates =
+    outdated !== undefined && !autoCreate
+      ? ' (or turn autoCreate on, which adds the steps column on first use)'
+      : '';
+  return `the table ${names.keys} was created by an older onceonly and lacks a column this version writes: compare it with ${migration} and add what is missing (${adds.join('; ')})${autoCreates}, or drop and recreate it`;
 }
+
+/** What a driver's error means, by the dialect's rules. */
+export const sqlFault = (dialect: SqlErrorDialect, err: unknown): SqlFault => ruleFor(dialect, err).fault;
 
 function ruleFor(dialect: SqlErrorDialect, err: unknown): Pick<SqlErrorRule, 'fault' | 'fix'> {
   const key = dialect.key(err);

@@ -17,6 +17,8 @@ import { assertVersion, createLease, markBuiltin, sameFingerprint } from '../../
 import { ConfigError, StoreUnavailableError } from '../../errors.js';
 import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError, type TableNames } from '../sql.js';
 import { type InboxTableNames, inboxNames, sqlInbox } from '../sql-inbox.js';
+import { guarded, isLater, then } from './awaitable.js';
+import { addStepsColumn, sqlStepStore } from './steps.js';
 import type {
   Awaitable,
   Row,
@@ -33,27 +35,6 @@ import type {
   SqlStatement,
 } from './types.js';
 
-/** Whether a step answers later (a promise or another thenable). */
-export function isLater<T>(value: Awaitable<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
-}
-
-/** `fn(value)`, at once when the value is there, else when it comes. */
-export function then<T, U>(value: Awaitable<T>, fn: (v: T) => Awaitable<U>): Awaitable<U> {
-  return isLater(value) ? Promise.resolve(value).then(fn) : fn(value as T);
-}
-
-/** `fn()`, its throw and its rejection both handed to `fail`. */
-function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awaitable<T> {
-  let value: Awaitable<T>;
-  try {
-    value = fn();
-  } catch (err) {
-    fail(err);
-  }
-  return isLater(value) ? Promise.resolve(value).catch(fail) : value;
-}
-
 /**
  * How a store reports a failed statement: `sqlStoreError` with the store's table and settings.
  * `setup`: while looking up or creating its tables.
@@ -61,12 +42,11 @@ function guarded<T>(fn: () => Awaitable<T>, fail: (err: unknown) => never): Awai
 export type SqlFaults = (action: string, err: unknown, setup?: boolean) => StoreUnavailableError;
 
 export function sqlFaults(dialect: SqlDialect, table: string, autoCreate: boolean): SqlFaults {
+  const { names, defaultTable } = dialect;
+  // A table of an older onceonly may lack the steps column: its error names the ALTER that adds it.
+  const outdated = addStepsColumn(dialect.steps, names.keys);
   return (action, err, setup = false) =>
-    sqlStoreError(
-      dialect.errors,
-      { action, setup, autoCreate, table, names: dialect.names, defaultTable: dialect.defaultTable },
-      err,
-    );
+    sqlStoreError(dialect.errors, { action, setup, autoCreate, table, names, defaultTable, outdated }, err);
 }
 
 /**
@@ -103,14 +83,22 @@ export function getOrMake<K, V>(
 
 /**
  * The calls of a dialect whose statements take the stored key first and the other values in the
- * order of the Store method (PostgreSQL, SQLite): all but `extend` and `confirmOwn`.
+ * order of the Store method (PostgreSQL, SQLite): all but `extend`, `confirmOwn` and `saveStep`.
  */
 export function keyedCalls(
   s: Record<
-    'release' | 'advance' | 'record' | 'inspect' | 'stats' | 'oldest' | 'purge' | 'purgeVersions',
+    | 'release'
+    | 'advance'
+    | 'record'
+    | 'inspect'
+    | 'stats'
+    | 'oldest'
+    | 'purge'
+    | 'purgeVersions'
+    | 'loadSteps',
     SqlStatement
   >,
-): Omit<SqlCalls, 'extend' | 'confirmOwn'> {
+): Omit<SqlCalls, 'extend' | 'confirmOwn' | 'saveStep'> {
   return {
     release: (lease) => [s.release, [storeKey(lease.key), lease.token]],
     advance: (entity, version) => [s.advance, [storeKey(entity), version]],
@@ -123,6 +111,7 @@ export function keyedCalls(
     oldest: (limit) => [s.oldest, [limit]],
     purge: (graceMs, batch) => [s.purge, [graceMs, batch]],
     purgeVersions: (unusedMs, batch) => [s.purgeVersions, [unusedMs, batch]],
+    loadSteps: (lease) => [s.loadSteps, [storeKey(lease.key)]],
   };
 }
 
@@ -424,6 +413,10 @@ export function sqlStore(parts: SqlStoreParts) {
         })),
       ),
     purgeExpired: async (options?: PurgeOptions): Promise<number> => purgeExpired(c, options),
+    steps: sqlStepStore(
+      (lease) => then(exec('load steps', calls.loadSteps(lease)), ({ rows }) => rows[0]?.steps),
+      (lease, name, value) => then(exec('save a step', calls.saveStep(lease, name, value)), (r) => r.done),
+    ),
     close: async (): Promise<void> => {
       // The client is the caller's: nothing of ours to close.
     },

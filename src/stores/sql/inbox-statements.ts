@@ -76,7 +76,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW}, ${NOW} + ?, ${NOW})${d.inser
       'renew',
       `UPDATE ${T} SET ${ENTRY.split(', ')
         .map((c) => `${c} = ?`)
-        .join(', ')}, accepted_at = ${NOW}, due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = NULL
+        .join(
+          ', ',
+        )}, accepted_at = ${NOW}, due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = NULL, steps = NULL
 WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
       false,
     ),
@@ -84,11 +86,11 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
     extend: ownedWrite('extend', `due_at = ${NOW} + ?, updated_at = ${NOW}`),
     complete: ownedWrite(
       'complete',
-      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}`,
+      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, steps = NULL`,
     ),
     completeDrop: ownedWrite(
       'complete_drop',
-      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL`,
+      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL, steps = NULL`,
     ),
     /** Values: delay, error line, then the owner check. */
     retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`),
@@ -97,6 +99,9 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
       `state = ${STATE.dead}, token = '', due_at = ${NOW}, updated_at = ${NOW}, last_error = ?`,
     ),
 
+    // Durable steps (values of a save: name, result, the owner check); complete and renew drop them.
+    loadSteps: st('load_steps', `SELECT steps FROM ${T} WHERE entry_key = ?`, true),
+    saveStep: ownedWrite('save_step', `steps = ${d.steps.merge('?', '?')}`),
     /** A take in one statement (`returning`): the due rows taken, given back. */
     take: (receiver: boolean, limit: number) =>
       st(

@@ -4,6 +4,7 @@
  */
 
 import type { SqlErrorDialect } from '../sql.js';
+import type { SqlStepsDialect } from './steps.js';
 
 export type Row = Record<string, unknown>;
 
@@ -17,6 +18,8 @@ export const STATE = { queued: 0, completed: 1, dead: 2 } as const;
 export interface SqlInboxDialect {
   /** The error table of the store, and the function that prints the inbox table's DDL. */
   readonly errors: SqlErrorDialect;
+  /** The `steps` column (the claims table's words). */
+  readonly steps: SqlStepsDialect;
   /** `$1, $2...` (PostgreSQL) or `?`. The statements below are written with `?`. */
   readonly placeholder: 'dollar' | 'question';
   /** The server's clock in ms since the epoch, as an integer expression. */

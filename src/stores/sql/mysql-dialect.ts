@@ -12,6 +12,7 @@ import { ConfigError } from '../../errors.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableList, tableNames } from '../sql.js';
 import type { SqlInboxDialect } from '../sql-inbox.js';
 import { heldBy, named, tableParts, toText } from './core.js';
+import type { SqlStepsDialect } from './steps.js';
 import type { SqlCall, SqlDialect, SqlStatement } from './types.js';
 
 /** `TEXT` holds 65,535 bytes; the primary key is a SHA-256 of the key, so index limits never bite. */
@@ -21,6 +22,14 @@ const MAX_FINGERPRINT_BYTES = 512;
 export function mysqlTables(table: string): TableNames {
   return tableNames(table, { store: 'mysqlStore', qualifier: 'database', quote: '`', maxLength: 55 });
 }
+
+/** The `steps` column: a JSON object as text (up to 16 MiB: a key's steps hold at most 1 MiB). */
+export const mysqlSteps: SqlStepsDialect = {
+  type: 'MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin',
+  merge: (name, value) => `JSON_MERGE_PATCH(COALESCE(steps, '{}'), JSON_OBJECT(${name}, ${value}))`,
+  missing: (err) => errno(err) === 1054, // ER_BAD_FIELD_ERROR
+  duplicate: (err) => errno(err) === 1060, // ER_DUP_FIELDNAME
+};
 
 export function ddl(t: TableNames): string[] {
   return [
@@ -34,6 +43,7 @@ export function ddl(t: TableNames): string[] {
   expires_at BIGINT NOT NULL COMMENT 'ms since the epoch, server clock',
   updated_at BIGINT NOT NULL COMMENT 'ms since the epoch, server clock',
   grace_ms BIGINT NOT NULL DEFAULT 0 COMMENT 'ms a released or run-out row is kept past expires_at',
+  steps ${mysqlSteps.type} NULL COMMENT 'durable steps: JSON object of name to result',
   PRIMARY KEY (id),
   KEY ${t.index} (expires_at)
 ) ENGINE=InnoDB`,
@@ -81,6 +91,7 @@ VALUES (?, ?, ${state}, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW}, ?)
 ON DUPLICATE KEY UPDATE
   token = IF(${c}, ?, token),
   attempt = IF(${c}, IF(state = 0, attempt + 1, 1), attempt),
+  steps = IF(${c}, ${state === 0 ? 'IF(state = 0, steps, NULL)' : 'NULL'}, steps),
   fingerprint = IF(${c}, ?, fingerprint),
   updated_at = IF(${c}, ${NOW}, updated_at),
   state = IF(${c}, ${state}, state),
@@ -107,7 +118,7 @@ VALUES (?, ?, 0, ?, 1, ?, LAST_INSERT_ID(${NOW} + ?), ${NOW}, ?)`,
 
     // The owner's confirm, the usual case: one UPDATE. insertId: the new expiry, or 0 when the row is
     // not ours (then `confirm` below decides).
-    confirmOwn: `UPDATE ${t.keys} SET state = 1, updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
+    confirmOwn: `UPDATE ${t.keys} SET state = 1, steps = NULL, updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
 WHERE id = ? AND token = ?`,
 
     // Owner-checked. The INSERT covers a record that vanished (its lease ran out and it was purged):
@@ -122,6 +133,7 @@ ON DUPLICATE KEY UPDATE
   token = IF(${ours}, ?, token),
   attempt = IF(${ours}, ?, attempt),
   fingerprint = IF(${ours}, ?, fingerprint),
+  steps = IF(${ours}, NULL, steps),
   updated_at = IF(${ours}, ${NOW}, updated_at),
   state = IF(${ours}, 1, state),
   expires_at = IF(${ours}, LAST_INSERT_ID(${NOW} + ?), expires_at + LAST_INSERT_ID(0))`;
@@ -130,6 +142,12 @@ ON DUPLICATE KEY UPDATE
     // Released: no owner (empty token), the lease ends now; attempt, fingerprint and grace stay.
     // insertId: non-zero when released.
     release: `UPDATE ${t.keys} SET token = '', updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW})
+WHERE id = ? AND token = ? AND state = 0`,
+
+    // Durable steps: the owner's save merges one name into the row's object; insertId the attempt
+    // (non-zero) when the row was ours, written or not (the same value again changes nothing).
+    loadSteps: `SELECT steps FROM ${t.keys} WHERE id = ?`,
+    saveStep: `UPDATE ${t.keys} SET steps = ${mysqlSteps.merge('?', '?')}, attempt = LAST_INSERT_ID(attempt)
 WHERE id = ? AND token = ? AND state = 0`,
 
     extend: `UPDATE ${t.keys} SET updated_at = ${NOW}, expires_at = LAST_INSERT_ID(${NOW} + ?)
@@ -229,6 +247,7 @@ export const mysqlErrors: SqlErrorDialect = {
  */
 export const mysqlInbox: SqlInboxDialect = {
   errors: { ...mysqlErrors, migration: 'mysqlInboxMigration' },
+  steps: mysqlSteps,
   placeholder: 'question',
   now: NOW,
   types: {
@@ -296,7 +315,26 @@ function upsertValues(
   graceMs: number,
 ): unknown[] {
   const c = fp === null ? [] : [fp];
-  return [id, raw, token, fp, ms, graceMs, ...c, token, ...c, ...c, fp, ...c, ...c, ...c, graceMs, ...c, ms];
+  return [
+    id,
+    raw,
+    token,
+    fp,
+    ms,
+    graceMs,
+    ...c,
+    token,
+    ...c,
+    ...c,
+    ...c,
+    fp,
+    ...c,
+    ...c,
+    ...c,
+    graceMs,
+    ...c,
+    ms,
+  ];
 }
 
 /** `statement` with an integer inlined after its `LIMIT ` (MySQL 8.0.22+ takes no DOUBLE parameter there). */
@@ -311,7 +349,12 @@ export function mysqlDialect(table: string): SqlDialect {
   const t = mysqlTables(table);
   const s = named(statements(t), (name) => ({
     rows:
-      name === 'attempt' || name === 'found' || name === 'stats' || name === 'oldest' || name === 'inspect',
+      name === 'attempt' ||
+      name === 'found' ||
+      name === 'stats' ||
+      name === 'oldest' ||
+      name === 'inspect' ||
+      name === 'loadSteps',
   }));
   /** An upsert, checking the fingerprint when there is one: see upsertValues(). */
   const upsert = (
@@ -324,6 +367,7 @@ export function mysqlDialect(table: string): SqlDialect {
     errors: mysqlErrors,
     ...tableParts(table, t, '`', false),
     inbox: mysqlInbox,
+    steps: mysqlSteps,
     columns: { key: 'record_key', expires: 'expires_at', updated: 'updated_at', completed: '1' },
     purgeVersionsAction: 'purge unused versions',
     calls: {
@@ -342,6 +386,8 @@ export function mysqlDialect(table: string): SqlDialect {
         ]);
       },
       confirmOwn: (lease, retentionMs) => [s.confirmOwn, [retentionMs, leaseId(lease), lease.token]],
+      loadSteps: (lease) => [s.loadSteps, [leaseId(lease)]],
+      saveStep: (lease, name, value) => [s.saveStep, [name, value, leaseId(lease), lease.token]],
       inspect: (key) => [s.inspect, [idOf(key)]],
       stats: () => [s.stats, []],
       oldest(limit) {
@@ -398,7 +444,7 @@ export function mysqlDialect(table: string): SqlDialect {
       const fp = fingerprintBytes(lease.fingerprint);
       const { token, attempt } = lease;
       const row = [leaseId(lease), keyBytes(lease.key, 'key'), token, attempt, fp, retentionMs];
-      const clauses = [token, token, token, attempt, token, fp, token, token, token, retentionMs];
+      const clauses = [token, token, token, attempt, token, fp, token, token, token, token, retentionMs];
       return (await exec('confirm a lease', [s.confirm, [...row, ...clauses]])).done;
     },
     leased: (lease, rowId) => leaseIds.set(lease, rowId as Buffer),

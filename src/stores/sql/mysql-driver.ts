@@ -8,6 +8,7 @@ import { ConfigError } from '../../errors.js';
 import type { SqlInboxDriver, SqlInboxQuery } from '../sql-inbox.js';
 import { oncePerClient, type SqlFaults } from './core.js';
 import { ddl, errno } from './mysql-dialect.js';
+import { upgradeSteps } from './steps.js';
 import type { Row, SqlDialect, SqlDriver, SqlOutcome } from './types.js';
 
 /** What the store needs of a mysql2 client (the entry file's `MysqlQueryable`). */
@@ -121,8 +122,11 @@ export function mysqlDriver(o: MysqlDriverOptions): SqlDriver {
   async function createTables(): Promise<void> {
     try {
       // Look first: a user without the CREATE privilege is refused even CREATE TABLE IF NOT EXISTS.
-      if (await tablesExist()) return;
-      for (const statement of ddl(t)) await withRetry(() => runOn(client, statement, []));
+      if (!(await tablesExist())) {
+        for (const statement of ddl(t)) await withRetry(() => runOn(client, statement, []));
+      }
+      // A keys table made by an older onceonly has no steps column.
+      await upgradeSteps(o.dialect.steps, o.dialect.errors, t.keys, (text) => runOn(client, text, []));
     } catch (err) {
       throw o.unavailable(`create its tables ${t.keys} and ${t.versions}`, err, true);
     }

@@ -8,7 +8,9 @@ import { storeKey } from '../../core/keys.js';
 import type { Lease } from '../../core/types.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableList, tableNames } from '../sql.js';
 import type { SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, keyedCalls, named, tableParts, then, toText } from './core.js';
+import { then } from './awaitable.js';
+import { heldBy, keyedCalls, named, tableParts, toText } from './core.js';
+import type { SqlStepsDialect } from './steps.js';
 import type { SqlDialect } from './types.js';
 
 export function postgresTables(table: string): TableNames & { lockName: string } {
@@ -27,7 +29,8 @@ export function ddl(t: TableNames): string {
   fingerprint text,
   expires_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL,
-  grace_ms bigint NOT NULL DEFAULT 0
+  grace_ms bigint NOT NULL DEFAULT 0,
+  steps text
 );
 CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.keys} (expires_at);
 CREATE TABLE IF NOT EXISTS ${t.versions} (
@@ -37,6 +40,15 @@ CREATE TABLE IF NOT EXISTS ${t.versions} (
 );
 `;
 }
+
+/** The `steps` column: text holding a JSON object, merged as jsonb. */
+export const pgSteps: SqlStepsDialect = {
+  type: 'text',
+  merge: (name, value) =>
+    `(COALESCE(steps, '{}')::jsonb || jsonb_build_object(${name}::text, ${value}::text))::text`,
+  missing: (err) => sqlState(err) === '42703', // undefined_column
+  duplicate: (err) => sqlState(err) === '42701', // duplicate_column
+};
 
 /** The server's clock (`clock_timestamp()`) in ms since the epoch. */
 const PG_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000)::int8)';
@@ -74,7 +86,8 @@ export function statements(t: TableNames & { lockName: string }) {
     fingerprint = excluded.fingerprint,
     expires_at = clock_timestamp() + ${ms(4)},
     updated_at = clock_timestamp(),
-    grace_ms = excluded.grace_ms
+    grace_ms = excluded.grace_ms,
+    steps = CASE WHEN r.state = 'processing' THEN r.steps END
   WHERE ${takeable('r')}
   RETURNING attempt, ${epochMs('expires_at')} AS expires
 )
@@ -90,7 +103,8 @@ VALUES ($1, 'completed', $2, $3, $4, clock_timestamp() + ${ms(5)}, clock_timesta
 ON CONFLICT (key) DO UPDATE SET
   state = 'completed',
   expires_at = clock_timestamp() + ${ms(5)},
-  updated_at = clock_timestamp()
+  updated_at = clock_timestamp(),
+  steps = NULL
 WHERE r.token = excluded.token
 RETURNING 1 AS ok`,
 
@@ -98,6 +112,12 @@ RETURNING 1 AS ok`,
     release: `UPDATE ${t.keys} AS r SET token = '', expires_at = c.now, updated_at = c.now
 FROM (SELECT clock_timestamp() AS now) AS c
 WHERE r.key = $1 AND r.token = $2 AND r.state = 'processing' RETURNING 1 AS ok`,
+
+    // Durable steps: the owner's save merges one name into the row's object (a takeover keeps them,
+    // a new life of the key, confirm and record start them over).
+    loadSteps: `SELECT steps FROM ${t.keys} WHERE key = $1`,
+    saveStep: `UPDATE ${t.keys} SET steps = ${pgSteps.merge('$3', '$4')}
+WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
 
     extend: `UPDATE ${t.keys} SET expires_at = clock_timestamp() + ${ms(3)}, updated_at = clock_timestamp()
 WHERE key = $1 AND token = $2 AND state = 'processing' RETURNING 1 AS ok`,
@@ -113,7 +133,8 @@ ON CONFLICT (key) DO UPDATE SET
   attempt = CASE WHEN r.state = 'processing' THEN r.attempt + 1 ELSE 1 END,
   fingerprint = excluded.fingerprint,
   expires_at = clock_timestamp() + ${ms(4)},
-  updated_at = clock_timestamp()
+  updated_at = clock_timestamp(),
+  steps = NULL
 WHERE ${takeable('r')}
 RETURNING 1 AS ok`,
 
@@ -234,6 +255,7 @@ export const pgErrors: SqlErrorDialect = {
  */
 export const postgresInbox: SqlInboxDialect = {
   errors: { ...pgErrors, migration: 'postgresInboxMigration' },
+  steps: pgSteps,
   placeholder: 'dollar',
   // A scalar subquery: read once per statement (an InitPlan), so `due_at <= now` bounds an index
   // scan. clock_timestamp() itself is volatile: compared per row, every take, purge and stats read
@@ -281,11 +303,13 @@ export function postgresDialect(table: string): SqlDialect & {
     ...tableParts(table, t, '"', false),
     sql: s,
     inbox: postgresInbox,
+    steps: pgSteps,
     columns: { key: 'key', expires: 'expires', updated: 'updated', completed: 'completed' },
     purgeVersionsAction: 'purge old versions',
     calls: {
       ...keyedCalls(s),
       extend: (lease, leaseMs) => [s.extend, [id(lease.key), lease.token, leaseMs]],
+      saveStep: (lease, name, value) => [s.saveStep, [id(lease.key), lease.token, name, value]],
     },
     // A loser whose snapshot showed no row, or an expired one, lost to a write that committed after
     // its snapshot; the next statement sees that write. Repeats only while the key keeps changing.

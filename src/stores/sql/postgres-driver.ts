@@ -9,6 +9,7 @@ import { ConfigError } from '../../errors.js';
 import type { SqlInboxDriver } from '../sql-inbox.js';
 import { oncePerClient, type SqlFaults } from './core.js';
 import { creationRaces, type postgresDialect, sqlState } from './postgres-dialect.js';
+import { upgradeSteps } from './steps.js';
 import type { Row, SqlDriver, SqlOutcome } from './types.js';
 
 /** Runs one statement on a client: rows back, and the number of affected rows when the driver says. */
@@ -108,8 +109,9 @@ export function postgresDriver(o: PostgresDriverOptions): SqlDriver {
     for (let attempt = 1; ; attempt++) {
       try {
         const { rows } = await run('exists', sql.exists.text, [t.keys, t.versions]);
-        if (rows[0]?.ok === true) return;
-        await run('ensure', sql.ensure.text, []);
+        if (rows[0]?.ok !== true) await run('ensure', sql.ensure.text, []);
+        // A keys table made by an older onceonly has no steps column.
+        await upgradeSteps(dialect.steps, dialect.errors, t.keys, (text) => run('steps_column', text, []));
         return;
       } catch (err) {
         // Someone else's CREATE (a migration without our lock) won the race: ours now finds the table.

@@ -7,7 +7,9 @@
 import { storeKey } from '../../core/keys.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableNames } from '../sql.js';
 import type { SqlInboxDialect } from '../sql-inbox.js';
-import { heldBy, isLater, keyedCalls, named, tableParts, then } from './core.js';
+import { isLater, then } from './awaitable.js';
+import { heldBy, keyedCalls, named, tableParts } from './core.js';
+import type { SqlStepsDialect } from './steps.js';
 import type { Awaitable, SqlDialect, SqlExec } from './types.js';
 
 export const DEFAULT_BUSY_TIMEOUT = 5_000;
@@ -22,6 +24,14 @@ export function sqliteTables(table: string): TableNames {
   });
 }
 
+/** The `steps` column: a JSON object as text, merged by JSON1's json_patch. */
+export const sqliteSteps: SqlStepsDialect = {
+  type: 'TEXT',
+  merge: (name, value) => `json_patch(COALESCE(steps, '{}'), json_object(${name}, ${value}))`,
+  missing: (err) => /^no such column/.test(String((err as Error | null)?.message)),
+  duplicate: (err) => /^duplicate column name/.test(String((err as Error | null)?.message)),
+};
+
 export function ddl(t: TableNames): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${t.keys} (
@@ -32,7 +42,8 @@ export function ddl(t: TableNames): string[] {
   fingerprint TEXT,
   expires_at INTEGER NOT NULL, -- ms since the epoch, SQLite's clock
   updated_at INTEGER NOT NULL,
-  grace_ms INTEGER NOT NULL DEFAULT 0 -- ms a released or run-out row is kept past expires_at
+  grace_ms INTEGER NOT NULL DEFAULT 0, -- ms a released or run-out row is kept past expires_at
+  steps TEXT -- durable steps: JSON object of name to result
 ) WITHOUT ROWID`,
     `CREATE INDEX IF NOT EXISTS ${t.index} ON ${t.bareKeys} (expires_at)`,
     `CREATE TABLE IF NOT EXISTS ${t.versions} (
@@ -59,14 +70,22 @@ function statements(t: TableNames) {
 ON CONFLICT (key) DO NOTHING
 RETURNING expires_at`,
     // The owner's confirm, the usual case: one statement. No change when the row is not ours.
-    confirmOwn: `UPDATE ${t.keys} SET state = 1, expires_at = ${NOW} + ?, updated_at = ${NOW}
+    confirmOwn: `UPDATE ${t.keys} SET state = 1, steps = NULL, expires_at = ${NOW} + ?, updated_at = ${NOW}
 WHERE key = ? AND token = ?`,
     found: `SELECT state, token, attempt, fingerprint, expires_at, ${NOW} AS now_ms FROM ${t.keys} WHERE key = ?`,
-    put: `INSERT OR REPLACE INTO ${t.keys} ${cols} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    // A claim's or confirm's write under the write lock. The steps stay while the row stays
+    // processing (a takeover), and go when it completes or a completed key starts over.
+    put: `INSERT INTO ${t.keys} AS r ${cols} VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET state = excluded.state, token = excluded.token, attempt = excluded.attempt,
+  fingerprint = excluded.fingerprint, expires_at = excluded.expires_at, updated_at = excluded.updated_at,
+  grace_ms = excluded.grace_ms, steps = CASE WHEN r.state = 0 AND excluded.state = 0 THEN r.steps END`,
     clock: `SELECT ${NOW} AS now_ms`,
     // Released: no owner (empty token), the lease ends now; attempt, fingerprint and grace stay.
     release: `UPDATE ${t.keys} SET token = '', expires_at = ${NOW}, updated_at = ${NOW}
 WHERE key = ? AND token = ? AND state = 0`,
+    // Durable steps: the owner's save merges one name into the row's object.
+    loadSteps: `SELECT steps FROM ${t.keys} WHERE key = ?`,
+    saveStep: `UPDATE ${t.keys} SET steps = ${sqliteSteps.merge('?', '?')} WHERE key = ? AND token = ? AND state = 0`,
     extend: `UPDATE ${t.keys} SET expires_at = ${NOW} + ?, updated_at = ${NOW} WHERE key = ? AND token = ? AND state = 0`,
     // One statement, so it also runs through an asynchronous transaction (Kysely). A row comes back
     // only when it was inserted or when it took over a key that was released or ran out (a processing
@@ -78,7 +97,8 @@ ON CONFLICT (key) DO UPDATE SET
   attempt = CASE WHEN r.state = 0 THEN r.attempt + 1 ELSE 1 END,
   fingerprint = excluded.fingerprint,
   expires_at = excluded.expires_at,
-  updated_at = excluded.updated_at
+  updated_at = excluded.updated_at,
+  steps = NULL
 WHERE (r.expires_at <= excluded.updated_at OR r.token = '')
   AND (r.state = 1 OR r.fingerprint IS NULL OR excluded.fingerprint IS NULL OR r.fingerprint = excluded.fingerprint)
 RETURNING 1 AS ok`,
@@ -178,6 +198,7 @@ export const sqliteErrors: SqlErrorDialect = {
  */
 export const sqliteInbox: SqlInboxDialect = {
   errors: { ...sqliteErrors, migration: 'sqliteInboxMigration' },
+  steps: sqliteSteps,
   placeholder: 'question',
   now: NOW,
   types: {
@@ -201,7 +222,17 @@ export const sqliteInbox: SqlInboxDialect = {
 };
 
 /** Statements that return rows (read with `all`); the others report their changes. */
-const ROWS = new Set(['insert', 'found', 'clock', 'record', 'advance', 'stats', 'oldest', 'inspect']);
+const ROWS = new Set([
+  'insert',
+  'found',
+  'clock',
+  'record',
+  'advance',
+  'stats',
+  'oldest',
+  'inspect',
+  'loadSteps',
+]);
 /** Statements run holding the write lock (`BEGIN IMMEDIATE`, or a savepoint inside a transaction). */
 const LOCKED = new Set(['record', 'advance', 'purge', 'purgeVersions']);
 
@@ -228,6 +259,7 @@ export function sqliteDialect(table: string): SqlDialect {
     errors: sqliteErrors,
     ...tableParts(table, t, '"', true),
     inbox: sqliteInbox,
+    steps: sqliteSteps,
     columns: { key: 'key', expires: 'expires_at', updated: 'updated_at', completed: '1' },
     purgeVersionsAction: 'purge expired keys',
     localClock: true,
@@ -235,6 +267,7 @@ export function sqliteDialect(table: string): SqlDialect {
       ...keyedCalls(s),
       extend: (lease, leaseMs) => [s.extend, [leaseMs, storeKey(lease.key), lease.token]],
       confirmOwn: (lease, retentionMs) => [s.confirmOwn, [retentionMs, storeKey(lease.key), lease.token]],
+      saveStep: (lease, name, value) => [s.saveStep, [name, value, storeKey(lease.key), lease.token]],
     },
     claimRound({ key, token, leaseMs, fingerprint, graceMs }, { exec, locked }) {
       const stored = storeKey(key);

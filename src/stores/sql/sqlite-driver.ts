@@ -8,6 +8,7 @@ import { ConfigError } from '../../errors.js';
 import type { SqlInboxDriver } from '../sql-inbox.js';
 import { getOrMake } from './core.js';
 import { DEFAULT_BUSY_TIMEOUT, ddl } from './sqlite-dialect.js';
+import { upgradeSteps } from './steps.js';
 import type { Row, SqlDialect, SqlDriver, SqlOutcome } from './types.js';
 
 /** What the store needs of better-sqlite3 (the entry file's `SqliteDatabase` and transactions). */
@@ -150,6 +151,8 @@ export function sqliteDriver({
     if (autoCreate && !done.has(table)) {
       write(db, () => {
         for (const statement of ddl(dialect.names)) db.prepare(statement).run();
+        // A keys table made by an older onceonly has no steps column.
+        upgradeSteps(dialect.steps, dialect.errors, dialect.names.keys, (text) => db.prepare(text).run());
       });
       done.add(table);
     }

@@ -6,13 +6,14 @@
 
 import type { Lease } from '../../core/types.js';
 import type { SqlErrorDialect, TableNames } from '../sql.js';
+import type { Awaitable } from './awaitable.js';
 import type { InboxTableNames, SqlInboxDialect, SqlInboxDriver } from './inbox-types.js';
+import type { SqlStepsDialect } from './steps.js';
 
 /** A row as the drivers return it. */
 export type Row = Record<string, unknown>;
 
-/** A value, or a promise of it: SQLite's driver answers synchronously, the networked ones do not. */
-export type Awaitable<T> = T | PromiseLike<T>;
+export type { Awaitable };
 
 /** One statement of a store. */
 export interface SqlStatement {
@@ -120,6 +121,10 @@ export interface SqlCalls {
   oldest(limit: number): SqlCall;
   purge(graceMs: number, batch: number): SqlCall;
   purgeVersions(unusedMs: number, batch: number): SqlCall;
+  /** The `steps` column of the lease's key (a row with `steps`, or none). */
+  loadSteps(lease: Lease): SqlCall;
+  /** One step's result merged into the key's steps when the lease owns it: `done` when written. */
+  saveStep(lease: Lease, name: string, value: string): SqlCall;
 }
 
 /** What the dialect's own sequences may use of the store. */
@@ -136,6 +141,8 @@ export interface SqlDialect {
   readonly names: TableNames;
   readonly inbox: SqlInboxDialect;
   readonly inboxNames: InboxTableNames;
+  /** The `steps` column: its type, the merge, its errors. */
+  readonly steps: SqlStepsDialect;
   /** Whether `table` is the default one (the migration call in messages then needs no argument). */
   readonly defaultTable: boolean;
   /** The columns of the inspect and oldest rows, and the `state` of a completed row. */
