@@ -25,9 +25,9 @@ export interface Charge {
   key: string | null;
 }
 
-/** What the API's ledger says of a run's events. */
+/** What the API's ledger says of some events (a run's). */
 export interface PaymentCounts {
-  /** Charges made (requests answered from a key made none). */
+  /** Charges made for those events (requests answered from a key made none). */
   charges: number;
   /** Events charged more than once. */
   chargedTwice: number;
@@ -46,6 +46,8 @@ export interface PaymentsServer {
   readonly url: string;
   /** Every charge made, in order. */
   readonly charges: readonly Charge[];
+  /** Well-formed charge requests by event: charged, answered from a key, or refused for its key. */
+  readonly requests: ReadonlyMap<string, number>;
   /** The figures of the events `eventIds`, from this API's own ledger. */
   counts(eventIds: readonly string[]): PaymentCounts;
   close(): Promise<void>;
@@ -62,10 +64,13 @@ const BODY_MAX = 64 * 1024;
 export async function startPayments(options: { answerDelayMs?: number } = {}): Promise<PaymentsServer> {
   const delay = options.answerDelayMs ?? 5;
   const charges: Charge[] = [];
+  const requests = new Map<string, number>();
   // Key -> the first request's body (as the API compares it) and its answer.
   const keys = new Map<string, { request: string; answer: Answer }>();
-  let replayed = 0;
-  let keyMisuse = 0;
+  // Requests answered from their key, and refused for it, by event.
+  const replayed = new Map<string, number>();
+  const keyMisuse = new Map<string, number>();
+  const add = (m: Map<string, number>, event: string) => m.set(event, (m.get(event) ?? 0) + 1);
 
   const handle = (method: string | undefined, path: string, key: string | undefined, text: string) => {
     if (path !== '/charges') return { answer: error(404, 'resource_missing', `no route ${path}`) };
@@ -81,12 +86,13 @@ export async function startPayments(options: { answerDelayMs?: number } = {}): P
     const { event, amount } = parsed ?? {};
     if (typeof event !== 'string' || event === '' || !Number.isSafeInteger(amount) || (amount as number) <= 0)
       return { answer: error(400, 'parameter_invalid', 'want { event: string, amount: positive integer }') };
+    add(requests, event);
     // The parameters as the API sees them: the same charge in another key order is the same request.
     const request = JSON.stringify({ event, amount });
     if (key !== undefined) {
       const seen = keys.get(key);
       if (seen && seen.request !== request) {
-        keyMisuse++;
+        add(keyMisuse, event);
         return {
           answer: error(
             400,
@@ -96,7 +102,7 @@ export async function startPayments(options: { answerDelayMs?: number } = {}): P
         };
       }
       if (seen) {
-        replayed++;
+        add(replayed, event);
         return { answer: seen.answer, replay: true };
       }
     }
@@ -144,19 +150,28 @@ export async function startPayments(options: { answerDelayMs?: number } = {}): P
   return {
     url: `http://127.0.0.1:${port}`,
     charges,
+    requests,
     counts(eventIds) {
       const byEvent = new Map<string, number>();
       for (const c of charges) byEvent.set(c.event, (byEvent.get(c.event) ?? 0) + 1);
-      let chargedTwice = 0;
-      let extraCharges = 0;
-      let neverCharged = 0;
-      for (const id of eventIds) {
+      const counts = {
+        charges: 0,
+        chargedTwice: 0,
+        extraCharges: 0,
+        neverCharged: 0,
+        replayed: 0,
+        keyMisuse: 0,
+      };
+      for (const id of new Set(eventIds)) {
         const n = byEvent.get(id) ?? 0;
-        if (n === 0) neverCharged++;
-        if (n > 1) chargedTwice++;
-        extraCharges += Math.max(0, n - 1);
+        counts.charges += n;
+        if (n === 0) counts.neverCharged++;
+        if (n > 1) counts.chargedTwice++;
+        counts.extraCharges += Math.max(0, n - 1);
+        counts.replayed += replayed.get(id) ?? 0;
+        counts.keyMisuse += keyMisuse.get(id) ?? 0;
       }
-      return { charges: charges.length, chargedTwice, extraCharges, neverCharged, replayed, keyMisuse };
+      return counts;
     },
     close: () =>
       new Promise<void>((resolve) => {
