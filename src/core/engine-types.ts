@@ -3,7 +3,7 @@
  * needs of wherever its lease lives (`LeaseOps`, `LeaseClock`).
  */
 
-import type { StepContext, StepStore } from './steps.js';
+import type { StepContext, StepStore } from './step-store.js';
 import type { TelemetryRun } from './telemetry.js';
 import type { Lease } from './types.js';
 

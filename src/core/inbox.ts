@@ -23,7 +23,7 @@
  * `onceonly/testing`'s inbox conformance suite.
  */
 import type { Lease } from './lease.js';
-import type { StepStore } from './steps.js';
+import type { StepStore } from './step-store.js';
 
 /** What a receiver keeps of a verified delivery so a worker can run it later. */
 export interface InboxDelivery {

@@ -23,11 +23,11 @@
 
 import type { InboxStore } from './inbox.js';
 import type { Lease } from './lease.js';
-import type { StepStore } from './steps.js';
+import type { StepStore } from './step-store.js';
 import { markKind } from './telemetry.js';
 
 export { createLease, type Lease } from './lease.js';
-export type { StepStore } from './steps.js';
+export type { StepStore } from './step-store.js';
 
 /** What `claim` found. */
 export type Claim =

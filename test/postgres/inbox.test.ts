@@ -6,6 +6,7 @@ import postgres from 'postgres';
 import { postgresStore } from '../../src/stores/postgres.js';
 import { inboxReceiverSpec } from '../support/inbox-receiver.js';
 import { reachable, servers } from '../support/servers.js';
+import { stepsSpec } from '../support/steps-spec.js';
 
 const run = randomBytes(4).toString('hex');
 const pool = new pg.Pool({ connectionString: servers.postgres, max: 4 });
@@ -27,6 +28,10 @@ if (await reachable('PostgreSQL', servers.postgres, () => pool.query('SELECT 1')
     postgresStore({ client: pool, table: table('pg', name) }),
   );
   inboxReceiverSpec('postgresStore (postgres.js)', (name) =>
+    postgresStore({ client: sql, table: table('js', name) }),
+  );
+  stepsSpec('postgresStore (pg)', (name) => postgresStore({ client: pool, table: table('pg', name) }));
+  stepsSpec('postgresStore (postgres.js)', (name) =>
     postgresStore({ client: sql, table: table('js', name) }),
   );
 } else {

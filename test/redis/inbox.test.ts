@@ -10,6 +10,7 @@ import { createClient } from 'redis';
 import { redisStore } from '../../src/stores/redis.js';
 import { inboxReceiverSpec } from '../support/inbox-receiver.js';
 import { reachable, servers } from '../support/servers.js';
+import { stepsSpec } from '../support/steps-spec.js';
 
 const prefix = `oo-inbox-rcv-${randomBytes(4).toString('hex')}:`;
 
@@ -35,6 +36,9 @@ if (
     ['ioredis', ioredis],
   ] as const) {
     inboxReceiverSpec(`redisStore (${name})`, (test) =>
+      redisStore({ client, prefix: `${prefix}${name}:${test}:`, checkOfflineQueue: false }),
+    );
+    stepsSpec(`redisStore (${name})`, (test) =>
       redisStore({ client, prefix: `${prefix}${name}:${test}:`, checkOfflineQueue: false }),
     );
   }

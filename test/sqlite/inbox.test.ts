@@ -6,6 +6,7 @@ import { after } from 'node:test';
 import Database from 'better-sqlite3';
 import { sqliteStore } from '../../src/stores/sqlite.js';
 import { inboxReceiverSpec } from '../support/inbox-receiver.js';
+import { stepsSpec } from '../support/steps-spec.js';
 
 const file = join(tmpdir(), `onceonly-inbox-rcv-${process.pid}-${Date.now()}.db`);
 const db = new Database(file);
@@ -15,3 +16,4 @@ after(() => {
 });
 
 inboxReceiverSpec('sqliteStore', (name) => sqliteStore({ client: db, table: `oo_${name}` }));
+stepsSpec('sqliteStore', (name) => sqliteStore({ client: db, table: `oo_${name}` }));

@@ -76,7 +76,7 @@ function threeSteps() {
 export function stepsSpec(label: string, store: (name: string) => Store | Promise<Store>): void {
   describe(`durable steps end to end (${label})`, () => {
     it('inline: the retry gets the first step back without running it, and runs the rest', async () => {
-      const name = `st-${Math.random().toString(36).slice(2, 10)}`;
+      const name = `st_${Math.random().toString(36).slice(2, 10)}`;
       const s = await store(name);
       const { calls, results, keys, handler } = threeSteps();
       const receiver = createReceiver({ name, provider: acme(), store: s, handler, logger: false });
@@ -102,7 +102,7 @@ export function stepsSpec(label: string, store: (name: string) => Store | Promis
     });
 
     it('inbox: a worker run that failed after a step is retried, and the retry skips the step', async () => {
-      const name = `si-${Math.random().toString(36).slice(2, 10)}`;
+      const name = `si_${Math.random().toString(36).slice(2, 10)}`;
       const s = await store(name);
       const { calls, results, handler } = threeSteps();
       const receiver = createReceiver({
@@ -124,7 +124,7 @@ export function stepsSpec(label: string, store: (name: string) => Store | Promis
     });
 
     it("once(): a crashed owner's steps come back to the takeover; a stale owner's step is refused", async () => {
-      const s = await store(`so-${Math.random().toString(36).slice(2, 10)}`);
+      const s = await store(`so_${Math.random().toString(36).slice(2, 10)}`);
       const key = `jobs:${Math.random().toString(36).slice(2, 10)}`;
       // A run that saved its first step and died: its lease runs out.
       const claim = await s.claim(key, { leaseMs: 150, retentionMs: 60_000 });

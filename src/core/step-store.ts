@@ -1,0 +1,42 @@
+/**
+ * The store's side of durable steps: the contract every store's `steps` keeps, and the bounds the
+ * engine holds step names and results to (core/steps.ts runs the steps). Types and constants only,
+ * so the store contract (core/types.ts, core/inbox.ts) imports nothing that runs.
+ */
+import type { Lease } from './lease.js';
+
+/**
+ * What a store offers for durable steps, on its claims (`store.steps`) and on its inbox
+ * (`store.inbox.steps`): the results stored under the key a lease holds. Optional for your own
+ * store: without it `ctx.step` throws a ConfigError (`steps_unsupported`).
+ *
+ * - `load` returns the results stored under the lease's key, by name, exactly as saved; empty when
+ *   there are none. A fresh life of the key (a claim or accept of a key that was absent, or whose
+ *   completed record's retention ran out) has none.
+ * - `save` stores one result under the lease's key when the lease's token still owns it (the
+ *   record is processing under that token, its lease run out or not, as with `extend`), replacing
+ *   one of the same name; `false` and no change otherwise (a stale owner never writes over a newer
+ *   owner's steps). The steps stay through `release` (inbox: `retry`, `bury` and `requeue`) and
+ *   takeovers, and go with `confirm` (inbox: `complete`) and with the key itself.
+ */
+export interface StepStore {
+  load(lease: Lease): Promise<ReadonlyMap<string, string>>;
+  save(lease: Lease, name: string, value: string): Promise<boolean>;
+}
+
+/** The longest step name, in UTF-16 code units. */
+export const STEP_NAME_MAX = 200;
+/** The largest step result, as JSON text in UTF-8 bytes: return an id, not a whole API response. */
+export const STEP_RESULT_MAX_BYTES = 64 * 1024;
+/** The most all of a key's steps may hold together (names and results, UTF-8 bytes). */
+export const STEPS_MAX_BYTES = 1024 * 1024;
+
+/** What a step's function gets: the run's attempt and signal, and the step's idempotency key. */
+export interface StepContext {
+  /** The run's attempt: 1 on the first run of the key, +1 after every takeover or release. */
+  readonly attempt: number;
+  /** Aborted when the run's deadline passes or its lease is lost. */
+  readonly signal: AbortSignal;
+  /** `ctx.idempotencyKey(name)` of this step: pass it to the API the step calls. */
+  readonly idempotencyKey: string;
+}
