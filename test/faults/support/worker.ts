@@ -233,6 +233,8 @@ const receiver = createReceiver({
             ? 'after-charge'
             : undefined;
       await chargeEvent(ctx, config.effect, config.paymentsUrl!, id!, kill, () => crash(true, id, at!));
+      // The call may outlast the deadline: the run then fails (and is retried) without its ledger effect.
+      if (signal.aborted) throw signal.reason;
     }
     if (config.effect === 'tx' && opened.recordSync) {
       // The effect and its dedup row commit together: a crash before confirm cannot double it.
