@@ -8,6 +8,11 @@
  * run the entries), and `--provider github` sends like GitHub: each event once, never a retry after
  * a failure, a delivery failed past 10 s. Inline mode loses every failed event then; the inbox none.
  * `--mode all` runs the three one after another and shows them side by side.
+ *
+ * `--effects api` has each handler also charge its event at a payments API the primary runs on
+ * loopback (demo/payments.ts), inside `ctx.step` with the step's idempotency key, and the kills land
+ * after that call; the API's own ledger then says how many events it charged twice or never.
+ * `--effects api-naive` is the same handler without the step and the key: it charges twice.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,7 +20,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Database } from 'better-sqlite3';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
+import { type DemoEffects, EFFECTS } from './demo/api-effect.js';
 import { countLedger, drain, type LedgerCounts, openLedger } from './demo/ledger.js';
+import { startPayments } from './demo/payments.js';
 import { DemoProcesses } from './demo/processes.js';
 import { type DemoReport, holds, printOne, printSideBySide, redact } from './demo/report.js';
 import { progressBar } from './report.js';
@@ -53,6 +60,11 @@ export const demoFlags = {
   },
   'throw-rate': { type: 'number', default: 0.03, help: 'share of handler runs that throw' },
   'hang-rate': { type: 'number', default: 0.01, help: 'share of handler runs that hang past their deadline' },
+  effects: {
+    type: 'string',
+    default: 'ledger',
+    help: "the handlers' effect: ledger (a row in the demo's ledger), api (also a charge at a payments API on loopback, in ctx.step with its idempotency key; kills land after the charge), api-naive (that charge without a step or a key: charges twice)",
+  },
   timeout: { type: 'number', default: 1000, help: 'handler deadline in ms' },
   lease: { type: 'number', help: 'lease in ms (default 4 x timeout)' },
   concurrency: { type: 'number', default: 32, help: 'requests in flight at once' },
@@ -87,6 +99,9 @@ export async function demo(argv: readonly string[]): Promise<number> {
   }
   if (flags.mode !== 'all' && !MODES.includes(flags.mode as DemoMode)) {
     throw new UsageError(`--mode must be inline, inbox, hybrid or all; got ${JSON.stringify(flags.mode)}`);
+  }
+  if (!EFFECTS.includes(flags.effects as DemoEffects)) {
+    throw new UsageError(`--effects must be ledger, api or api-naive; got ${JSON.stringify(flags.effects)}`);
   }
   const modes = flags.mode === 'all' ? MODES : [flags.mode as DemoMode];
   if (modes.some((m) => m !== 'inline')) await needInbox(flags.store);
@@ -176,6 +191,7 @@ async function prepare(flags: DemoFlags, mode: DemoMode): Promise<RunSetup> {
     mode,
     inlineMs: flags.inline,
     maxAttempts: flags['max-attempts'],
+    effects: flags.effects as DemoEffects,
   };
   return {
     provider,
@@ -195,6 +211,9 @@ async function prepare(flags: DemoFlags, mode: DemoMode): Promise<RunSetup> {
 async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const setup = await prepare(flags, mode);
   const { dir, storeUrl, notes, ledger, config } = setup;
+  // The payments API runs here, in the primary: the chaos never kills it, and its ledger is its own.
+  const payments = config.effects === 'ledger' ? undefined : await startPayments();
+  config.paymentsUrl = payments?.url;
   const processes = new DemoProcesses(config, mode, setup.workers, setup.inboxWorkers);
   // The run's own tables or keys on a server it was pointed at go with the run, once every process
   // has stopped, unless --keep (the default SQLite store goes with the temporary directory).
@@ -210,6 +229,7 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const ended = async () => {
     process.off('SIGINT', onInterrupt);
     await processes.stop();
+    await payments?.close();
     await dropRun();
   };
   // Ends a run that cannot report (workers stopped, key space dropped, ledger and directory gone)
@@ -272,6 +292,22 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const counts = countLedger(ledger, sim);
   ledger.close();
   const report = reportOf(setup, mode, sim, counts, { killed: processes.killed, undrained, drainSeconds });
+  if (payments) {
+    // Lost: never charged, and not dead in the inbox either (a dead event is kept, and counted apart).
+    const dead = new Set(counts.deadIds);
+    const { charges, chargedTwice, extraCharges, replayed, keyMisuse } = payments.counts(sim.eventIds);
+    const neverCharged = payments.counts(sim.eventIds.filter((id) => !dead.has(id))).neverCharged;
+    const killsAfterCharge = counts.killsAfterCharge;
+    report.payments = {
+      charges,
+      chargedTwice,
+      extraCharges,
+      neverCharged,
+      replayed,
+      keyMisuse,
+      killsAfterCharge,
+    };
+  }
   if (flags.keep) {
     notes.push(`kept ${dir}`);
     report.ledger = setup.ledgerPath;
@@ -323,6 +359,7 @@ function reportOf(
     keySpace: setup.config.storeName,
     provider: setup.provider,
     mode,
+    effects: setup.config.effects,
     sender: neverRetries ? 'never retries' : 'retries',
     workers: setup.workers,
     inboxWorkers: setup.inboxWorkers,

@@ -1,7 +1,9 @@
 /**
  * A demo worker: a real HTTP receiver in its own process, whose handler applies a side effect to the
  * ledger and, at the configured rates, throws, hangs past its deadline, or kills its own process
- * with SIGKILL in the middle of the work (before the effect is written).
+ * with SIGKILL in the middle of the work (before the effect is written). With `--effects api` or
+ * `api-naive` it also charges the event at the primary's payments API (demo/api-effect.ts), and the
+ * kills land after that call instead.
  *
  * In inbox and hybrid modes a process has a role (ONCEONLY_DEMO_ROLE): `web` accepts deliveries
  * (and, hybrid, runs them inline within the budget), `worker` runs the inbox's entries and listens
@@ -16,6 +18,7 @@ import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
 import { toResponse } from '../receiver/http.js';
 import { createReceiver } from '../receiver/receiver.js';
+import { CHARGE_KILLS, type ChargeKill, chargeEvent, type DemoEffects } from './demo/api-effect.js';
 import { eventIdOf, type SimProvider } from './sign.js';
 import { openStore } from './stores.js';
 import { listenWhenAssigned } from './wait.js';
@@ -35,6 +38,10 @@ export interface WorkerConfig {
   mode: DemoMode;
   inlineMs: number;
   maxAttempts: number;
+  /** Where the handler's effect goes: the ledger alone, or the payments API too (see demo/api-effect.ts). */
+  effects: DemoEffects;
+  /** The payments API (`--effects api` and `api-naive`), run by the primary. */
+  paymentsUrl?: string;
 }
 
 export type DemoMode = 'inline' | 'inbox' | 'hybrid';
@@ -48,6 +55,7 @@ const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALU
 const applyEffect = ledger.prepare('INSERT INTO effects (event_id, attempt, pid) VALUES (?, ?, ?)');
 const recordFailure = ledger.prepare('INSERT INTO failures (event_id, attempt, timeout) VALUES (?, ?, ?)');
 const recordDead = ledger.prepare('INSERT INTO dead (event_id, attempt) VALUES (?, ?)');
+const recordKill = ledger.prepare('INSERT INTO kills (event_id, at) VALUES (?, ?)');
 const recordLeaseLost = ledger.prepare('INSERT INTO lease_lost (event_id, attempt) VALUES (?, ?)');
 const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
@@ -121,6 +129,21 @@ function mayKill(): Promise<boolean> {
 // waits for the end), so the kill waits only for the effects already applied to be confirmed.
 let dying = false;
 
+/**
+ * Kills this process at `at` when the primary grants it (no code runs after: no release, no
+ * confirm, for every handler in flight here). Refused (another process is down, going down or still
+ * starting): the run goes on as the dice say, and the sure kill (`due`) is asked for again at the
+ * next run, so a run keeps its chaos.
+ */
+async function kill(id: string | undefined, at: string, due: boolean): Promise<void> {
+  await sleep(Math.random() * 20);
+  if (await mayKill()) {
+    recordKill.run(id ?? null, at);
+    await crash();
+  }
+  if (due) killDue = true;
+}
+
 async function crash(): Promise<never> {
   dying = true;
   while (unconfirmed.size > 0) await sleep(1);
@@ -154,24 +177,35 @@ const receiver = createReceiver({
       if (!/: handler_(failed|timeout): |: dead in the inbox: /.test(message)) console.error(message);
     },
   },
-  handler: async ({ event, id: deliveryId, key, attempt, signal }) => {
+  handler: async (ctx) => {
+    const { event, id: deliveryId, key, attempt, signal } = ctx;
     const id = eventIdOf(config.provider, event, deliveryId);
     if (key !== undefined) eventOfKey.set(key, id);
     recordRun.run(id, attempt, process.pid);
     const dice = Math.random();
     if (++runs === killAt) killDue = true;
+    const api = config.effects === 'ledger' ? undefined : config.effects;
+    // The API effect's kills land after the call, where the run has charged and not yet ended.
+    let chargeKill: ChargeKill | undefined;
+    let due = false;
     if (killDue || dice < killRate) {
-      const due = killDue;
+      due = killDue;
       killDue = false;
-      await sleep(Math.random() * 20);
-      // Refused (another process is down, going down or still starting): this run goes on as the
-      // dice say; the sure kill is asked for again at the next run, so a run keeps its chaos.
-      if (await mayKill()) await crash(); // no code runs after this: no release, no confirm, for every handler in flight here
-      if (due) killDue = true;
+      if (api) chargeKill = CHARGE_KILLS[Math.floor(Math.random() * CHARGE_KILLS.length)];
+      else await kill(id, 'mid-work', due);
     }
-    if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
-    if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
+    // A kill refused is a throw instead (the dice say so), as are throws; with the API effect they
+    // strike before the call or after it (a later step failed), half and half, and after a kill's.
+    const late = chargeKill !== undefined || (api !== undefined && Math.random() < 0.5);
+    const chaos = async () => {
+      if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
+      if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
+    };
+    if (!late) await chaos();
     await sleep(2 + Math.random() * 10, signal); // the real work
+    if (api)
+      await chargeEvent(ctx, api, config.paymentsUrl!, String(id), chargeKill, (at) => kill(id, at, due));
+    if (late) await chaos();
     // A well-behaved handler commits nothing once its signal has aborted.
     if (signal.aborted) throw signal.reason;
     // This process is about to be killed: the run dies here, before its effect, like the killed one.

@@ -135,6 +135,29 @@ describe('onceonly demo', () => {
     assert.match(stdout, /OK \(hybrid\)/);
   });
 
+  it('--effects api: charges in ctx.step with its key, kills after the charge, no event charged twice or never', async () => {
+    const { report, code } = await runDemo(['--effects', 'api', '--kill-rate', '0.05'], 40);
+    assert.equal(report.effects, 'api');
+    const p = report.payments!;
+    assert.ok(p.killsAfterCharge > 0, 'workers were killed after a charge');
+    assert.equal(p.chargedTwice, 0, 'no event charged twice');
+    assert.equal(p.neverCharged, 0, 'no event lost');
+    assert.equal(p.charges, report.events, 'one charge per event');
+    assert.equal(p.keyMisuse, 0);
+    assert.equal(code, 0);
+    assertLedger(report);
+  });
+
+  it('--effects api-naive: the same handler without a step and a key charges twice, and the run says so', async () => {
+    const { report, code } = await runDemo(['--effects', 'api-naive', '--kill-rate', '0.05'], 40);
+    rmSync(dirname(report.ledger), { recursive: true, force: true });
+    const p = report.payments!;
+    assert.ok(p.killsAfterCharge > 0, 'workers were killed after a charge');
+    assert.ok(p.chargedTwice > 0, `events charged twice (${JSON.stringify(p)})`);
+    assert.equal(p.replayed, 0, 'no key, no replay');
+    assert.equal(code, 1, 'the promise did not hold for the API effect');
+  });
+
   it('refuses a bad --mode with one clear line and exit code 2', async () => {
     await assert.rejects(
       run(process.execPath, [cliPath, 'demo', '--mode', 'later'], {

@@ -6,6 +6,17 @@ export { root, run };
 /** The figures of one mode's run (`onceonly demo --json`). */
 export interface DemoRunReport {
   mode: 'inline' | 'inbox' | 'hybrid';
+  effects: 'ledger' | 'api' | 'api-naive';
+  /** The payments API's own ledger (`--effects api` and `api-naive`). */
+  payments?: {
+    charges: number;
+    chargedTwice: number;
+    extraCharges: number;
+    neverCharged: number;
+    replayed: number;
+    keyMisuse: number;
+    killsAfterCharge: number;
+  };
   events: number;
   eventsLost: number;
   lostAfter2xx: number;

@@ -24,7 +24,8 @@ export async function openLedger(path: string): Promise<Database> {
     CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
     CREATE TABLE failures (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, timeout INTEGER NOT NULL);
     CREATE TABLE dead (event_id TEXT NOT NULL, attempt INTEGER NOT NULL);
-    CREATE TABLE lease_lost (event_id TEXT, attempt INTEGER);`);
+    CREATE TABLE lease_lost (event_id TEXT, attempt INTEGER);
+    CREATE TABLE kills (event_id TEXT, at TEXT NOT NULL);`);
   return ledger;
 }
 
@@ -66,6 +67,10 @@ export interface LedgerCounts {
   lostAfter2xx: number;
   twice: number;
   dead: number;
+  /** The events dead in the inbox. */
+  deadIds: string[];
+  /** Kills that landed after a call to the payments API, before the run ended (`--effects api...`). */
+  killsAfterCharge: number;
 }
 
 /** Counts the run's events from the ledger: effects, dead entries, runs, failures, takeovers. */
@@ -128,5 +133,9 @@ export function countLedger(ledger: Database, sim: SimulateReport): LedgerCounts
     lostAfter2xx,
     twice,
     dead,
+    deadIds: [...deadIds],
+    killsAfterCharge: (
+      ledger.prepare(`SELECT COUNT(*) AS n FROM kills WHERE at <> 'mid-work'`).get() as { n: number }
+    ).n,
   };
 }

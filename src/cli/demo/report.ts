@@ -5,6 +5,7 @@
 import { grid, table } from '../report.js';
 import type { SimProvider } from '../sign.js';
 import type { DemoMode } from '../worker.js';
+import type { DemoEffects } from './api-effect.js';
 
 export interface DemoReport {
   store: string;
@@ -12,6 +13,10 @@ export interface DemoReport {
   keySpace: string;
   provider: SimProvider;
   mode: DemoMode;
+  /** The handlers' effect: the ledger alone, or a charge at the payments API too (`--effects`). */
+  effects: DemoEffects;
+  /** The payments API's own ledger (`--effects api` and `api-naive`). */
+  payments?: PaymentsReport;
   /** How the simulated sender treats a failed delivery. */
   sender: 'retries' | 'never retries';
   workers: number;
@@ -62,9 +67,33 @@ export interface DemoReport {
   byOutcome: Record<string, number>;
 }
 
-/** Whether a run holds: no event lost, no effect applied twice, every accepted event settled. */
+/** What the payments API's own ledger says of a run's events. */
+export interface PaymentsReport {
+  /** Charges the API made. */
+  charges: number;
+  /** Events it charged more than once. */
+  chargedTwice: number;
+  /** Charges past the first of every event. */
+  extraCharges: number;
+  /** Events it never charged that are not dead in the inbox either: lost. */
+  neverCharged: number;
+  /** Requests it answered from their Idempotency-Key, charging nothing. */
+  replayed: number;
+  /** Requests it refused for a key reused with another body. */
+  keyMisuse: number;
+  /** Processes killed after a charge call and before the run ended. */
+  killsAfterCharge: number;
+}
+
+/**
+ * Whether a run holds: no event lost, no effect applied twice, every accepted event settled; and
+ * with the API effect, no event charged twice or never.
+ */
 export const holds = (r: DemoReport) =>
-  r.eventsLost === 0 && r.effectsAppliedTwice === 0 && r.undrained === 0;
+  r.eventsLost === 0 &&
+  r.effectsAppliedTwice === 0 &&
+  r.undrained === 0 &&
+  (r.payments === undefined || (r.payments.chargedTwice === 0 && r.payments.neverCharged === 0));
 
 /** The rows of a report, labelled as the terminal shows them, and whether its mode shows each. */
 function rows(r: DemoReport): [string, number, boolean][] {
@@ -100,15 +129,37 @@ function rows(r: DemoReport): [string, number, boolean][] {
     ['effects applied twice', r.effectsAppliedTwice, true],
     ['dead in the inbox (kept, requeueable)', r.dead, r.mode !== 'inline'],
     ['not drained in time', r.undrained, r.undrained > 0],
+    ...paymentRows(r),
+  ];
+}
+
+/** The payments API's figures, from its own ledger. */
+function paymentRows(r: DemoReport): [string, number, boolean][] {
+  const p = r.payments;
+  const shown = p !== undefined;
+  return [
+    [`payments API (${r.effects}): workers killed after a charge`, p?.killsAfterCharge ?? 0, shown],
+    ['  charges made', p?.charges ?? 0, shown],
+    ['  answered from an Idempotency-Key (no charge)', p?.replayed ?? 0, shown],
+    ['  events charged twice', p?.chargedTwice ?? 0, shown],
+    ['  events never charged (lost)', p?.neverCharged ?? 0, shown],
   ];
 }
 
 function verdict(r: DemoReport): string {
+  const p = r.payments;
   if (holds(r))
-    return `OK (${r.mode}): every event had exactly one effect${r.dead ? ' or is dead in the inbox' : ''}.`;
-  if (r.mode === 'inline' && r.sender === 'never retries' && r.effectsAppliedTwice === 0)
+    return `OK (${r.mode}): every event had exactly one effect${p ? ' and one charge' : ''}${r.dead ? ' or is dead in the inbox' : ''}.`;
+  if (r.effects === 'api-naive' && p && p.chargedTwice > 0)
+    return `NOT HELD for the API effect (api-naive): the payments API charged ${p.chargedTwice} events twice (${p.extraCharges} extra charges)${r.eventsLost === 0 && r.effectsAppliedTwice === 0 ? ", while the ledger's own effects were exactly one each" : ''}. This handler calls the API without ctx.step and without an idempotency key, so a run killed or failed after the charge charges again when the event is retried; --effects api is the same handler with both.`;
+  if (
+    r.mode === 'inline' &&
+    r.sender === 'never retries' &&
+    r.effectsAppliedTwice === 0 &&
+    (p?.chargedTwice ?? 0) === 0
+  )
     return `LOST (inline): ${r.eventsLost} events, every failed delivery of a sender that never retries; --mode inbox or hybrid keeps them.`;
-  return `FAILED (${r.mode}): see events lost / effects applied twice.`;
+  return `FAILED (${r.mode}): see events lost / effects applied twice${p ? ' / events charged twice or never' : ''}.`;
 }
 
 export function printOne(r: DemoReport): void {

@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
+import type Database from 'better-sqlite3';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
 import { assignPort, until } from '../../../src/cli/wait.js';
@@ -31,6 +31,8 @@ export interface FleetOptions {
   onStoreError?: 'closed' | 'open';
   crash?: FaultWorkerConfig['crash'];
   effect?: FaultWorkerConfig['effect'];
+  /** The payments API the 'api' effects charge at (the test runs it). */
+  paymentsUrl?: string;
   workMs?: number;
   redisOfflineQueue?: boolean;
   /** Share of events sent again after their first success. @default 0.3 */
@@ -109,6 +111,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     onStoreError: options.onStoreError ?? 'closed',
     crash: options.crash,
     effect: options.effect ?? 'plain',
+    paymentsUrl: options.paymentsUrl,
     workMs: options.workMs,
     redisOfflineQueue: options.redisOfflineQueue,
     inbox: options.inbox,

@@ -7,6 +7,7 @@
  */
 
 import { createServer } from 'node:http';
+import { chargeEvent } from '../../../src/cli/demo/api-effect.js';
 import { listenWhenAssigned } from '../../../src/cli/wait.js';
 import type { InboxStore } from '../../../src/core/inbox.js';
 import type { Lease, Store } from '../../../src/core/types.js';
@@ -17,9 +18,19 @@ import { createReceiver } from '../../../src/receiver/receiver.js';
 /**
  * Where the process kills itself. Inbox mode adds two: `accepted`, after the durable accept and
  * before the answer leaves (the provider sees the connection drop); `before-complete`, in a worker
- * after the handler's effect and before the entry is completed.
+ * after the handler's effect and before the entry is completed. The API effects add two:
+ * `after-call`, once the payments API answered and before the step keeps its answer, and
+ * `after-step`, once the step returned (the naive handler has no step: both are after its call).
  */
-export type CrashStep = 'claimed' | 'handler' | 'before-confirm' | 'release' | 'accepted' | 'before-complete';
+export type CrashStep =
+  | 'claimed'
+  | 'handler'
+  | 'before-confirm'
+  | 'release'
+  | 'accepted'
+  | 'before-complete'
+  | 'after-call'
+  | 'after-step';
 
 export interface FaultWorkerConfig {
   store: 'redis' | 'postgres' | 'mysql' | 'sqlite';
@@ -39,7 +50,13 @@ export interface FaultWorkerConfig {
    * attempt in the ledger transaction of the effect; a run that finds the effect already applied
    * by an earlier attempt applies nothing and says so (the `seen` table).
    */
-  effect: 'plain' | 'tx' | 'fenced';
+  effect: 'plain' | 'tx' | 'fenced' | 'api' | 'api-naive';
+  /**
+   * 'api' and 'api-naive' (src/cli/demo/api-effect.ts): the handler first charges the event at the
+   * payments API at this URL (inside ctx.step with its idempotency key, or naive: a plain call
+   * without a key), then applies the plain effect.
+   */
+  paymentsUrl?: string;
   /**
    * Inbox mode: every process accepts and also runs a worker (`startWorker`); `inlineMs` makes it
    * hybrid. Retries back off from 50 ms so a run settles in seconds.
@@ -125,12 +142,15 @@ const ran = (id: string | undefined, attempt: number | undefined) => `${id}#${at
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function crash(waitForWindow: boolean, id: string | undefined, step: CrashStep): Promise<never> {
-  while (waitForWindow && config.effect === 'plain' && unconfirmed.size > 0) await sleep(1);
+  while (waitForWindow && plainEffect && unconfirmed.size > 0) await sleep(1);
   // Written (synchronously, durably) before the kill: the test asserts the kill landed first.
   recordCrash.run(id ?? null, step, process.pid);
   process.kill(process.pid, 'SIGKILL');
   return new Promise<never>(() => {});
 }
+
+/** The effects applied as a plain ledger row (after the API's charge, for the API effects). */
+const plainEffect = config.effect !== 'tx' && config.effect !== 'fenced';
 
 const idOf = (key: string) => key.slice(key.indexOf(':') + 1);
 const inner = opened.store.inbox;
@@ -193,7 +213,8 @@ const receiver = createReceiver({
     maxAttempts: config.inbox.maxAttempts ?? 10,
     backoff: { initial: '50ms', max: '500ms' },
   },
-  handler: async ({ id, key, attempt, signal, lease }) => {
+  handler: async (ctx) => {
+    const { id, key, attempt, signal, lease } = ctx;
     recordRun.run(id, attempt, process.pid);
     const first = attempt === 1 && lease !== undefined && chosen(id);
     if (first && config.crash?.at === 'claimed') await crash(true, id, 'claimed');
@@ -202,6 +223,19 @@ const receiver = createReceiver({
     if (first && config.crash?.at === 'handler') await crash(true, id, 'handler');
     if (first && config.crash?.at === 'release') throw new Error('fault: the payment API answered 502');
     if (signal.aborted) throw signal.reason;
+    if (config.effect === 'api' || config.effect === 'api-naive') {
+      const at = config.crash?.at;
+      const kill = !first
+        ? undefined
+        : at === 'after-call'
+          ? 'answer-read'
+          : at === 'after-step'
+            ? 'after-charge'
+            : undefined;
+      await chargeEvent(ctx, config.effect, config.paymentsUrl!, id!, kill, () => crash(true, id, at!));
+      // The call may outlast the deadline: the run then fails (and is retried) without its ledger effect.
+      if (signal.aborted) throw signal.reason;
+    }
     if (config.effect === 'tx' && opened.recordSync) {
       // The effect and its dedup row commit together: a crash before confirm cannot double it.
       ledger
