@@ -123,6 +123,28 @@ export function stepsSpec(label: string, store: (name: string) => Store | Promis
       await s.close();
     });
 
+    it('hybrid: the inline run fails after a step, the worker run of the entry skips it', async () => {
+      const name = `sh_${Math.random().toString(36).slice(2, 10)}`;
+      const s = await store(name);
+      const { calls, results, handler } = threeSteps();
+      const receiver = createReceiver({
+        name,
+        provider: acme(),
+        store: s,
+        handler,
+        logger: false,
+        inbox: { inline: '2s', backoff: () => 10 },
+      });
+      const res = await receiver.fetch(delivery(`evt_${name}`));
+      assert.equal(res.status, 202, 'failed within the budget: accepted, the inbox retries it');
+      assert.deepEqual(calls, ['charge#1'], 'the inline run made the charge');
+      await sleep(50);
+      assert.equal(await receiver.runDue(), 1);
+      assert.deepEqual(calls, ['charge#1', 'email#2', 'ship#2']);
+      assert.equal((results[0]![0] as { id: string }).id, 'ch_1');
+      await s.close();
+    });
+
     it("once(): a crashed owner's steps come back to the takeover; a stale owner's step is refused", async () => {
       const s = await store(`so_${Math.random().toString(36).slice(2, 10)}`);
       const key = `jobs:${Math.random().toString(36).slice(2, 10)}`;
