@@ -32,6 +32,7 @@ export {
 } from './core/index.js';
 export {
   idempotencyKeyOf,
+  type Jsonified,
   STEP_NAME_MAX,
   STEP_RESULT_MAX_BYTES,
   STEPS_MAX_BYTES,

@@ -10,7 +10,7 @@ import {
 } from './core/engine.js';
 import { keyPart } from './core/keys.js';
 import { causeOf, emit, type Logger, resolveLogger } from './core/logger.js';
-import type { StepContext } from './core/steps.js';
+import type { Jsonified, StepContext } from './core/steps.js';
 import { resolveTelemetry, storeKind, type Telemetry } from './core/telemetry.js';
 import { resolveTimings } from './core/timings.js';
 import type { Store } from './core/types.js';
@@ -215,7 +215,7 @@ class OnceContext implements WorkContext {
     signalFrom(this, run);
   }
 
-  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>> {
     return stepOf(this, name, fn);
   }
 

@@ -4,13 +4,17 @@
  * bounds and errors, a stale owner refused, steps without a lease, idempotency keys' shape.
  */
 import { strict as assert } from 'node:assert';
+import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import {
+  createReceiver,
+  hmac,
   idempotencyKeyOf,
   type Lease,
   memoryStore,
   once,
   STEP_RESULT_MAX_BYTES,
+  STEPS_MAX_BYTES,
   StepError,
   type Store,
 } from '../src/index.js';
@@ -152,19 +156,116 @@ describe('ctx.step', () => {
 
   it('does not start a step once the signal is aborted', async () => {
     let ran = false;
+    let stepEnded: Promise<unknown> | undefined;
     const result = await once(
       memoryStore(),
       'k5',
       async (ctx) => {
-        await new Promise((resolve) => setTimeout(resolve, 120));
-        await ctx.step('late', () => {
+        // The step is called after the deadline aborted the signal, while the test still waits on it.
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        stepEnded = ctx.step('late', () => {
           ran = true;
         });
+        await stepEnded.catch(() => {});
       },
       { timeout: '50ms', logger: false },
     );
     assert.equal(result.outcome, 'failed');
+    assert.ok(stepEnded, 'the step was called');
+    await assert.rejects(
+      stepEnded,
+      (error: unknown) => error === (result as { error: unknown }).error || error instanceof Error,
+    );
     assert.equal(ran, false);
+  });
+
+  it('holds one key to the bound of its steps together when steps are saved at the same time', async () => {
+    const inner = memoryStore();
+    const slow: Store = {
+      ...inner,
+      claim: (k, o) => inner.claim(k, o),
+      confirm: (l, o) => inner.confirm(l, o),
+      release: (l) => inner.release(l),
+      extend: (l, o) => inner.extend(l, o),
+      close: () => inner.close(),
+      // Saves that take a while, as a real store's do: steps started together overlap.
+      steps: {
+        load: (lease) => inner.steps!.load(lease),
+        save: async (lease, name, value) => {
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          return inner.steps!.save(lease, name, value);
+        },
+      },
+    };
+    const part = 'é'.repeat(30_000); // 60,000 bytes of UTF-8 each
+    const codes: string[] = [];
+    await once(
+      slow,
+      'k7',
+      async (ctx) => {
+        const settled = await Promise.allSettled(
+          Array.from({ length: 40 }, (_, i) => ctx.step(`part ${i}`, () => part)),
+        );
+        for (const r of settled)
+          codes.push(r.status === 'fulfilled' ? 'stored' : (r.reason as StepError).code);
+      },
+      { logger: false },
+    );
+    assert.equal(((await inner.claim('k7', { leaseMs: 1 })) as { status: string }).status, 'completed');
+    // 60,000 bytes and a name of 7 or 8 each: 17 fit in the bound; before the reservation all 40 did.
+    assert.ok(codes.every((c) => c === 'stored' || c === 'step_too_large'));
+    assert.equal(codes.filter((c) => c === 'stored').length, 17);
+  });
+
+  it('without a lease (unkeyed, fail-open) keeps to the same rules: JSON results, one run per name, the bounds', async () => {
+    const inner = memoryStore();
+    const down: Store = {
+      ...inner,
+      claim: async () => {
+        throw new Error('connection refused');
+      },
+      close: () => inner.close(),
+    };
+    const receiver = createReceiver({
+      name: 'open',
+      provider: hmac<{ id: string }>({
+        name: 'acme',
+        secret: 'fail-open-secret',
+        signatureHeader: 'x-sig',
+        id: (e) => e.id,
+      }),
+      store: down,
+      onStoreError: 'open',
+      logger: false,
+      handler: async (ctx) => {
+        const at = await ctx.step('at', () => new Date(0));
+        let runs = 0;
+        const [a, b] = await Promise.all([ctx.step('n', () => ++runs), ctx.step('n', () => ++runs)]);
+        const big = await ctx
+          .step('big', () => 'é'.repeat(STEP_RESULT_MAX_BYTES))
+          .catch((e: StepError) => e.code);
+        seen.push({ at, a, b, big, key: ctx.idempotencyKey('n') });
+      },
+    });
+    const seen: unknown[] = [];
+    const body = JSON.stringify({ id: 'evt_open' });
+    const res = await receiver.fetch(
+      new Request('http://localhost/', {
+        method: 'POST',
+        body,
+        headers: { 'x-sig': createHmac('sha256', 'fail-open-secret').update(body).digest('hex') },
+      }),
+    );
+    assert.equal(res.headers.get('onceonly-degraded'), 'store-unavailable');
+    assert.deepEqual(seen, [
+      {
+        at: new Date(0).toISOString(),
+        a: 1,
+        b: 1,
+        big: 'step_too_large',
+        key: idempotencyKeyOf('open:evt_open', 'n'),
+      },
+    ]);
   });
 
   it('throws steps_unsupported on a store without steps, and runs nothing', async () => {
@@ -214,5 +315,25 @@ describe('ctx.idempotencyKey', () => {
     assert.notEqual(first[1], other[1], 'keys differ');
     assert.equal(idempotencyKeyOf('orders:1', 'charge'), first[1]);
     assert.notEqual(idempotencyKeyOf('stripe:evt_1', 'x'), idempotencyKeyOf('stripe-eu:evt_1', 'x'));
+  });
+});
+
+describe('ctx.step types', () => {
+  it('types a result as what JSON makes of it (checked by tsc)', async () => {
+    const result = await once(memoryStore(), 'types', async (ctx) => {
+      const at: string = await ctx.step('at', () => new Date(0));
+      const nothing: undefined = await ctx.step('void', () => undefined);
+      const obj: { id: string; n: number } = await ctx.step('obj', async () => ({
+        id: 'x',
+        n: 1,
+        f: () => 1,
+      }));
+      // @ts-expect-error a Date comes back as a string, never a Date
+      const wrong: Date = await ctx.step('at2', () => new Date(0));
+      // @ts-expect-error functions are left out of an object
+      const gone: () => number = (await ctx.step('obj2', () => ({ f: () => 1 }))).f;
+      return { at, nothing, obj, wrong, gone };
+    });
+    assert.equal(result.outcome, 'processed');
   });
 });

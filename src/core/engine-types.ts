@@ -3,7 +3,7 @@
  * needs of wherever its lease lives (`LeaseOps`, `LeaseClock`).
  */
 
-import type { StepContext, StepStore } from './step-store.js';
+import type { Jsonified, StepContext, StepStore } from './step-store.js';
 import type { TelemetryRun } from './telemetry.js';
 import type { Lease } from './types.js';
 
@@ -23,7 +23,7 @@ export interface WorkContext {
    * @example const charge = await ctx.step('charge', ({ idempotencyKey }) =>
    *   stripe.paymentIntents.create(params, { idempotencyKey }).then((pi) => pi.id));
    */
-  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>>;
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>>;
   /**
    * A stable key for an API that deduplicates on one (Stripe's `Idempotency-Key`): the same on every
    * attempt and process, different across keys and names. `oo_` and 32 base64url characters.

@@ -12,7 +12,7 @@ import type {
   WorkContext,
 } from './engine-types.js';
 import { ConfigError, HandlerTimeoutError, LeaseLostError, StoreTimeoutError } from './errors.js';
-import { idempotencyKeyOf, RunSteps, type StepContext, type StepStore } from './steps.js';
+import { idempotencyKeyOf, type Jsonified, RunSteps, type StepContext, type StepStore } from './steps.js';
 import { timedPhase } from './telemetry.js';
 import { callDeadlineMs, leaseNow, type Tick, wheel, withDeadline } from './timers.js';
 import type { Claim, Lease, Store } from './types.js';
@@ -248,10 +248,15 @@ class RunContext implements WorkContext {
     return this[ABORT].signal;
   }
 
-  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>> {
     // Made on the first step: a handler without steps costs nothing.
     const s = this[STEPS];
-    s.run ??= new RunSteps(s.store, this.lease, s.storeTimeoutMs, () => this.signal);
+    s.run ??= new RunSteps(
+      s.store,
+      { key: this.lease.key, attempt: this.attempt, lease: this.lease },
+      s.storeTimeoutMs,
+      () => this.signal,
+    );
     return s.run.step(name, fn);
   }
 
@@ -262,24 +267,26 @@ class RunContext implements WorkContext {
 
 /**
  * The context of work run without a lease (an unkeyed delivery, or a store that is down with the
- * receiver failing open): steps run every time and keep nothing; the idempotency key is the key's
- * when there is one.
+ * receiver failing open): steps keep to the same rules (names, JSON, one run per name) and run every
+ * time, keeping nothing; the idempotency key is the key's when there is one.
  */
 export class UnguardedContext implements WorkContext {
   readonly lease = undefined as never;
+  #steps: RunSteps | undefined;
   constructor(
     readonly attempt: number,
     readonly signal: AbortSignal,
     private readonly key: string | undefined,
   ) {}
 
-  async step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
-    if (this.signal.aborted) throw this.signal.reason;
-    return await fn({
-      attempt: this.attempt,
-      signal: this.signal,
-      idempotencyKey: this.idempotencyKey(name),
-    });
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>> {
+    this.#steps ??= new RunSteps(
+      undefined,
+      { key: this.key, attempt: this.attempt, lease: undefined },
+      Number.POSITIVE_INFINITY,
+      () => this.signal,
+    );
+    return this.#steps.step(name, fn);
   }
 
   idempotencyKey(name?: string): string {
@@ -298,7 +305,7 @@ export function stepOf<R>(
   target: object,
   name: string,
   fn: (ctx: StepContext) => R | Promise<R>,
-): Promise<Awaited<R>> {
+): Promise<Jsonified<Awaited<R>>> {
   return (target as { [WORK]: WorkContext })[WORK].step(name, fn);
 }
 

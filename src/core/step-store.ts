@@ -40,3 +40,29 @@ export interface StepContext {
   /** `ctx.idempotencyKey(name)` of this step: pass it to the API the step calls. */
   readonly idempotencyKey: string;
 }
+
+/**
+ * What a step's result is once it has been through JSON, as every run gets it (the first one too):
+ * `toJSON` applied (a `Date` is a string), functions, symbols and `undefined` left out of objects and
+ * `null` in arrays, a top-level `undefined` kept as `undefined`.
+ */
+export type Jsonified<T> = T extends { toJSON(...args: never[]): infer J }
+  ? Jsonified<J>
+  : T extends string | number | boolean | null | undefined
+    ? T
+    : T extends bigint | symbol | ((...args: never[]) => unknown)
+      ? never
+      : T extends readonly unknown[]
+        ? { -readonly [I in keyof T]: InArray<T[I]> }
+        : T extends object
+          ? {
+              -readonly [K in keyof T as K extends string
+                ? Dropped<T[K]> extends true
+                  ? never
+                  : K
+                : never]: Jsonified<T[K]>;
+            }
+          : unknown;
+
+type Dropped<V> = [V] extends [undefined | symbol | ((...args: never[]) => unknown)] ? true : false;
+type InArray<V> = V extends undefined | symbol | ((...args: never[]) => unknown) ? null : Jsonified<V>;

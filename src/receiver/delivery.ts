@@ -4,7 +4,7 @@
  * delivery.
  */
 import { idempotencyKeyFrom, signalFrom, stepOf, type WorkContext } from '../core/engine.js';
-import type { StepContext } from '../core/steps.js';
+import type { Jsonified, StepContext } from '../core/steps.js';
 import type { Lease } from '../core/types.js';
 import type { HeaderReader } from '../providers/types.js';
 import { asWebHeaders } from './body.js';
@@ -62,7 +62,7 @@ export class Context implements HandlerContext<unknown> {
     signalFrom(this, work);
   }
 
-  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>> {
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>> {
     return stepOf(this, name, fn);
   }
 

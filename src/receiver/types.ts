@@ -5,7 +5,7 @@
 import type { Duration } from '../core/duration.js';
 import type { HealthReport } from '../core/health.js';
 import type { Logger } from '../core/logger.js';
-import type { StepContext } from '../core/steps.js';
+import type { Jsonified, StepContext } from '../core/steps.js';
 import type { Telemetry } from '../core/telemetry.js';
 import type { Lease, Store } from '../core/types.js';
 import type { EventMapOf, EventOf, Provider } from '../providers/types.js';
@@ -36,11 +36,11 @@ export interface HandlerContext<E> {
    * event's key before the handler goes on, and a later run of the same event (after a throw, a
    * deadline, a crash and takeover) gets it back without running `fn` again. A step that threw runs
    * again on the next attempt. The result is what JSON makes of it, on every run alike. Without a
-   * lease (unkeyed, fail-open) steps run every time. See docs/effects.md.
+   * lease (unkeyed, fail-open) steps run every time. See docs/reliability.md (Pattern 3).
    * @example const paymentId = await ctx.step('charge', ({ idempotencyKey }) =>
    *   stripe.paymentIntents.create(params, { idempotencyKey }).then((pi) => pi.id));
    */
-  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Awaited<R>>;
+  step<R>(name: string, fn: (ctx: StepContext) => R | Promise<R>): Promise<Jsonified<Awaited<R>>>;
   /**
    * A stable key for an API that deduplicates on one (Stripe's `Idempotency-Key`): the same on every
    * attempt and process for this receiver, event and `name`, different across them. `oo_` and 32
