@@ -101,7 +101,7 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
 
     // Durable steps (values of a save: name, result, the owner check); complete and renew drop them.
     loadSteps: st('load_steps', `SELECT steps FROM ${T} WHERE entry_key = ?`, true),
-    saveStep: ownedWrite('save_step', `steps = ${d.steps.merge('?', '?')}`),
+    saveStep: ownedWrite('save_step', `steps = ${d.steps.merge('?', '?')}, updated_at = ${NOW}`),
     /** A take in one statement (`returning`): the due rows taken, given back. */
     take: (receiver: boolean, limit: number) =>
       st(
