@@ -215,6 +215,7 @@ describe('ctx.step', () => {
     // 60,000 bytes and a name of 7 or 8 each: 17 fit in the bound; before the reservation all 40 did.
     assert.ok(codes.every((c) => c === 'stored' || c === 'step_too_large'));
     assert.equal(codes.filter((c) => c === 'stored').length, 17);
+    assert.ok(17 * 60_008 <= STEPS_MAX_BYTES && 18 * 60_007 > STEPS_MAX_BYTES);
   });
 
   it('without a lease (unkeyed, fail-open) keeps to the same rules: JSON results, one run per name, the bounds', async () => {
