@@ -10,34 +10,15 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
-import { createClient } from 'redis';
 import { type PaymentsServer, startPayments } from '../../src/cli/demo/payments.js';
-import { reachable, servers } from '../support/servers.js';
-import { FAULT_SIZE, type FleetOptions, type FleetReport, runFleet, summary } from './support/fleet.js';
+import { reachable } from '../support/servers.js';
+import { FAULT_SIZE, type FleetReport, runFleet, summary } from './support/fleet.js';
+import { FAULT_STORES } from './support/stores.js';
 
 const EVENTS = 60 * FAULT_SIZE;
 const RATE = 0.05;
 
-const STORES: { label: string; store: FleetOptions['store']; url: string; probe: () => Promise<unknown> }[] =
-  [
-    {
-      label: 'Redis',
-      store: 'redis',
-      url: servers.redis,
-      probe: async () => (await createClient({ url: servers.redis }).connect()).quit(),
-    },
-    {
-      label: 'PostgreSQL',
-      store: 'postgres',
-      url: servers.postgres,
-      probe: async () => {
-        const c = new pg.Client({ connectionString: servers.postgres });
-        await c.connect();
-        await c.end();
-      },
-    },
-  ];
+const STORES = FAULT_STORES.filter((s) => s.store === 'redis' || s.store === 'postgres');
 
 /** The kills landed at `step`, one per killed process, on events the simulator then got through. */
 function assertKilled(r: FleetReport, step: string) {

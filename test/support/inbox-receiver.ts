@@ -5,38 +5,15 @@
  * under the same id is a conflict. Then a hybrid receiver (inline budget) with a worker loop.
  */
 import { strict as assert } from 'node:assert';
-import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createReceiver, hmac, type Store } from '../../src/index.js';
+import { createReceiver, type Store } from '../../src/index.js';
+import { acmeDelivery, acme as acmeOf } from './acme.js';
 
 const SECRET = 'inbox-receiver-secret';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const acme = () =>
-  hmac<{ id: string; type: string; n?: number }>({
-    name: 'acme',
-    secret: SECRET,
-    signatureHeader: 'x-acme-signature',
-    signaturePrefix: 'sha256=',
-    timestampHeader: 'x-acme-timestamp',
-    id: (event) => event.id,
-    type: (event) => event.type,
-    typeSigned: true,
-  });
-
-function delivery(body: string): Request {
-  const timestamp = Math.floor(Date.now() / 1000);
-  const sig = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-  return new Request('http://localhost/webhooks', {
-    method: 'POST',
-    body,
-    headers: {
-      'x-acme-signature': `sha256=${sig}`,
-      'x-acme-timestamp': String(timestamp),
-      'content-type': 'application/json',
-    },
-  });
-}
+const acme = () => acmeOf(SECRET);
+const delivery = (body: string) => acmeDelivery(SECRET, body);
 
 /**
  * Registers the spec. `store(name)` returns a store of its own for each test (a fresh table or

@@ -5,42 +5,15 @@
  * to the run that takes its lease over; a stale owner's step is refused.
  */
 import { strict as assert } from 'node:assert';
-import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import {
-  createReceiver,
-  type HandlerContext,
-  hmac,
-  idempotencyKeyOf,
-  once,
-  type Store,
-} from '../../src/index.js';
+import { createReceiver, type HandlerContext, idempotencyKeyOf, once, type Store } from '../../src/index.js';
+import { acmeDelivery, acme as acmeOf } from './acme.js';
 
 const SECRET = 'steps-spec-secret';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const acme = () =>
-  hmac<{ id: string; type: string }>({
-    name: 'acme',
-    secret: SECRET,
-    signatureHeader: 'x-acme-signature',
-    signaturePrefix: 'sha256=',
-    timestampHeader: 'x-acme-timestamp',
-    id: (event) => event.id,
-    type: (event) => event.type,
-    typeSigned: true,
-  });
-
-function delivery(id: string): Request {
-  const body = JSON.stringify({ id, type: 'order.paid' });
-  const timestamp = Math.floor(Date.now() / 1000);
-  const sig = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-  return new Request('http://localhost/webhooks', {
-    method: 'POST',
-    body,
-    headers: { 'x-acme-signature': `sha256=${sig}`, 'x-acme-timestamp': String(timestamp) },
-  });
-}
+const acme = () => acmeOf(SECRET);
+const delivery = (id: string) => acmeDelivery(SECRET, JSON.stringify({ id, type: 'order.paid' }));
 
 /**
  * A handler of three steps that throws after the first on its first attempt: what each step's

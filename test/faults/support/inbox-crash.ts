@@ -7,42 +7,13 @@
  * the fenced effect recipe sees the effect already applied. Verdict from the ledger the processes
  * write (outside the store): every event exactly one effect, none lost.
  *
- * A store is one line of STORES (the fault worker opens Redis, PostgreSQL, MySQL and SQLite).
+ * A store is one line of FAULT_STORES (support/stores.ts).
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
-import { createClient } from 'redis';
-import { reachable, servers } from '../../support/servers.js';
-import { FAULT_SIZE, type FleetOptions, type FleetReport, runFleet, summary } from './fleet.js';
-
-const STORES: { label: string; store: FleetOptions['store']; url: string; probe: () => Promise<unknown> }[] =
-  [
-    {
-      label: 'Redis',
-      store: 'redis',
-      url: servers.redis,
-      probe: async () => (await createClient({ url: servers.redis }).connect()).quit(),
-    },
-    {
-      label: 'PostgreSQL',
-      store: 'postgres',
-      url: servers.postgres,
-      probe: async () => {
-        const c = new pg.Client({ connectionString: servers.postgres });
-        await c.connect();
-        await c.end();
-      },
-    },
-    {
-      label: 'MariaDB',
-      store: 'mysql',
-      url: servers.mysql,
-      probe: async () => (await mysql.createConnection(servers.mysql)).end(),
-    },
-    { label: 'SQLite', store: 'sqlite', url: 'sqlite', probe: async () => {} },
-  ];
+import { reachable } from '../../support/servers.js';
+import { FAULT_SIZE, type FleetReport, runFleet, summary } from './fleet.js';
+import { FAULT_STORES as STORES } from './stores.js';
 
 const EVENTS = 60 * FAULT_SIZE;
 const RATE = 0.05;
