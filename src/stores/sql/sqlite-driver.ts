@@ -126,6 +126,29 @@ export interface SqliteDriverOptions {
   readonly dialect: SqlDialect;
 }
 
+/**
+ * Switches a file's database to WAL (an in-memory one has none). The switch needs the file to
+ * itself, and SQLite may answer SQLITE_BUSY at once, without waiting out the busy timeout, while
+ * other processes open the same new file and switch it too (seen with four at once on a loaded
+ * host): tried again every 10 ms, reading the mode each time (another process may have switched
+ * it), for up to `waitMs`.
+ */
+export function toWal(db: SqliteLike, waitMs: number): void {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      const mode = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
+      if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== 'SQLITE_BUSY' || Date.now() >= until) throw err;
+      Atomics.wait(PAUSE, 0, 0, 10);
+    }
+  }
+}
+
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
 /** The driver of a SQLite store over `db` (already checked by {@link isDatabase}). */
 export function sqliteDriver({
   db,
@@ -142,11 +165,7 @@ export function sqliteDriver({
     const current = Number(db.pragma('busy_timeout', { simple: true }));
     if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${busyTimeout}`);
     else if (!(current >= DEFAULT_BUSY_TIMEOUT)) db.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT}`);
-    if (wal && !db.inTransaction) {
-      const mode = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
-      // An in-memory database has no WAL; any file does.
-      if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
-    }
+    if (wal && !db.inTransaction) toWal(db, busyTimeout ?? Math.max(current, DEFAULT_BUSY_TIMEOUT));
     const done = getOrMake(created, db, () => new Set<string>());
     if (autoCreate && !done.has(table)) {
       write(db, () => {
