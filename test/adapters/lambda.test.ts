@@ -529,3 +529,22 @@ describe("lambda: the invocation's remaining time caps the handler's deadline", 
     assert.ok(Date.now() - started < 1_500);
   });
 });
+
+describe("receive()'s per-delivery timeout, which the adapter passes", () => {
+  it('caps the deadline of that delivery only, and a value that is no duration is refused as a misuse', async () => {
+    const receiver = createReceiver({
+      provider: stripe({ secret: STRIPE_SECRET }),
+      store: memoryStore(),
+      logger: false,
+      handler: ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', resolve)),
+    });
+    const d = stripeDelivery();
+    const input = { rawBody: d.text, headers: { 'stripe-signature': d.headers['Stripe-Signature']! } };
+    const started = Date.now();
+    const capped = await receiver.receive({ ...input, timeout: '150ms' });
+    assert.equal(capped.outcome, 'failed');
+    assert.equal(capped.code, 'handler_timeout');
+    assert.ok(Date.now() - started < 1_000);
+    await assert.rejects(receiver.receive({ ...input, timeout: -1 }), { code: 'invalid_duration' });
+  });
+});
