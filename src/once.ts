@@ -16,10 +16,11 @@ import { resolveTimings } from './core/timings.js';
 import type { Store } from './core/types.js';
 import { ConfigError } from './errors.js';
 
+export { type Duration, parseDuration } from './core/duration.js';
 export type { WorkContext } from './core/engine.js';
-
 export type { Logger } from './core/logger.js';
 export { DEFAULT_STORE_TIMEOUT, DEFAULT_TIMEOUT, resolveTimings } from './core/timings.js';
+export type { Store } from './core/types.js';
 /** How long a completed key is remembered when nothing else is known: 3 days. */
 export const DEFAULT_RETENTION = '3d';
 

@@ -17,6 +17,7 @@ const allowed: Record<string, readonly string[]> = {
   providers: ['core', 'providers', 'errors'],
   receiver: ['core', 'receiver', 'errors', 'providers/types'],
   adapters: ['receiver', 'adapters'],
+  consumers: ['once', 'consumers', 'errors'],
   testing: ['core', 'testing'],
   otel: ['core', 'otel'],
 };

@@ -1,6 +1,7 @@
 /**
  * Every example app starts with one command from its folder (as the README says), prints a signed
- * `curl`, and answers it processed, then duplicate. The Next.js example is the Next adapter's own
+ * `curl`, and answers it processed, then duplicate (the Lambda example serves its handler as a
+ * Function URL would). The Next.js example is the Next adapter's own
  * test app's twin and starts with `next dev`; it is covered by test/adapters/next.test.ts.
  */
 import { strict as assert } from 'node:assert';
@@ -62,7 +63,7 @@ async function send(curl: string): Promise<Response> {
 }
 
 describe('examples', { concurrency: 2 }, () => {
-  for (const folder of ['express', 'fastify', 'hono', 'koa', 'nestjs', 'node']) {
+  for (const folder of ['express', 'fastify', 'hono', 'koa', 'lambda', 'nestjs', 'node']) {
     it(`${folder}: one command starts it, and its printed curl is processed once, then a duplicate`, async () => {
       const { child, curl } = await startOnFreePort(folder);
       try {

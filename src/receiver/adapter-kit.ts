@@ -3,7 +3,8 @@
  * the receiver and nothing below it (test/architecture.test.ts), so the errors and provider type
  * they hand on come through here.
  */
-export { BodyAlreadyParsedError, OnceonlyError } from '../errors.js';
+export { type Duration, parseDuration } from '../core/duration.js';
+export { BodyAlreadyParsedError, BodyTooLargeError, OnceonlyError } from '../errors.js';
 export type { Provider } from '../providers/types.js';
 export { answerOf, outcomeBody, outcomeHeaders, toResponse } from './http.js';
 export {

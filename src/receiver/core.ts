@@ -69,8 +69,8 @@ export interface ReceiverCore {
   report(result: DeliveryResult): DeliveryResult;
   /** What is known of a delivery before anything is read of it. */
   known(key?: string, id?: string, type?: string): Known;
-  /** The claim options of one event. */
-  engineOptions(fingerprint: string, run?: TelemetryRun): EngineOptions;
+  /** The claim options of one event (`timeoutMs`: a shorter deadline of its own, see `ReceiveInput.timeout`). */
+  engineOptions(fingerprint: string, run?: TelemetryRun, timeoutMs?: number): EngineOptions;
   /** Fail open (run without dedup) for this store error: only an outage, with `onStoreError: 'open'`. */
   failsOpen(error: StoreUnavailableError): boolean;
   /** The answer to the same key with another fingerprint (see {@link conflictOf}). */
@@ -166,9 +166,9 @@ export function createCore(
     asResponse: (value) => (value instanceof Response ? watchResponse(value, responseWatch) : undefined),
     report: reporter(options, logger, telemetry, space),
     known: (key, id, type) => known(provider.name, space, key, id, type),
-    engineOptions: (fingerprint, run) => ({
+    engineOptions: (fingerprint, run, timeoutMs) => ({
       leaseMs: timings.leaseMs,
-      timeoutMs: timings.timeoutMs,
+      timeoutMs: timeoutMs === undefined ? timings.timeoutMs : Math.min(timeoutMs, timings.timeoutMs),
       storeTimeoutMs: timings.storeTimeoutMs,
       retentionMs,
       fingerprint,

@@ -5,6 +5,7 @@
  * worker's run of one taken entry (`runTaken`). No middleware chain: each step is a plain call, and
  * the inline path has the same async frames as one function would (deliver, then the claim's).
  */
+import { parsePositiveDuration } from '../core/duration.js';
 import type { InboxJob } from '../core/inbox.js';
 import type { TelemetryRun } from '../core/telemetry.js';
 import { ConfigError } from '../errors.js';
@@ -76,10 +77,12 @@ async function deliver(
   // 2. Key and fingerprint.
   const keyed = keyOf(core, verified, a.bytes, base, done, run);
   if (isPromise(keyed) || 'outcome' in keyed) return keyed;
+  // A deadline of the caller's own (a serverless invocation's end) goes with the event.
+  const e = a.timeoutMs === undefined ? keyed : { ...keyed, timeoutMs: a.timeoutMs };
   // 3. Inbox mode: write it durably and answer (hybrid: run it first within the budget).
-  if (core.policy) return acceptEntry(core, keyed, run ? { ...a, run } : a, delivery, done);
+  if (core.policy) return acceptEntry(core, e, run ? { ...a, run } : a, delivery, done);
   // 3. Claim, run, confirm or release.
-  return settle(core, keyed, delivery, done);
+  return settle(core, e, delivery, done);
 }
 
 /** `receiver.receive()`: a misuse (a bad receivedAt) rejects; a bad delivery never does. */
@@ -87,8 +90,11 @@ export function receive(core: ReceiverCore, input: ReceiveInput): Promise<Delive
   let started: number;
   let receivedAt: Date | undefined;
   let method: string;
+  let timeoutMs: number | undefined;
   try {
     started = Date.now();
+    timeoutMs =
+      input.timeout === undefined ? undefined : parsePositiveDuration(input.timeout, 'receive() timeout');
     receivedAt = input.receivedAt;
     if (receivedAt !== undefined && !(receivedAt instanceof Date && Number.isFinite(receivedAt.getTime()))) {
       // A bad receivedAt must never switch the timestamp tolerance off: refuse it before anything runs.
@@ -127,6 +133,7 @@ export function receive(core: ReceiverCore, input: ReceiveInput): Promise<Delive
       receivedAt: receivedAt ?? new Date(),
       method,
       started,
+      timeoutMs,
     });
   }
   // Received once the whole body is: as fetch() and as it always was for a stream.
@@ -139,6 +146,7 @@ export function receive(core: ReceiverCore, input: ReceiveInput): Promise<Delive
         receivedAt: receivedAt ?? new Date(),
         method,
         started,
+        timeoutMs,
       }),
     (error: unknown) => rejectionResult(core, error, started),
   );

@@ -196,6 +196,15 @@ export interface ReceiveInput {
    * @example receiver.receive({ rawBody: req, headers: req.headers, url, method: req.method })
    */
   method?: string;
+  /**
+   * A shorter deadline for this delivery's handler: the shorter of this and the receiver's
+   * `timeout` applies. For a caller that must answer by a time of its own, such as a serverless
+   * function whose invocation ends (`onceonly/lambda` passes the invocation's remaining time less a
+   * margin), so the handler is aborted and its claim released before the caller is stopped.
+   * @default the receiver's `timeout`
+   * @example receiver.receive({ rawBody, headers, url, timeout: context.getRemainingTimeInMillis() - 1000 })
+   */
+  timeout?: Duration;
 }
 
 export interface Receiver {

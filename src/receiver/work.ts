@@ -19,6 +19,8 @@ export interface Arrival {
   readonly started: number;
   /** Its telemetry run, when telemetry is on. */
   readonly run?: TelemetryRun | undefined;
+  /** A shorter deadline for its handler than the receiver's `timeout` (`receive()`'s `timeout`). */
+  readonly timeoutMs?: number | undefined;
 }
 
 /** One event to run: what the handler sees, and what it is deduplicated on. */
@@ -33,6 +35,8 @@ export interface Keyed {
   readonly typeOnly?: boolean | undefined;
   /** The telemetry run it belongs to, when telemetry is on. */
   readonly run?: TelemetryRun | undefined;
+  /** A shorter deadline for its handler than the receiver's `timeout` (from its {@link Arrival}). */
+  readonly timeoutMs?: number | undefined;
 }
 
 /** A keyed event with the handler that runs it. */

@@ -52,6 +52,7 @@ export async function runBatch(
         key,
         fingerprint,
         run: source.run,
+        timeoutMs: source.timeoutMs,
       };
       result = core.policy
         ? await acceptEntry(core, runnable, source, delivery, done, item.id)

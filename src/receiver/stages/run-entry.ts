@@ -28,7 +28,7 @@ export function runEntryOf(
     policy: core.policy!,
     retentionMs: core.retentionMs,
     leaseMs: timings.leaseMs,
-    timeoutMs: timings.timeoutMs,
+    timeoutMs: Math.min(timings.timeoutMs, e.timeoutMs ?? Number.POSITIVE_INFINITY),
     storeTimeoutMs: timings.storeTimeoutMs,
     telemetry: e.run,
   });

@@ -56,7 +56,7 @@ export async function settle(
       core.store,
       e.key,
       (work) => handler(contextOf(e, delivery, work)),
-      core.engineOptions(e.fingerprint, e.run),
+      core.engineOptions(e.fingerprint, e.run, e.timeoutMs),
     );
   } catch (cause) {
     return storeFailed(core, cause, done, (error) =>
@@ -139,7 +139,7 @@ export async function runUnguarded(
   done: Done,
   how: Unguarded,
 ): Promise<DeliveryResult> {
-  const { timeoutMs } = core.timings;
+  const timeoutMs = Math.min(core.timings.timeoutMs, e.timeoutMs ?? Number.POSITIVE_INFINITY);
   const { degraded, storeError } = how;
   let reject: (reason: unknown) => void = () => {};
   const timedOut = new Promise<never>((_, r) => {
