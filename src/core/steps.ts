@@ -136,11 +136,13 @@ export class RunSteps {
       );
     }
     const total = this.#bytes + utf8Bytes(name) + bytes;
-    if (total > STEPS_MAX_BYTES) {
+    // A store may keep less than the bound of every store (DynamoDB: one item of 400 KB).
+    const bound = Math.min(STEPS_MAX_BYTES, store.maxBytes ?? STEPS_MAX_BYTES);
+    if (total > bound) {
       throw new StepError(
         'step_too_large',
         name,
-        `onceonly: step "${name}" would bring this key's steps to ${total} bytes, over the ${STEPS_MAX_BYTES} one key may keep`,
+        `onceonly: step "${name}" would bring this key's steps to ${total} bytes, over the ${bound} one key may keep${bound < STEPS_MAX_BYTES ? ' on this store' : ''}`,
       );
     }
     // Written whatever the signal says: the step's effect happened, and its owner (checked by the
