@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
-import { DeleteTableCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { type Dynalite, dynamoClient, startDynalite } from '../../test/support/dynalite.js';
 import { checkHealth } from '../core/health.js';
 import { RunSteps, StepError } from '../core/steps.js';
@@ -159,6 +159,36 @@ describe('dynamoDbStore', () => {
       store().claim(key, { leaseMs: LONG }),
       (e) => e instanceof StoreMisconfiguredError && e.code === 'store_foreign_value',
     );
+  });
+
+  it("reads what failed a condition from DynamoDB's answer (ALL_OLD), with no second request", async () => {
+    // dynalite leaves ReturnValuesOnConditionCheckFailure out: this client adds the item as DynamoDB does.
+    let reads = 0;
+    const allOld = {
+      async send(command: { input: Record<string, unknown> }) {
+        if (command instanceof GetItemCommand) reads++;
+        try {
+          return await client.send(command as never);
+        } catch (error) {
+          if (command.input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD') {
+            const { Item } = await client.send(
+              new GetItemCommand({ TableName: table, Key: command.input.Key as never, ConsistentRead: true }),
+            );
+            Object.assign(error as object, { Item });
+          }
+          throw error;
+        }
+      },
+    };
+    const s = dynamoDbStore({ client: allOld, table, maxClockSkew: 50 });
+    const key = unique();
+    const lease = acquired(await s.claim(key, { leaseMs: LONG, fingerprint: 'a'.repeat(64) }));
+    const busy = await s.claim(key, { leaseMs: LONG, fingerprint: 'b'.repeat(64) });
+    assert.equal(busy.status === 'in-flight' && busy.sameFingerprint, false);
+    assert.equal(await s.confirm(lease, { retentionMs: LONG }), true);
+    assert.deepEqual(await s.claim(key, { leaseMs: LONG }), { status: 'completed', sameFingerprint: true });
+    assert.deepEqual(await s.record(key, { retentionMs: LONG }), { duplicate: true });
+    assert.equal(reads, 0, 'no GetItem of the store');
   });
 
   describe('operator views and purge', () => {
