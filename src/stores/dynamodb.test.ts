@@ -8,6 +8,7 @@ import type { Claim, Lease } from '../core/types.js';
 import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
 import { DYNAMODB_STEPS_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
+import { dynamoFailure } from './dynamodb/failure.js';
 
 // Started before the suites register: a server that cannot start fails the file, never skips it.
 const server: Dynalite = await startDynalite();
@@ -148,6 +149,39 @@ describe('dynamoDbStore', () => {
     } finally {
       nowhere.destroy();
     }
+  });
+
+  it('errors by name: throttling is transient, a refused permission or login is a misconfiguration', () => {
+    const named = (name: string, message = 'x') =>
+      Object.assign(new Error(message), { name, $metadata: { httpStatusCode: 400 } });
+    for (const name of [
+      'ProvisionedThroughputExceededException',
+      'ThrottlingException',
+      'RequestLimitExceeded',
+    ]) {
+      const e = dynamoFailure('t', 'claim a key', named(name));
+      assert.ok(!(e instanceof StoreMisconfiguredError) && /throttled/.test(e.message), name);
+    }
+    assert.equal(
+      dynamoFailure('t', 'claim a key', named('AccessDeniedException')).code,
+      'store_permission_denied',
+    );
+    assert.equal(
+      dynamoFailure('t', 'claim a key', named('UnrecognizedClientException')).code,
+      'store_auth_failed',
+    );
+    assert.equal(
+      dynamoFailure('t', 'claim a key', named('ResourceNotFoundException')).code,
+      'store_missing_table',
+    );
+    assert.equal(
+      dynamoFailure(
+        't',
+        'claim a key',
+        named('ValidationException', 'The provided key element does not match the schema'),
+      ).code,
+      'store_missing_table',
+    );
   });
 
   it('an item onceonly did not write is store_foreign_value', async () => {
