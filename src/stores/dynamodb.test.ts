@@ -206,7 +206,11 @@ describe('dynamoDbStore', () => {
         } catch (error) {
           if (command.input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD') {
             const { Item } = await client.send(
-              new GetItemCommand({ TableName: table, Key: command.input.Key as never, ConsistentRead: true }),
+              new GetItemCommand({
+                TableName: table,
+                Key: (command.input.Key ?? { pk: (command.input.Item as { pk: unknown }).pk }) as never,
+                ConsistentRead: true,
+              }),
             );
             Object.assign(error as object, { Item });
           }

@@ -59,14 +59,6 @@ const MAX_ROUNDS = 8;
 const EMPTY_MAP: Attr = { M: {} };
 const STATES = { ':processing': S('processing'), ':released': S('released'), ':completed': S('completed') };
 
-/**
- * Takeable now: a released record, or a lease that ran out by more than the clock skew, within its
- * life, of the same fingerprint when one is offered. Absent items match too (a first claim).
- */
-const takeable = (withFingerprint: boolean) =>
-  `attribute_not_exists(#pk) OR (#dropAt > :now AND (#state = :released OR (#state = :processing AND #exp <= :stale))${
-    withFingerprint ? ' AND (attribute_not_exists(#fp) OR #fp = :fp)' : ''
-  })`;
 /** The record is still this token's processing record, in its life (its lease may have run out). */
 const OWNED = '#token = :token AND #state = :processing AND #dropAt > :now';
 
@@ -143,95 +135,145 @@ export class DynamoClaims {
     };
   }
 
-  /** A fresh life of the key: attempt 1, no steps, written over an item whose life ended. */
-  async #fresh(what: string, key: string, pk: string, now: number, item: Item): Promise<boolean> {
+  /**
+   * A fresh life of the key (attempt 1, no steps): one PutItem over an absent item or one whose life
+   * ended (TTL deletes lazily). The common case of every claim and record: a new event.
+   */
+  #fresh(what: string, pk: string, now: number, item: Item) {
     const condition = 'attribute_not_exists(#pk) OR #dropAt <= :now';
-    const written = await this.#write(
+    return this.#write(
       what,
       new PutItemCommand({
         TableName: this.table,
-        Item: { pk: S(pk), key: S(key), ...item },
+        Item: { pk: S(pk), ...item },
         ConditionExpression: condition,
         ...expression([condition], { ':now': N(now) }),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
       pk,
     );
-    return written.done;
+  }
+
+  /** A new record's attributes: its state and owner, its times, its fingerprint. */
+  #item(
+    key: string,
+    state: string,
+    token: string,
+    now: number,
+    endMs: number,
+    graceMs: number,
+    fp?: string,
+  ): Item {
+    return {
+      key: S(key),
+      state: S(state),
+      token: S(token),
+      attempt: N(1),
+      expiresAt: N(endMs),
+      updatedAt: N(now),
+      graceMs: N(graceMs),
+      graceS: N(Math.ceil(graceMs / 1000)),
+      dropAt: N(endMs + graceMs),
+      ttl: N(ttlSeconds(endMs + graceMs, this.#skewMs)),
+      ...(state === 'processing' ? { steps: EMPTY_MAP } : {}),
+      ...(fp === undefined ? {} : { fingerprint: S(fp) }),
+    };
+  }
+
+  /**
+   * Takes over a takeable record (released, or run out by more than the skew, of the same
+   * fingerprint): the attempt goes on from the last owner's; a claim keeps the steps, a record
+   * completes at once and drops them.
+   */
+  #takeover(
+    what: string,
+    pk: string,
+    values: Record<string, Attr>,
+    dropSteps: boolean,
+    fingerprint?: string,
+  ) {
+    const removed = [...(dropSteps ? ['#steps'] : []), ...(fingerprint === undefined ? ['#fp'] : [])];
+    const update = `SET #state = :state, #token = :token, #attempt = #attempt + :one, #exp = :exp, #upd = :now, #graceMs = :graceMs, #graceS = :graceS, #dropAt = :dropAt, #ttl = :ttl${
+      fingerprint === undefined ? '' : ', #fp = :fp'
+    }${removed.length > 0 ? ` REMOVE ${removed.join(', ')}` : ''}`;
+    const condition = `#dropAt > :now AND (#state = :released OR (#state = :processing AND #exp <= :stale))${
+      fingerprint === undefined ? '' : ' AND (attribute_not_exists(#fp) OR #fp = :fp)'
+    }`;
+    return this.#write(
+      what,
+      new UpdateItemCommand({
+        TableName: this.table,
+        Key: { pk: S(pk) },
+        UpdateExpression: update,
+        ConditionExpression: condition,
+        ...expression([update, condition], values),
+        ReturnValues: 'UPDATED_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+      pk,
+    );
+  }
+
+  /** What a found record means to a claim or record at `now`: its life ended, completed, live, or takeable. */
+  #judge(what: string, item: Item, now: number, fingerprint: string | undefined) {
+    const found = this.#record(what, item);
+    const same = sameFingerprint(found.fingerprint, fingerprint);
+    const live = found.state === 'processing' && found.expiresAt > now - this.#skewMs;
+    const kind =
+      found.dropAt <= now
+        ? 'ended'
+        : found.state === 'completed'
+          ? 'completed'
+          : live || !same
+            ? 'busy'
+            : 'takeable';
+    return { found, same, kind } as const;
   }
 
   async claim(key: string, { leaseMs, fingerprint, retentionMs }: ClaimOptions): Promise<Claim> {
     const pk = claimPk(key);
     const graceMs = retentionMs ?? this.#graceMs;
+    const what = 'claim a key';
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const now = this.now();
       const token = newToken();
       const exp = now + leaseMs;
-      const values: Record<string, Attr> = {
-        ...STATES,
-        ...this.#times(now, exp, graceMs),
-        ':stale': N(now - this.#skewMs),
-        ':token': S(token),
-        ':key': S(key),
-        ':zero': N(0),
-        ':one': N(1),
-        ':empty': EMPTY_MAP,
-        ...(fingerprint === undefined ? {} : { ':fp': S(fingerprint) }),
-      };
-      // Absent, released, or run out: take it; the attempt goes on from the last owner's, the
-      // steps stay (a first claim starts them empty).
-      const update = `SET #key = :key, #state = :processing, #token = :token, #attempt = if_not_exists(#attempt, :zero) + :one, #exp = :exp, #upd = :now, #graceMs = :graceMs, #graceS = :graceS, #dropAt = :dropAt, #ttl = :ttl, #steps = if_not_exists(#steps, :empty)${
-        fingerprint === undefined ? ' REMOVE #fp' : ', #fp = :fp'
-      }`;
-      const condition = takeable(fingerprint !== undefined);
-      const written = await this.#write(
-        'claim a key',
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: { pk: S(pk) },
-          UpdateExpression: update,
-          ConditionExpression: condition,
-          ...expression([update, condition], values),
-          ReturnValues: 'UPDATED_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-        pk,
-      );
       const lease = (attempt: number) =>
         ({
           status: 'acquired',
           lease: createLease({ key, token, attempt, fingerprint, expiresAt: new Date(exp) }),
         }) as const;
-      if (written.done) return lease(Number((written.item?.attempt as { N: string } | undefined)?.N ?? 1));
-      if (written.item === undefined) continue; // gone in between (deleted): claim again
-      const found = this.#record('claim a key', written.item);
-      if (found.dropAt <= now) {
-        // Its life ended (TTL deletes lazily): a new life over it, attempt 1, no steps.
-        const item = {
-          state: S('processing'),
-          token: S(token),
-          attempt: N(1),
-          expiresAt: N(exp),
-          updatedAt: N(now),
-          graceMs: N(graceMs),
-          graceS: N(Math.ceil(graceMs / 1000)),
-          dropAt: N(exp + graceMs),
-          ttl: N(ttlSeconds(exp + graceMs, this.#skewMs)),
-          steps: EMPTY_MAP,
-          ...(fingerprint === undefined ? {} : { fingerprint: S(fingerprint) }),
+      const fresh = await this.#fresh(
+        what,
+        pk,
+        now,
+        this.#item(key, 'processing', token, now, exp, graceMs, fingerprint),
+      );
+      if (fresh.done) return lease(1);
+      if (fresh.item === undefined) continue; // gone in between: claim again
+      const seen = this.#judge(what, fresh.item, now, fingerprint);
+      if (seen.kind === 'ended') continue;
+      if (seen.kind === 'completed') return { status: 'completed', sameFingerprint: seen.same };
+      if (seen.kind === 'takeable') {
+        const values: Record<string, Attr> = {
+          ...STATES,
+          ...this.#times(now, exp, graceMs),
+          ':state': STATES[':processing'],
+          ':stale': N(now - this.#skewMs),
+          ':token': S(token),
+          ':one': N(1),
+          ...(fingerprint === undefined ? {} : { ':fp': S(fingerprint) }),
         };
-        if (await this.#fresh('claim a key', key, pk, now, item)) return lease(1);
-        continue;
+        const taken = await this.#takeover(what, pk, values, false, fingerprint);
+        if (taken.done) return lease(Number(taken.item?.attempt?.N ?? 0));
+        continue; // another claim took it, or it changed: look again
       }
-      const same = sameFingerprint(found.fingerprint, fingerprint);
-      if (found.state === 'completed') return { status: 'completed', sameFingerprint: same };
-      const live = found.state === 'processing' && found.expiresAt > now - this.#skewMs;
-      // Takeable by now (the read came after another write): claim again.
-      if (!live && same) continue;
+      const { found } = seen;
       return {
         status: 'in-flight',
         attempt: found.attempt,
         expiresAt: new Date(found.expiresAt),
-        sameFingerprint: same,
+        sameFingerprint: seen.same,
       };
     }
     throw new StoreUnavailableError(
@@ -254,23 +296,30 @@ export class DynamoClaims {
   async confirm(lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> {
     if (lease.token === '') return false;
     const now = this.now();
-    const exp = now + retentionMs;
-    const values = {
-      ...STATES,
-      ...this.#times(now, exp, 0),
-      ':token': S(lease.token),
-      ':key': S(lease.key),
-      ':attempt': N(lease.attempt),
-      ...(lease.fingerprint === undefined ? {} : { ':fp': S(lease.fingerprint) }),
-    };
-    // Ours (run out or not), ours already completed (a repeated confirm), or vanished: completed,
-    // with the lease's own attempt and fingerprint, and no steps.
+    // Ours (run out or not), ours already completed (a repeated confirm), or vanished: the whole
+    // item written completed, with the lease's own attempt and fingerprint, and no steps.
     const condition =
       '(#token = :token AND (#state = :processing OR #state = :completed)) OR attribute_not_exists(#pk) OR #dropAt <= :now';
-    const update = `SET #key = :key, #state = :completed, #token = :token, #attempt = :attempt, #exp = :exp, #upd = :now, #graceMs = :graceMs, #graceS = :graceS, #dropAt = :dropAt, #ttl = :ttl${
-      lease.fingerprint === undefined ? '' : ', #fp = :fp'
-    } REMOVE #steps${lease.fingerprint === undefined ? ', #fp' : ''}`;
-    return this.#landed('confirm a key', lease.key, update, condition, values);
+    const item = {
+      pk: S(claimPk(lease.key)),
+      ...this.#item(lease.key, 'completed', lease.token, now, now + retentionMs, 0, lease.fingerprint),
+      attempt: N(lease.attempt),
+    };
+    try {
+      await this.#send(
+        'confirm a key',
+        new PutItemCommand({
+          TableName: this.table,
+          Item: item,
+          ConditionExpression: condition,
+          ...expression([condition], { ...STATES, ':token': S(lease.token), ':now': N(now) }),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (conditionFailed(error)) return false;
+      throw error;
+    }
   }
 
   async #landed(
@@ -328,58 +377,33 @@ export class DynamoClaims {
 
   async record(key: string, { retentionMs, fingerprint }: RecordOptions): Promise<{ duplicate: boolean }> {
     const pk = claimPk(key);
+    const what = 'record a key';
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const now = this.now();
       const exp = now + retentionMs;
       const token = newToken();
+      const fresh = await this.#fresh(
+        what,
+        pk,
+        now,
+        this.#item(key, 'completed', token, now, exp, 0, fingerprint),
+      );
+      if (fresh.done) return { duplicate: false };
+      if (fresh.item === undefined) continue;
+      const seen = this.#judge(what, fresh.item, now, fingerprint);
+      if (seen.kind === 'ended') continue;
+      if (seen.kind !== 'takeable') return { duplicate: true };
       const values: Record<string, Attr> = {
         ...STATES,
         ...this.#times(now, exp, 0),
+        ':state': STATES[':completed'],
         ':stale': N(now - this.#skewMs),
         ':token': S(token),
-        ':key': S(key),
-        ':zero': N(0),
         ':one': N(1),
         ...(fingerprint === undefined ? {} : { ':fp': S(fingerprint) }),
       };
-      const update = `SET #key = :key, #state = :completed, #token = :token, #attempt = if_not_exists(#attempt, :zero) + :one, #exp = :exp, #upd = :now, #graceMs = :graceMs, #graceS = :graceS, #dropAt = :dropAt, #ttl = :ttl${
-        fingerprint === undefined ? '' : ', #fp = :fp'
-      } REMOVE #steps${fingerprint === undefined ? ', #fp' : ''}`;
-      const condition = takeable(fingerprint !== undefined);
-      const written = await this.#write(
-        'record a key',
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: { pk: S(pk) },
-          UpdateExpression: update,
-          ConditionExpression: condition,
-          ...expression([update, condition], values),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-        pk,
-      );
-      if (written.done) return { duplicate: false };
-      if (written.item === undefined) continue;
-      const found = this.#record('record a key', written.item);
-      if (found.dropAt <= now) {
-        const item = {
-          state: S('completed'),
-          token: S(token),
-          attempt: N(1),
-          expiresAt: N(exp),
-          updatedAt: N(now),
-          graceMs: N(0),
-          graceS: N(0),
-          dropAt: N(exp),
-          ttl: N(ttlSeconds(exp, this.#skewMs)),
-          ...(fingerprint === undefined ? {} : { fingerprint: S(fingerprint) }),
-        };
-        if (await this.#fresh('record a key', key, pk, now, item)) return { duplicate: false };
-        continue;
-      }
-      const live = found.state === 'processing' && found.expiresAt > now - this.#skewMs;
-      if (found.state !== 'completed' && !live && sameFingerprint(found.fingerprint, fingerprint)) continue;
-      return { duplicate: true };
+      // Completed at once: its steps go.
+      if ((await this.#takeover(what, pk, values, true, fingerprint)).done) return { duplicate: false };
     }
     throw new StoreUnavailableError(
       `onceonly: DynamoDB store could not record "${key}": its item changed under ${MAX_ROUNDS} writes in a row; it passes with the contention`,
