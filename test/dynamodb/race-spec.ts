@@ -12,6 +12,12 @@ const endpoint = () => process.env.ONCEONLY_DYNAMODB_ENDPOINT!;
 const table = () => process.env.ONCEONLY_DYNAMODB_TABLE!;
 const effectPk = (runId: string, eventId: string) => `fx:${runId}:${eventId}`;
 
+/**
+ * dynalite answers one request at a time in one Node process: 64 deliveries in flight queue there
+ * for seconds when the host's two cores are busy (a real table answers each in milliseconds).
+ */
+export const storeTimeout = '20s';
+
 export async function open(runId: string) {
   const client = dynamoClient(endpoint());
   return {

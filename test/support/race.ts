@@ -23,6 +23,8 @@ export interface RaceSpecModule {
   }>;
   effects(runId: string): Promise<Map<string, number>>;
   cleanup(runId: string): Promise<void>;
+  /** once()'s storeTimeout in the workers, for a server slower than the default allows. @default once()'s */
+  storeTimeout?: string;
 }
 
 const worker = fileURLToPath(new URL('./race-worker.ts', import.meta.url));
