@@ -89,8 +89,9 @@ const DEFAULT_TABLE = 'onceonly';
 const SCAN_LIMIT = 100_000;
 
 /**
- * A store on DynamoDB. Each operation is one conditional UpdateItem or PutItem on the key's item
- * (a claim over an item whose life ended but which TTL has not deleted yet takes two); `inspect`
+ * A store on DynamoDB. Each operation is one conditional PutItem or UpdateItem on the key's item (a
+ * claim that takes over a released or run-out record takes two: the PutItem that finds it, then the
+ * takeover); `inspect`
  * and `steps.load` are one strongly consistent GetItem. Durable steps live in the key's item, so
  * one key's steps hold at most {@link DYNAMODB_STEPS_MAX_BYTES} (350 KiB) on this store. No inbox
  * yet: a receiver in inbox mode refuses this store.
