@@ -54,7 +54,7 @@ const heavy = [
   /^test\/cli\/(demo|inspect)\./,
   /^test\/faults\//,
   /^test\/cli\//,
-  /^test\/(postgres|mysql|sqlite|redis)\//,
+  /^test\/(postgres|mysql|sqlite|redis|dynamodb)\//,
   /^test\/adapters\//,
   /^src\/stores\//,
   /^test\/runtimes\//,

@@ -20,6 +20,13 @@ import type { Lease } from './lease.js';
  *   takeovers, and go with `confirm` (inbox: `complete`) and with the key itself.
  */
 export interface StepStore {
+  /**
+   * The most this store keeps of one key's steps together (names and results, UTF-8 bytes), when
+   * it keeps less than {@link STEPS_MAX_BYTES}: DynamoDB holds them in the key's item, which has a
+   * 400 KB limit. The engine refuses a step past it (`step_too_large`) before it is saved.
+   * @default STEPS_MAX_BYTES
+   */
+  readonly maxBytes?: number | undefined;
   load(lease: Lease): Promise<ReadonlyMap<string, string>>;
   save(lease: Lease, name: string, value: string): Promise<boolean>;
 }

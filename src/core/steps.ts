@@ -189,11 +189,13 @@ export class RunSteps {
       );
     }
     const size = utf8Bytes(name) + bytes;
-    if (this.#bytes + size > STEPS_MAX_BYTES) {
+    // A store may keep less than the bound of every store (DynamoDB: one item of 400 KB).
+    const bound = Math.min(STEPS_MAX_BYTES, store.maxBytes ?? STEPS_MAX_BYTES);
+    if (this.#bytes + size > bound) {
       throw new StepError(
         'step_too_large',
         name,
-        `onceonly: step "${name}" would bring this key's steps to ${this.#bytes + size} bytes, over the ${STEPS_MAX_BYTES} one key may keep`,
+        `onceonly: step "${name}" would bring this key's steps to ${this.#bytes + size} bytes, over the ${bound} one key may keep${bound < STEPS_MAX_BYTES ? ' on this store' : ''}`,
       );
     }
     this.#bytes += size;

@@ -120,7 +120,7 @@ export function createCore(
   if (policy && !inbox) {
     throw new ConfigError(
       'invalid_option',
-      'onceonly: inbox mode needs a store with an inbox (every built-in store has one: memoryStore, redisStore, postgresStore, mysqlStore, sqliteStore)',
+      'onceonly: inbox mode needs a store with an inbox (memoryStore, redisStore, postgresStore, mysqlStore and sqliteStore have one; dynamoDbStore has none yet)',
     );
   }
   // Last, once every option is known good: a refused receiver must not keep its space.

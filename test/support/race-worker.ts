@@ -62,7 +62,12 @@ if (env.RACE_ROLE === 'crash') {
         async ({ attempt }) => {
           await handle.effect(`evt-${i}`, attempt);
         },
-        { lease: '30s', timeout: '20s', retention: '10m' },
+        {
+          lease: '30s',
+          timeout: '20s',
+          retention: '10m',
+          ...(spec.storeTimeout ? { storeTimeout: spec.storeTimeout as `${number}s` } : {}),
+        },
       );
       outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
       // A provider retries anything but success; a live owner will finish, so back off and retry.

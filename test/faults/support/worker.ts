@@ -33,8 +33,11 @@ export type CrashStep =
   | 'after-step';
 
 export interface FaultWorkerConfig {
-  store: 'redis' | 'postgres' | 'mysql' | 'sqlite';
-  /** redis://, postgres:// or mysql:// URL; the SQLite store lives in the ledger file itself. */
+  store: 'redis' | 'postgres' | 'mysql' | 'sqlite' | 'dynamodb';
+  /**
+   * redis://, postgres:// or mysql:// URL, or a DynamoDB endpoint (http://, the dynalite server the
+   * test started); the SQLite store lives in the ledger file itself.
+   */
   url: string;
   /** Key prefix or table name, unique per run. */
   name: string;
@@ -115,6 +118,15 @@ async function openStore(): Promise<{ store: Store; recordSync?: (key: string) =
     const pool = mysql.createPool({ uri: config.url, connectionLimit: 8, connectTimeout: 1_000 });
     const { mysqlStore } = await import('../../../src/stores/mysql.js');
     return { store: mysqlStore({ client: pool, table: config.name }) };
+  }
+  if (config.store === 'dynamodb') {
+    const { dynamoClient } = await import('../../support/dynalite.js');
+    const { createDynamoDbTable, dynamoDbStore } = await import('../../../src/stores/dynamodb.js');
+    const client = dynamoClient(config.url);
+    // Every process makes sure of the run's table (a no-op once it is there).
+    await createDynamoDbTable({ client, table: config.name, ttl: false });
+    // One host's clock for every process: a small skew bound.
+    return { store: dynamoDbStore({ client, table: config.name, maxClockSkew: 100 }) };
   }
   const { sqliteStore } = await import('../../../src/stores/sqlite.js');
   const store = sqliteStore({ client: ledger, table: config.name });
