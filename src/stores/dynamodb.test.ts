@@ -7,8 +7,8 @@ import { RunSteps, StepError } from '../core/steps.js';
 import type { Claim, Lease } from '../core/types.js';
 import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
-import { DYNAMODB_STEPS_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
 import { dynamoFailure } from './dynamodb/failure.js';
+import { DYNAMODB_STEPS_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
 
 // Started before the suites register: a server that cannot start fails the file, never skips it.
 const server: Dynalite = await startDynalite();
