@@ -9,6 +9,7 @@
  */
 import { type Duration, parseDuration, parsePositiveDuration } from '../core/duration.js';
 import type { HealthAware } from '../core/health.js';
+import type { InboxStore } from '../core/inbox.js';
 import { markBuiltin, type Store, type StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import {
@@ -138,7 +139,9 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
       load: (lease) => claims.loadSteps(lease),
       save: (lease, name, value) => claims.saveStep(lease, name, value),
     },
-    inbox: new DynamoInbox({ client, table, now: () => claims.now(), skewMs, scanLimit: SCAN_LIMIT }),
+    inbox: plainInbox(
+      new DynamoInbox({ client, table, now: () => claims.now(), skewMs, scanLimit: SCAN_LIMIT }),
+    ),
     health: () => dynamoHealth(client, table, checkTtl),
     stats: () => dynamoStats(client, table, claims.now(), skewMs, SCAN_LIMIT),
     oldestLeases: (limit) => dynamoOldestLeases(client, table, claims.now(), limit, SCAN_LIMIT),
@@ -148,6 +151,24 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
     },
   };
   return markBuiltin('dynamodb', client, table, store);
+}
+
+/** The inbox as a plain object of its own methods, so a copy by spread (`{ ...store.inbox }`) keeps them all. */
+function plainInbox(inbox: DynamoInbox): InboxStore {
+  return {
+    accept: (input, options) => inbox.accept(input, options),
+    take: (options) => inbox.take(options),
+    extend: (lease, options) => inbox.extend(lease, options),
+    complete: (lease, options) => inbox.complete(lease, options),
+    retry: (lease, options) => inbox.retry(lease, options),
+    bury: (lease, options) => inbox.bury(lease, options),
+    stats: (options) => inbox.stats(options),
+    list: (options) => inbox.list(options),
+    get: (key) => inbox.get(key),
+    requeue: (target) => inbox.requeue(target),
+    purge: (options) => inbox.purge(options),
+    steps: inbox.steps,
+  };
 }
 
 /**
