@@ -1,8 +1,10 @@
 import { strict as assert } from 'node:assert';
+import { createHmac } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { dynamoClient, startDynalite } from '../../test/support/dynalite.js';
 import { StoreMisconfiguredError, type StoreUnavailableError } from '../errors.js';
+import { createReceiver, hmac } from '../index.js';
 import { runInboxConformance } from '../testing/index.js';
 import { DYNAMODB_INBOX_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
 
@@ -75,5 +77,31 @@ describe('dynamoDbStore inbox', () => {
       assert.match(error.message, /index "inbox"/);
       return true;
     });
+  });
+
+  it('a receiver in inbox mode on this store: 202 accepted, runDue runs it once, a redelivery is a duplicate', async () => {
+    const runs: string[] = [];
+    const secret = 'dyn-inbox-secret';
+    const space = `acme${Math.random().toString(36).slice(2, 8)}`;
+    const receiver = createReceiver({
+      provider: hmac<{ id: string }>({ name: space, secret, signatureHeader: 'x-sig', id: (e) => e.id }),
+      store,
+      inbox: { backoff: () => 20 },
+      handler: ({ id }) => void runs.push(id!),
+    });
+    const send = () => {
+      const body = JSON.stringify({ id: 'evt_1' });
+      const sig = createHmac('sha256', secret).update(body).digest('hex');
+      return receiver.fetch(
+        new Request('https://example.com/hooks', { method: 'POST', body, headers: { 'x-sig': sig } }),
+      );
+    };
+    assert.equal((await send()).status, 202);
+    assert.deepEqual(runs, []);
+    assert.equal(await receiver.runDue(), 1);
+    assert.deepEqual(runs, ['evt_1']);
+    assert.equal((await send()).headers.get('onceonly-outcome'), 'duplicate');
+    assert.equal(await receiver.runDue(), 0);
+    assert.deepEqual(runs, ['evt_1'], 'ran once');
   });
 });
