@@ -1,12 +1,10 @@
 /**
- * The DynamoDB store's inbox: one item per entry in the store's table (`pk` = `i:` + the key, or
- * `ih:` + its SHA-256 when too long), holding its state, lease, delivery (the body as a binary
- * attribute) and steps. Entries to run (pending, processing) carry `iq` (the receiver) and `idue`
- * (when due, or the lease's end): the sparse global secondary index `inbox` on them is what `take`
- * queries, oldest due first; each take is then one conditional UpdateItem, so two workers never
- * take one entry. The operator's views (stats, list, requeue of every dead entry, purge) Scan the
- * table, bounded. DynamoDB items hold 400 KB: a delivery past {@link DYNAMODB_INBOX_MAX_BYTES} is
- * refused (`store_full`, 503) and its steps share what is left.
+ * The DynamoDB store's inbox: one item per entry in the store's table (inbox-items.ts). Entries to
+ * run carry `iq` (the receiver) and `idue` (when due, or the lease's end): the sparse global
+ * secondary index `inbox` on them is what `take` queries, oldest due first; each take is then one
+ * conditional UpdateItem, so two workers never take one entry. The operator's views (stats, list,
+ * requeue of every dead entry, purge) Scan the table, bounded. DynamoDB items hold 400 KB: a
+ * delivery past {@link DYNAMODB_INBOX_MAX_BYTES} is refused (`store_full`, 503).
  */
 import {
   DeleteItemCommand,
@@ -388,6 +386,7 @@ export class DynamoInbox implements InboxStore {
         'scan the inbox',
         new ScanCommand({
           TableName: this.#table,
+          ConsistentRead: true,
           FilterExpression: filter,
           ProjectionExpression: projection,
           ExpressionAttributeNames: names([filter, projection]),
