@@ -120,7 +120,7 @@ export function createCore(
   if (policy && !inbox) {
     throw new ConfigError(
       'invalid_option',
-      'onceonly: inbox mode needs a store with an inbox (memoryStore, redisStore, postgresStore, mysqlStore and sqliteStore have one; dynamoDbStore has none yet)',
+      'onceonly: inbox mode needs a store with an inbox (memoryStore, redisStore, postgresStore, mysqlStore, sqliteStore and dynamoDbStore have one)',
     );
   }
   // Last, once every option is known good: a refused receiver must not keep its space.

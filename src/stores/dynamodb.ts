@@ -9,6 +9,7 @@
  */
 import { type Duration, parseDuration, parsePositiveDuration } from '../core/duration.js';
 import type { HealthAware } from '../core/health.js';
+import type { InboxStore } from '../core/inbox.js';
 import { markBuiltin, type Store, type StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import {
@@ -20,9 +21,10 @@ import {
   dynamoStats,
 } from './dynamodb/admin.js';
 import { DYNAMODB_STEPS_MAX_BYTES, DynamoClaims, type DynamoDbClientLike } from './dynamodb/claims.js';
+import { DYNAMODB_INBOX_MAX_BYTES, DynamoInbox } from './dynamodb/inbox.js';
 
 export type { DynamoDbClientLike } from './dynamodb/claims.js';
-export { DYNAMODB_STEPS_MAX_BYTES, dynamoDbTableInput };
+export { DYNAMODB_INBOX_MAX_BYTES, DYNAMODB_STEPS_MAX_BYTES, dynamoDbTableInput };
 
 export interface DynamoDbStoreOptions {
   /**
@@ -38,8 +40,9 @@ export interface DynamoDbStoreOptions {
   client: DynamoDbClientLike;
   /**
    * The table: one partition key `pk` of type S and no sort key, TTL on the attribute `ttl`
-   * (createDynamoDbTable, or the CloudFormation snippet in docs/dynamodb.md). Give onceonly a table of
-   * its own: claims live under `k:` and `h:`, the ordering guard's versions under `v:`.
+   * and the inbox's index `inbox` (createDynamoDbTable, or the CloudFormation snippet in
+   * docs/dynamodb.md). Give onceonly a table of its own: claims live under `k:` and `h:`, the
+   * ordering guard's versions under `v:`, inbox entries under `i:` and `ih:`.
    * @default 'onceonly'
    */
   table?: string;
@@ -93,8 +96,9 @@ const SCAN_LIMIT = 100_000;
  * claim that takes over a released or run-out record takes two: the PutItem that finds it, then the
  * takeover); `inspect`
  * and `steps.load` are one strongly consistent GetItem. Durable steps live in the key's item, so
- * one key's steps hold at most {@link DYNAMODB_STEPS_MAX_BYTES} (350 KiB) on this store. No inbox
- * yet: a receiver in inbox mode refuses this store.
+ * one key's steps hold at most {@link DYNAMODB_STEPS_MAX_BYTES} (350 KiB) on this store. Its inbox
+ * (`store.inbox`) keeps entries in the same table, found through the `inbox` index: a delivery
+ * holds at most {@link DYNAMODB_INBOX_MAX_BYTES} (256 KiB), its steps 96 KiB.
  *
  * @example
  * import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -135,6 +139,9 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
       load: (lease) => claims.loadSteps(lease),
       save: (lease, name, value) => claims.saveStep(lease, name, value),
     },
+    inbox: plainInbox(
+      new DynamoInbox({ client, table, now: () => claims.now(), skewMs, scanLimit: SCAN_LIMIT }),
+    ),
     health: () => dynamoHealth(client, table, checkTtl),
     stats: () => dynamoStats(client, table, claims.now(), skewMs, SCAN_LIMIT),
     oldestLeases: (limit) => dynamoOldestLeases(client, table, claims.now(), limit, SCAN_LIMIT),
@@ -144,6 +151,24 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
     },
   };
   return markBuiltin('dynamodb', client, table, store);
+}
+
+/** The inbox as a plain object of its own methods, so a copy by spread (`{ ...store.inbox }`) keeps them all. */
+function plainInbox(inbox: DynamoInbox): InboxStore {
+  return {
+    accept: (input, options) => inbox.accept(input, options),
+    take: (options) => inbox.take(options),
+    extend: (lease, options) => inbox.extend(lease, options),
+    complete: (lease, options) => inbox.complete(lease, options),
+    retry: (lease, options) => inbox.retry(lease, options),
+    bury: (lease, options) => inbox.bury(lease, options),
+    stats: (options) => inbox.stats(options),
+    list: (options) => inbox.list(options),
+    get: (key) => inbox.get(key),
+    requeue: (target) => inbox.requeue(target),
+    purge: (options) => inbox.purge(options),
+    steps: inbox.steps,
+  };
 }
 
 /**

@@ -132,13 +132,18 @@ export interface InboxConformanceOptions {
   only?: string;
   /** Whether to run the durable-steps cases (`steps: ...`), which need `inbox.steps`. @default true */
   steps?: boolean;
+  /**
+   * The largest delivery your inbox keeps, in bytes, when it keeps less than the 2 MB the hostile
+   * inputs case sends (DynamoDB's 400 KB items): that case then sends 40% of it as body and as header.
+   */
+  maxDeliveryBytes?: number;
 }
 
 /** Runs one inbox case against inboxes from `factory`; throws what the case throws. */
 export async function runInboxCase(
   testCase: InboxConformanceCase,
   factory: () => InboxStore | Promise<InboxStore>,
-  options: { shortMs?: number; prefix?: string } = {},
+  options: { shortMs?: number; prefix?: string; maxDeliveryBytes?: number | undefined } = {},
 ): Promise<void> {
   const shortMs = options.shortMs ?? 250;
   const prefix = options.prefix ?? runPrefix();
@@ -150,6 +155,7 @@ export async function runInboxCase(
     shortMs,
     waitOut: () => new Promise((resolve) => setTimeout(resolve, Math.ceil(shortMs * 2.5))),
     inbox: async () => factory(),
+    maxDeliveryBytes: options.maxDeliveryBytes,
   };
   await testCase.run(await factory(), ctx);
 }
@@ -170,7 +176,11 @@ export async function runInboxConformance(options: InboxConformanceOptions): Pro
   runner.describe(options.name ?? 'inbox conformance', () => {
     for (const testCase of cases) {
       runner.it(testCase.name, () =>
-        runInboxCase(testCase, options.factory, { shortMs: options.shortMs, prefix }),
+        runInboxCase(testCase, options.factory, {
+          shortMs: options.shortMs,
+          prefix,
+          maxDeliveryBytes: options.maxDeliveryBytes,
+        }),
       );
     }
   });

@@ -15,6 +15,7 @@ import type { HealthCheck, StoreHealth } from '../../core/health.js';
 import type { RecordView, StoreStats } from '../../core/types.js';
 import type { DynamoDbClientLike } from './claims.js';
 import { dynamoFailure, errorName } from './failure.js';
+import { INBOX_INDEX } from './inbox.js';
 import {
   expression,
   type Item,
@@ -27,14 +28,29 @@ import {
 } from './items.js';
 
 /**
- * The CreateTable input of the store's table: one partition key `pk` (S), on-demand capacity.
- * Enable TTL on `ttl` after it (createDynamoDbTable does both).
+ * The CreateTable input of the store's table: one partition key `pk` (S), on-demand capacity, and
+ * the inbox's sparse global secondary index `inbox` (partition key `iq` S, sort key `idue` N,
+ * projecting `key`). Enable TTL on `ttl` after it (createDynamoDbTable does both).
  */
 export function dynamoDbTableInput(table: string) {
   return {
     TableName: table,
-    AttributeDefinitions: [{ AttributeName: KEY_ATTRIBUTE, AttributeType: 'S' as const }],
+    AttributeDefinitions: [
+      { AttributeName: KEY_ATTRIBUTE, AttributeType: 'S' as const },
+      { AttributeName: 'iq', AttributeType: 'S' as const },
+      { AttributeName: 'idue', AttributeType: 'N' as const },
+    ],
     KeySchema: [{ AttributeName: KEY_ATTRIBUTE, KeyType: 'HASH' as const }],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: INBOX_INDEX,
+        KeySchema: [
+          { AttributeName: 'iq', KeyType: 'HASH' as const },
+          { AttributeName: 'idue', KeyType: 'RANGE' as const },
+        ],
+        Projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: ['key'] },
+      },
+    ],
     BillingMode: 'PAY_PER_REQUEST' as const,
   };
 }

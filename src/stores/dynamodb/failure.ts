@@ -79,6 +79,13 @@ export function dynamoFailure(table: string, what: string, err: unknown): StoreU
       { cause: err },
     );
   }
+  if (name === 'ValidationException' && /specified index/i.test(message)) {
+    return new StoreMisconfiguredError(
+      'store_missing_table',
+      `${store}: the table "${table}" has no index "inbox" ${said}; the inbox needs the global secondary index "inbox" (partition key "iq" S, sort key "idue" N): add it as in docs/dynamodb.md (createDynamoDbTable makes it on a new table)`,
+      { cause: err },
+    );
+  }
   if (THROTTLED.has(name)) {
     return new StoreUnavailableError(
       `${store}: DynamoDB throttled the request ${said}, after the client's own retries; it passes with the load: raise the table's capacity (or use on-demand), or the client's maxAttempts`,

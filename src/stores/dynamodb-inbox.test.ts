@@ -1,0 +1,107 @@
+import { strict as assert } from 'node:assert';
+import { createHmac } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { dynamoClient, startDynalite } from '../../test/support/dynalite.js';
+import { StoreMisconfiguredError, type StoreUnavailableError } from '../errors.js';
+import { createReceiver, hmac } from '../index.js';
+import { runInboxConformance } from '../testing/index.js';
+import { DYNAMODB_INBOX_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
+
+// Started before the suites register: a server that cannot start fails the file, never skips it.
+const server = await startDynalite();
+const client = dynamoClient(server.endpoint);
+const table = await server.table('inbox');
+after(async () => {
+  client.destroy();
+  await server.stop();
+});
+
+// Every process of a test shares one host clock: a small skew bound keeps the time-based cases short.
+const store = dynamoDbStore({ client, table, maxClockSkew: 50 });
+await runInboxConformance({
+  name: 'dynamoDbStore inbox on dynalite',
+  factory: () => store.inbox!,
+  maxDeliveryBytes: DYNAMODB_INBOX_MAX_BYTES,
+});
+
+const entry = (key: string, body: Uint8Array, receiver = 'dyn-inbox-test') => ({
+  key,
+  receiver,
+  fingerprint: 'f'.repeat(64),
+  body,
+  headers: [['content-type', 'application/octet-stream']] as [string, string][],
+  receivedAt: new Date(),
+});
+const unique = () => `dyn-inbox:${Math.random().toString(36).slice(2)}`;
+
+describe('dynamoDbStore inbox', () => {
+  it('refuses a delivery its item cannot hold (store_full, 503), and keeps one at the bound', async () => {
+    const over = new Uint8Array(DYNAMODB_INBOX_MAX_BYTES + 1);
+    await assert.rejects(store.inbox!.accept(entry(unique(), over)), (error: StoreUnavailableError) => {
+      assert.equal(error.code, 'store_full');
+      assert.equal(error.status, 503);
+      assert.match(error.message, /400 KB/);
+      return true;
+    });
+    const fits = new Uint8Array(DYNAMODB_INBOX_MAX_BYTES - 2_000).fill(7);
+    const key = unique();
+    assert.equal((await store.inbox!.accept(entry(key, fits))).status, 'accepted');
+    assert.equal((await store.inbox!.get(key))?.delivery?.body.length, fits.length);
+  });
+
+  it('take without a receiver finds due entries of every receiver (a bounded Scan)', async () => {
+    const a = unique();
+    const b = unique();
+    await store.inbox!.accept(entry(a, new Uint8Array([1]), `${a}-r`));
+    await store.inbox!.accept(entry(b, new Uint8Array([2]), `${b}-r`));
+    const jobs = await store.inbox!.take({ limit: 1_000, leaseMs: 60_000 });
+    const keys = jobs.map((j) => j.key);
+    assert.ok(keys.includes(a) && keys.includes(b), 'both taken');
+    assert.deepEqual(await store.inbox!.take({ limit: 1_000, leaseMs: 60_000 }), [], 'all leased now');
+  });
+
+  it('a table without the inbox index is a misconfiguration that names the index', async () => {
+    const bare = `onceonly_bare_${Math.random().toString(36).slice(2, 8)}`;
+    await client.send(
+      new CreateTableCommand({
+        TableName: bare,
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    const inbox = dynamoDbStore({ client, table: bare }).inbox!;
+    await assert.rejects(inbox.take({ limit: 1, leaseMs: 1_000, receiver: 'r' }), (error: Error) => {
+      assert.ok(error instanceof StoreMisconfiguredError);
+      assert.match(error.message, /index "inbox"/);
+      return true;
+    });
+  });
+
+  it('a receiver in inbox mode on this store: 202 accepted, runDue runs it once, a redelivery is a duplicate', async () => {
+    const runs: string[] = [];
+    const secret = 'dyn-inbox-secret';
+    const space = `acme${Math.random().toString(36).slice(2, 8)}`;
+    const receiver = createReceiver({
+      provider: hmac<{ id: string }>({ name: space, secret, signatureHeader: 'x-sig', id: (e) => e.id }),
+      store,
+      inbox: { backoff: () => 20 },
+      handler: ({ id }) => void runs.push(id!),
+    });
+    const send = () => {
+      const body = JSON.stringify({ id: 'evt_1' });
+      const sig = createHmac('sha256', secret).update(body).digest('hex');
+      return receiver.fetch(
+        new Request('https://example.com/hooks', { method: 'POST', body, headers: { 'x-sig': sig } }),
+      );
+    };
+    assert.equal((await send()).status, 202);
+    assert.deepEqual(runs, []);
+    assert.equal(await receiver.runDue(), 1);
+    assert.deepEqual(runs, ['evt_1']);
+    assert.equal((await send()).headers.get('onceonly-outcome'), 'duplicate');
+    assert.equal(await receiver.runDue(), 0);
+    assert.deepEqual(runs, ['evt_1'], 'ran once');
+  });
+});
