@@ -18,7 +18,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Database } from 'better-sqlite3';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { type DemoEffects, EFFECTS } from './demo/api-effect.js';
 import { countLedger, drain, type LedgerCounts, openLedger } from './demo/ledger.js';
@@ -144,7 +143,6 @@ interface RunSetup {
   /** The run's id, unique across runs. */
   run: string;
   ledgerPath: string;
-  ledger: Database;
   config: WorkerConfig;
 }
 
@@ -174,8 +172,8 @@ async function prepare(flags: DemoFlags, mode: DemoMode): Promise<RunSetup> {
   // 64 bits: a run never meets the key space of another (one kept with --keep would be taken as its
   // own: its records reused, then dropped at the end).
   const run = randomBytes(8).toString('hex');
-  const ledgerPath = join(dir, 'ledger.db');
-  const ledger = await openLedger(ledgerPath);
+  const ledgerPath = join(dir, 'ledger.jsonl');
+  openLedger(ledgerPath);
   const config: WorkerConfig = {
     store: storeUrl,
     // One key space per run: the modes of `--mode all` never see each other's entries.
@@ -203,14 +201,13 @@ async function prepare(flags: DemoFlags, mode: DemoMode): Promise<RunSetup> {
     notes,
     run,
     ledgerPath,
-    ledger,
     config,
   };
 }
 
 async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   const setup = await prepare(flags, mode);
-  const { dir, storeUrl, notes, ledger, config } = setup;
+  const { dir, storeUrl, notes, ledgerPath: ledger, config } = setup;
   // The payments API runs here, in the primary: the chaos never kills it, and its ledger is its own.
   const payments = config.effects === 'ledger' ? undefined : await startPayments();
   config.paymentsUrl = payments?.url;
@@ -236,7 +233,6 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   // and gives back the error to throw.
   const abandon = async (error: unknown): Promise<unknown> => {
     await ended();
-    ledger.close();
     rmSync(dir, { recursive: true, force: true });
     return error;
   };
@@ -290,7 +286,6 @@ async function runDemo(flags: DemoFlags, mode: DemoMode): Promise<DemoReport> {
   await ended();
 
   const counts = countLedger(ledger, sim);
-  ledger.close();
   const report = reportOf(setup, mode, sim, counts, { killed: processes.killed, undrained, drainSeconds });
   if (payments) {
     // Lost: never charged, and not dead in the inbox either (a dead event is kept, and counted apart).

@@ -19,6 +19,7 @@ import { stripe } from '../providers/stripe.js';
 import { toResponse } from '../receiver/http.js';
 import { createReceiver } from '../receiver/receiver.js';
 import { CHARGE_KILLS, type ChargeKill, chargeEvent, type DemoEffects } from './demo/api-effect.js';
+import { ledgerWriter } from './demo/ledger.js';
 import { eventIdOf, type SimProvider } from './sign.js';
 import { openStore } from './stores.js';
 import { listenWhenAssigned } from './wait.js';
@@ -48,15 +49,7 @@ export type DemoMode = 'inline' | 'inbox' | 'hybrid';
 export type DemoRole = 'web' | 'worker' | 'both';
 
 const config: WorkerConfig = JSON.parse(process.env.ONCEONLY_DEMO_WORKER!);
-const Database = (await import('better-sqlite3')).default;
-const ledger = new Database(config.ledger);
-ledger.pragma('busy_timeout = 10000');
-const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALUES (?, ?, ?)');
-const applyEffect = ledger.prepare('INSERT INTO effects (event_id, attempt, pid) VALUES (?, ?, ?)');
-const recordFailure = ledger.prepare('INSERT INTO failures (event_id, attempt, timeout) VALUES (?, ?, ?)');
-const recordDead = ledger.prepare('INSERT INTO dead (event_id, attempt) VALUES (?, ?)');
-const recordKill = ledger.prepare('INSERT INTO kills (event_id, at) VALUES (?, ?)');
-const recordLeaseLost = ledger.prepare('INSERT INTO lease_lost (event_id, attempt) VALUES (?, ?)');
+const ledger = ledgerWriter(config.ledger);
 const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
 // Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
@@ -138,7 +131,7 @@ let dying = false;
 async function kill(id: string | undefined, at: string, due: boolean): Promise<void> {
   await sleep(Math.random() * 20);
   if (await mayKill()) {
-    recordKill.run(id ?? null, at);
+    ledger.write('kills', { id: id ?? null, at });
     await crash();
   }
   if (due) killDue = true;
@@ -181,7 +174,7 @@ const receiver = createReceiver({
     const { event, id: deliveryId, key, attempt, signal } = ctx;
     const id = eventIdOf(config.provider, event, deliveryId);
     if (key !== undefined) eventOfKey.set(key, id);
-    recordRun.run(id, attempt, process.pid);
+    ledger.write('runs', { id: id ?? null, attempt, pid: process.pid });
     const dice = Math.random();
     if (++runs === killAt) killDue = true;
     const api = config.effects === 'ledger' ? undefined : config.effects;
@@ -210,7 +203,7 @@ const receiver = createReceiver({
     if (signal.aborted) throw signal.reason;
     // This process is about to be killed: the run dies here, before its effect, like the killed one.
     if (dying) await new Promise<never>(() => {});
-    applyEffect.run(id, attempt, process.pid);
+    ledger.write('effects', { id: id ?? null, attempt, pid: process.pid });
     unconfirmed.add(ran(key, attempt));
   },
   onOutcome: (result) => {
@@ -222,18 +215,22 @@ const receiver = createReceiver({
     const failed =
       result.outcome === 'failed' || (result.outcome === 'accepted' && result.error !== undefined);
     if (failed && result.attempt !== undefined)
-      recordFailure.run(
-        id ?? result.id,
-        result.attempt,
-        (result.error as { code?: unknown } | undefined)?.code === 'handler_timeout' ? 1 : 0,
-      );
+      ledger.write('failures', {
+        id: id ?? result.id ?? null,
+        attempt: result.attempt,
+        timeout: (result.error as { code?: unknown } | undefined)?.code === 'handler_timeout',
+      });
     if (result.outcome === 'dead') {
       // An entry buried without running here (its attempts spent by runs killed elsewhere) has no
       // event id in this process: read it from the entry the inbox kept.
-      if (id !== undefined) recordDead.run(id, result.attempt ?? 0);
-      else void storedEventId(result.key, result.id).then((at) => recordDead.run(at, result.attempt ?? 0));
+      if (id !== undefined) ledger.write('dead', { id, attempt: result.attempt ?? 0 });
+      else
+        void storedEventId(result.key, result.id).then((at) =>
+          ledger.write('dead', { id: at ?? null, attempt: result.attempt ?? 0 }),
+        );
     }
-    if (result.outcome === 'lease-lost') recordLeaseLost.run(id ?? result.id ?? null, result.attempt ?? null);
+    if (result.outcome === 'lease-lost')
+      ledger.write('lease_lost', { id: id ?? result.id ?? null, attempt: result.attempt ?? null });
   },
 });
 

@@ -1,31 +1,61 @@
 /**
- * The demo's ledger: every handler run, effect, failure, dead entry and lost lease, written by the
- * worker processes to SQLite. The verdict comes from the ledger alone.
+ * The demo's ledger: every handler run, effect, failure, dead entry and lost lease, appended by the
+ * worker processes to one file of JSON lines. The verdict comes from the ledger alone.
+ *
+ * A plain file, so the demo needs no database package: each record is one `write` to a file opened
+ * for appending, which the kernel places at the end whole, whoever else appends; it is in the page
+ * cache, so the writer's SIGKILL right after cannot take it back.
  */
-import type { Database } from 'better-sqlite3';
-import { UsageError } from '../args.js';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import type { SimulateReport } from '../simulate.js';
 
-/** Opens the run's ledger with its tables. */
-export async function openLedger(path: string): Promise<Database> {
-  // The ledger is SQLite whatever the store: the demo needs better-sqlite3 (an optional peer).
-  const Sqlite = await import('better-sqlite3').then(
-    (m) => m.default,
-    () => {
-      throw new UsageError(
-        'the demo keeps its ledger in SQLite and needs better-sqlite3: npm install better-sqlite3',
-      );
+/** The ledger's tables: what a worker appends. */
+export interface LedgerRows {
+  runs: { id: string | null; attempt: number; pid: number };
+  effects: { id: string | null; attempt: number; pid: number };
+  failures: { id: string | null; attempt: number; timeout: boolean };
+  dead: { id: string | null; attempt: number };
+  lease_lost: { id: string | null; attempt: number | null };
+  kills: { id: string | null; at: string };
+}
+type Row = { [T in keyof LedgerRows]: LedgerRows[T] & { t: T } }[keyof LedgerRows];
+
+/** The rows of a ledger, by table. */
+export type Ledger = { [T in keyof LedgerRows]: LedgerRows[T][] };
+
+/** Creates the run's ledger, empty. */
+export function openLedger(path: string): string {
+  writeFileSync(path, '');
+  return path;
+}
+
+/** A worker's end of the ledger: one append per record. */
+export function ledgerWriter(path: string): {
+  write<T extends keyof LedgerRows>(table: T, row: LedgerRows[T]): void;
+  close(): void;
+} {
+  const fd = openSync(path, 'a');
+  return {
+    write: (table, row) => {
+      writeSync(fd, `${JSON.stringify({ t: table, ...row })}\n`);
     },
-  );
-  const ledger = new Sqlite(path);
-  ledger.pragma('journal_mode = WAL');
-  ledger.exec(`
-    CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
-    CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
-    CREATE TABLE failures (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, timeout INTEGER NOT NULL);
-    CREATE TABLE dead (event_id TEXT NOT NULL, attempt INTEGER NOT NULL);
-    CREATE TABLE lease_lost (event_id TEXT, attempt INTEGER);
-    CREATE TABLE kills (event_id TEXT, at TEXT NOT NULL);`);
+    close: () => closeSync(fd),
+  };
+}
+
+/** Reads the ledger (a line cut short by a kill mid-write, which one write makes unlikely, is left out). */
+export function readLedger(path: string): Ledger {
+  const ledger: Ledger = { runs: [], effects: [], failures: [], dead: [], lease_lost: [], kills: [] };
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (line === '') continue;
+    let row: Row;
+    try {
+      row = JSON.parse(line) as Row;
+    } catch {
+      continue;
+    }
+    (ledger[row.t] as unknown[] | undefined)?.push(row);
+  }
   return ledger;
 }
 
@@ -34,13 +64,13 @@ export async function openLedger(path: string): Promise<Database> {
  * dead) for as long as they make progress, and gives back how many are left.
  */
 export async function drain(
-  ledger: Database,
+  path: string,
   acknowledged: readonly string[],
   stopped: () => boolean,
 ): Promise<number> {
-  const settledIds = ledger.prepare('SELECT event_id AS id FROM effects UNION SELECT event_id FROM dead');
   const unsettled = () => {
-    const settled = new Set((settledIds.all() as { id: string }[]).map((r) => r.id));
+    const { effects, dead } = readLedger(path);
+    const settled = new Set([...effects, ...dead].map((r) => r.id));
     return acknowledged.filter((id) => !settled.has(id)).length;
   };
   // As long as the workers make progress: a loaded machine drains slowly, a stuck inbox not at all.
@@ -74,35 +104,20 @@ export interface LedgerCounts {
 }
 
 /** Counts the run's events from the ledger: effects, dead entries, runs, failures, takeovers. */
-export function countLedger(ledger: Database, sim: SimulateReport): LedgerCounts {
+export function countLedger(path: string, sim: SimulateReport): LedgerCounts {
+  const ledger = readLedger(path);
   const gaveUp = new Set(sim.gaveUp);
-  const effects = new Map<string, { n: number; maxAttempt: number }>();
-  for (const row of ledger
-    .prepare('SELECT event_id AS id, COUNT(*) AS n, MAX(attempt) AS a FROM effects GROUP BY event_id')
-    .all() as {
-    id: string;
-    n: number;
-    a: number;
-  }[]) {
-    effects.set(row.id, { n: row.n, maxAttempt: row.a });
-  }
-  const deadIds = new Set(
-    (ledger.prepare('SELECT DISTINCT event_id AS id FROM dead').all() as { id: string }[]).map((r) => r.id),
-  );
-  const handlerRuns = (ledger.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+  const effects = new Map<string | null, number>();
+  for (const row of ledger.effects) effects.set(row.id, (effects.get(row.id) ?? 0) + 1);
+  const deadIds = new Set(ledger.dead.map((r) => r.id));
   // Answered on the wire (inline) or reported to onOutcome only (a worker's, a hybrid run past its budget).
-  const leasesLost = (ledger.prepare('SELECT COUNT(*) AS n FROM lease_lost').get() as { n: number }).n;
-  const handlerTimeouts = (
-    ledger.prepare('SELECT COUNT(*) AS n FROM failures WHERE timeout = 1').get() as { n: number }
-  ).n;
+  const handlerTimeouts = ledger.failures.filter((f) => f.timeout).length;
   // A run on attempt 2 or later follows either a run that failed (the provider's retry after a
   // 500, or the inbox's) or one that never finished: a crash, whose lease ran out and was taken over.
-  const laterRuns = ledger
-    .prepare(
-      `SELECT r.event_id AS id, EXISTS (SELECT 1 FROM failures f WHERE f.event_id = r.event_id AND f.attempt = r.attempt - 1) AS afterFailure
-       FROM runs r WHERE r.attempt > 1`,
-    )
-    .all() as { id: string; afterFailure: number }[];
+  const failed = new Set(ledger.failures.map((f) => `${f.id}#${f.attempt}`));
+  const laterRuns = ledger.runs
+    .filter((r) => r.attempt > 1)
+    .map((r) => ({ id: r.id, afterFailure: failed.has(`${r.id}#${r.attempt - 1}`) }));
   const crashedThenTaken = new Set(laterRuns.filter((r) => !r.afterFailure).map((r) => r.id));
   const retriesAfterFailure = laterRuns.filter((r) => r.afterFailure).length;
   let lost = 0;
@@ -111,10 +126,10 @@ export function countLedger(ledger: Database, sim: SimulateReport): LedgerCounts
   let applied = 0;
   let dead = 0;
   for (const id of sim.eventIds) {
-    const e = effects.get(id);
-    if (e) {
-      applied += e.n;
-      twice += e.n - 1;
+    const n = effects.get(id);
+    if (n) {
+      applied += n;
+      twice += n - 1;
     } else if (deadIds.has(id)) dead++;
     else {
       lost++;
@@ -123,8 +138,8 @@ export function countLedger(ledger: Database, sim: SimulateReport): LedgerCounts
   }
   const takeovers = sim.eventIds.filter((id) => crashedThenTaken.has(id)).length;
   return {
-    handlerRuns,
-    leasesLost,
+    handlerRuns: ledger.runs.length,
+    leasesLost: ledger.lease_lost.length,
     handlerTimeouts,
     retriesAfterFailure,
     takeovers,
@@ -133,9 +148,7 @@ export function countLedger(ledger: Database, sim: SimulateReport): LedgerCounts
     lostAfter2xx,
     twice,
     dead,
-    deadIds: [...deadIds],
-    killsAfterCharge: (
-      ledger.prepare(`SELECT COUNT(*) AS n FROM kills WHERE at <> 'mid-work'`).get() as { n: number }
-    ).n,
+    deadIds: [...deadIds].filter((id) => id !== null),
+    killsAfterCharge: ledger.kills.filter((k) => k.at !== 'mid-work').length,
   };
 }
