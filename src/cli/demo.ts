@@ -27,7 +27,7 @@ import { type DemoReport, holds, printOne, printSideBySide, redact } from './dem
 import { progressBar } from './report.js';
 import { demoSecret, SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { type SimulateReport, simulate } from './simulate.js';
-import { openStore } from './stores.js';
+import { canOpenSqlite, openStore } from './stores.js';
 import type { DemoMode, DemoRole, WorkerConfig } from './worker.js';
 
 export type { DemoReport } from './demo/report.js';
@@ -103,6 +103,13 @@ export async function demo(argv: readonly string[]): Promise<number> {
     throw new UsageError(`--effects must be ledger, api or api-naive; got ${JSON.stringify(flags.effects)}`);
   }
   const modes = flags.mode === 'all' ? MODES : [flags.mode as DemoMode];
+  if (flags.store === undefined && !(await canOpenSqlite())) {
+    // The default is a SQLite file shared by the processes; without a client for it, one process.
+    flags.store = 'memory';
+    process.stderr.write(
+      'onceonly: no SQLite here (Node.js 22.5+ has it built in, or npm install better-sqlite3): the demo runs on the memory store\n',
+    );
+  }
   if (modes.some((m) => m !== 'inline')) await needInbox(flags.store);
   const reports: DemoReport[] = [];
   for (const mode of modes) reports.push(await runDemo(flags, mode));

@@ -1,5 +1,6 @@
 /** Opens a store from a URL for the CLI: memory, a SQLite file, redis://, postgres://, mysql://. */
 
+import { existsSync } from 'node:fs';
 import type { RecordView, Store, StoreAdmin, StoreStats } from '../core/types.js';
 import { UsageError } from './args.js';
 
@@ -204,24 +205,80 @@ async function openSqlite(
   autoCreate: boolean,
 ): Promise<OpenedStore> {
   const path = scheme ? url.replace(/^(sqlite|file):(\/\/)?/i, '') : url;
-  const Database = (await load<{ default: typeof import('better-sqlite3') }>('better-sqlite3')).default;
-  let db: import('better-sqlite3').Database;
-  try {
-    db = new Database(path, { fileMustExist: !autoCreate });
-  } catch (error) {
-    throw new UsageError(`cannot open the SQLite file ${path}: ${(error as Error).message}`);
-  }
+  const db = await openSqliteFile(path, !autoCreate);
   const { sqliteStore } = await import('../stores/sqlite.js');
   const table = name.replace(/[^a-z0-9_]/gi, '_');
   // SQLite's clock is this host's.
   return sqlStore(
     'sqlite',
-    sqliteStore({ client: db, table, autoCreate, wal: autoCreate }),
+    sqliteStore({ client: db as never, table, autoCreate, wal: autoCreate }),
     async () => Date.now(),
     () => db.close(),
     (sql) => db.exec(sql),
     table,
   );
+}
+
+/** What the CLI uses of a SQLite database, whichever client opened it. */
+interface SqliteFile {
+  exec(sql: string): unknown;
+  close(): unknown;
+}
+
+/**
+ * Node's own `node:sqlite` where the runtime has it (22.5 and later), else better-sqlite3 if it is
+ * installed; undefined when neither is there.
+ */
+async function sqliteClient(): Promise<((path: string) => SqliteFile) | undefined> {
+  const builtin = await importQuietly('node:sqlite');
+  if (builtin) return (path) => new builtin.DatabaseSync(path);
+  const better = await import('better-sqlite3').then(
+    (m) => m.default,
+    () => undefined,
+  );
+  return better && ((path) => new better(path));
+}
+
+/** Whether this process can open a SQLite file: the demo's default store is one when it can. */
+export async function canOpenSqlite(): Promise<boolean> {
+  return (await sqliteClient()) !== undefined;
+}
+
+async function openSqliteFile(path: string, mustExist: boolean): Promise<SqliteFile> {
+  const open = await sqliteClient();
+  if (!open)
+    throw new UsageError(
+      'a SQLite store needs Node.js 22.5 or later (node:sqlite) or the better-sqlite3 package: npm install better-sqlite3',
+    );
+  if (mustExist && !existsSync(path))
+    throw new UsageError(`cannot open the SQLite file ${path}: no such file`);
+  try {
+    return open(path);
+  } catch (error) {
+    throw new UsageError(`cannot open the SQLite file ${path}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * `node:sqlite` if this runtime has it, without the ExperimentalWarning some lines print on its
+ * first import (a line on every worker's stderr would read as a fault).
+ */
+async function importQuietly(
+  builtin: 'node:sqlite',
+): Promise<{ DatabaseSync: new (path: string) => SqliteFile } | undefined> {
+  const emit = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (!/SQLite is an experimental feature/.test(text))
+      (emit as (...a: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return await import(builtin);
+  } catch {
+    return undefined;
+  } finally {
+    process.emitWarning = emit;
+  }
 }
 
 /**
