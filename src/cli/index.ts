@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The onceonly command line: `demo`, `simulate`, `inspect` and `inbox`. Errors are one line; `--help` on
+ * The onceonly command line: `demo`, `simulate`, `inspect`, `inbox` and `example`. Errors are one line; `--help` on
  * every command; `--json` for machine-readable output.
  */
 import { readFileSync } from 'node:fs';
@@ -20,6 +20,7 @@ commands:
   simulate   fire the same delivery pattern at your own receiver
   inspect    show one key, counts by state and stuck leases in a store; purge expired rows
   inbox      counts, dead entries and the oldest due entry of a store's inbox; list, show, retry, purge
+  example    the quick start over real HTTP; --serve then prints a signed curl to send by hand
 
 Run onceonly <command> --help for its flags; onceonly --version prints the version.`;
 
@@ -34,6 +35,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./inspect.js')).inspect(rest);
     case 'inbox':
       return (await import('./inbox.js')).inboxCommand(rest);
+    case 'example':
+      return (await import('./example.js')).example(rest);
     case '--version':
     case '-v':
     case 'version':

@@ -7,11 +7,13 @@
  * - The install brings onceonly and nothing else.
  * - `npx onceonly demo` runs and holds: on node:sqlite's SQLite file where the runtime has it
  *   (22.5+), else on the memory store with one line saying why.
+ * - `npx onceonly example` runs the quick start; with `--serve` its signed curl is answered processed,
+ *   then duplicate.
  * - A store whose driver is not installed is one line naming the package, exit 2, no stack trace.
  */
 import { strict as assert } from 'node:assert';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -93,6 +95,39 @@ describe(`npm i onceonly, then npx onceonly, on Node.js ${process.versions.node}
         demo.stderr,
         /^onceonly: no SQLite here \(Node\.js 22\.5\+ has it built in, or npm install better-sqlite3\): the demo runs on the memory store$/m,
       );
+  });
+
+  it('runs the quick start example, and serves it for a signed curl by hand', async () => {
+    const scripted = npx(['example']);
+    assert.equal(scripted.status, 0, scripted.stderr);
+    assert.match(scripted.stdout, /evt_1 retried \(duplicate\)\s+200\s+duplicate/);
+    assert.match(scripted.stdout, /events lost 0, effects applied twice 0/);
+    const serving = spawn('npx', ['--offline', '--no', 'onceonly', 'example', '--serve'], { cwd: dir, env });
+    try {
+      let out = '';
+      const curl = await new Promise<string>((resolve, reject) => {
+        serving.stdout.on('data', (chunk: Buffer) => {
+          out += chunk;
+          const line = /^\s+curl .*$/m.exec(out)?.[0];
+          if (line) resolve(line);
+        });
+        serving.once('exit', (code) => reject(new Error(`example --serve exited ${code}: ${out}`)));
+      });
+      // The printed curl, sent as curl would: its URL, headers and body.
+      const url = /curl -si (\S+)/.exec(curl)![1]!;
+      const headers = Object.fromEntries(
+        [...curl.matchAll(/-H '([^:]+): ([^']*)'/g)].map((m) => [m[1]!, m[2]!] as const),
+      );
+      const body = /-d '(.*)'$/.exec(curl)![1]!;
+      const outcomes = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(url, { method: 'POST', headers, body });
+        outcomes.push(`${res.status} ${res.headers.get('onceonly-outcome')}`);
+      }
+      assert.deepEqual(outcomes, ['200 processed', '200 duplicate']);
+    } finally {
+      serving.kill('SIGINT');
+    }
   });
 
   const missing: [string, string][] = [
