@@ -17,6 +17,8 @@ export const workspaces = {
   'test/runtimes': "the cross-runtime suites' workspace (Next.js, Bun, Deno, workerd)",
   'test/sdks': 'the provider SDKs the signature suites check against (Stripe, Twilio, Adyen, Shopify, ...)',
   bench: "the benchmarks' baselines (the Stripe SDK, autocannon, Powertools, mitata)",
+  'test/better-sqlite3':
+    "better-sqlite3, a native build: Node.js 20's SQLite client (22.5+ have node:sqlite)",
 };
 
 /** The workspace's dependencies that are not installed (all of them before the first install). */

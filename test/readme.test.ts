@@ -29,7 +29,8 @@ describe('README', () => {
 
   it('npm start is the demo (tested in test/cli/demo.test.ts)', () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-    assert.equal(pkg.scripts.start, 'tsx src/cli/index.ts demo');
+    assert.equal(pkg.scripts.start, 'node scripts/start.mjs');
+    assert.match(readFileSync(join(root, 'scripts/start.mjs'), 'utf8'), /'src\/cli\/index\.ts'\), 'demo'/);
     assert.match(readFileSync(join(root, 'README.md'), 'utf8'), /npm start/);
   });
 

@@ -1,6 +1,8 @@
 /** Opens a store from a URL for the CLI: memory, a SQLite file, redis://, postgres://, mysql://. */
 
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import type { RecordView, Store, StoreAdmin, StoreStats } from '../core/types.js';
 import { UsageError } from './args.js';
 
@@ -232,11 +234,22 @@ interface SqliteFile {
 async function sqliteClient(): Promise<((path: string) => SqliteFile) | undefined> {
   const builtin = await importQuietly('node:sqlite');
   if (builtin) return (path) => new builtin.DatabaseSync(path);
-  const better = await import('better-sqlite3').then(
-    (m) => m.default,
-    () => undefined,
-  );
+  const better = betterSqlite3();
   return better && ((path) => new better(path));
+}
+
+/**
+ * better-sqlite3 where this package's own imports find it, else in the project of the working
+ * directory (onceonly run by npx from its cache, in a project that has it); `require` also honours
+ * NODE_PATH, through which `npm start` lends it on Node.js 20 (scripts/start.mjs).
+ */
+function betterSqlite3(): (new (path: string) => SqliteFile) | undefined {
+  for (const from of [import.meta.url, join(process.cwd(), 'package.json')]) {
+    try {
+      return createRequire(from)('better-sqlite3') as new (path: string) => SqliteFile;
+    } catch {}
+  }
+  return undefined;
 }
 
 /** Whether this process can open a SQLite file: the demo's default store is one when it can. */

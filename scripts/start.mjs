@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// `npm start`: the demo from the sources (`onceonly demo`, through tsx), flags passed on
+// (`npm start -- --events 300`). Its default store is a SQLite file the worker processes share:
+// Node.js 22.5 and later open it with their built-in node:sqlite; before that it takes better-sqlite3,
+// which the root install leaves out (a native build), from the on-demand workspace test/better-sqlite3,
+// installed here on first use and lent to the CLI through NODE_PATH.
+import { spawn } from 'node:child_process';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { install } from './workspaces.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const [major, minor] = process.versions.node.split('.').map(Number);
+const env = { ...process.env };
+if (major < 22 || (major === 22 && minor < 5)) {
+  const dir = 'test/better-sqlite3';
+  if (install(dir))
+    env.NODE_PATH = [join(root, dir, 'node_modules'), env.NODE_PATH].filter(Boolean).join(delimiter);
+}
+const demo = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'demo', ...process.argv.slice(2)],
+  {
+    stdio: 'inherit',
+    env,
+  },
+);
+// Ctrl-C reaches the demo too (one process group): it stops its workers and reports; wait for it.
+process.on('SIGINT', () => {});
+demo.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
