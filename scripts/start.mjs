@@ -3,10 +3,10 @@
 // (`npm start -- --events 300`). Its default store is a SQLite file the worker processes share:
 // Node.js 22.5 and later open it with their built-in node:sqlite; before that it takes better-sqlite3,
 // which the root install leaves out (a native build), from the on-demand workspace test/better-sqlite3,
-// installed here on first use and lent to the CLI through NODE_PATH.
+// installed here on first use (scripts/better-sqlite3.mjs resolves it there).
 import { spawn } from 'node:child_process';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { install } from './workspaces.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -86,6 +86,16 @@ for (const dir of Object.keys(workspaces)) {
     install(dir);
 }
 
+// Node.js before 22.5 has no node:sqlite: the SQLite suites use better-sqlite3, which the root install
+// leaves out (a native build), from its workspace, through a resolve hook every test process and its
+// children load (NODE_OPTIONS).
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 5)) {
+  if (!install('test/better-sqlite3')) process.exit(1);
+  const hook = `--import=${new URL('./better-sqlite3.mjs', import.meta.url).href}`;
+  process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, hook].filter(Boolean).join(' ');
+}
+
 /**
  * What a failed file said about its failure, to print again at the end of the run (CI keeps only
  * the tail of a long log): the spec reporter's "failing tests" summary, or else the last lines.

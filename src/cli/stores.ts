@@ -234,22 +234,25 @@ interface SqliteFile {
 async function sqliteClient(): Promise<((path: string) => SqliteFile) | undefined> {
   const builtin = await importQuietly('node:sqlite');
   if (builtin) return (path) => new builtin.DatabaseSync(path);
-  const better = betterSqlite3();
+  const better = await betterSqlite3();
   return better && ((path) => new better(path));
 }
 
 /**
  * better-sqlite3 where this package's own imports find it, else in the project of the working
- * directory (onceonly run by npx from its cache, in a project that has it); `require` also honours
- * NODE_PATH, through which `npm start` lends it on Node.js 20 (scripts/start.mjs).
+ * directory (onceonly run by npx from its cache, in a project that has it).
  */
-function betterSqlite3(): (new (path: string) => SqliteFile) | undefined {
-  for (const from of [import.meta.url, join(process.cwd(), 'package.json')]) {
-    try {
-      return createRequire(from)('better-sqlite3') as new (path: string) => SqliteFile;
-    } catch {}
+async function betterSqlite3(): Promise<(new (path: string) => SqliteFile) | undefined> {
+  try {
+    return (await import('better-sqlite3')).default as unknown as new (
+      path: string,
+    ) => SqliteFile;
+  } catch {}
+  try {
+    return createRequire(join(process.cwd(), 'package.json'))('better-sqlite3');
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 /** Whether this process can open a SQLite file: the demo's default store is one when it can. */
