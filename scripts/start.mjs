@@ -12,18 +12,15 @@ import { install } from './workspaces.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const [major, minor] = process.versions.node.split('.').map(Number);
 const env = { ...process.env };
-if (major < 22 || (major === 22 && minor < 5)) {
-  const dir = 'test/better-sqlite3';
-  if (install(dir))
-    env.NODE_PATH = [join(root, dir, 'node_modules'), env.NODE_PATH].filter(Boolean).join(delimiter);
+if ((major < 22 || (major === 22 && minor < 5)) && install('test/better-sqlite3')) {
+  // In NODE_OPTIONS, so the demo's worker processes have it too.
+  const hook = `--import=${pathToFileURL(join(root, 'scripts/better-sqlite3.mjs')).href}`;
+  env.NODE_OPTIONS = [env.NODE_OPTIONS, hook].filter(Boolean).join(' ');
 }
 const demo = spawn(
   process.execPath,
   ['--import', 'tsx', join(root, 'src/cli/index.ts'), 'demo', ...process.argv.slice(2)],
-  {
-    stdio: 'inherit',
-    env,
-  },
+  { stdio: 'inherit', env },
 );
 // Ctrl-C reaches the demo too (one process group): it stops its workers and reports; wait for it.
 process.on('SIGINT', () => {});
