@@ -20,9 +20,11 @@ type Mapping = { [key: string]: Yaml };
 
 /**
  * Reads the YAML subset the SAM templates here use: block mappings by indentation, `# comments`,
- * plain, single- and double-quoted scalars, flow sequences of scalars (`[a, 'b c']`) and short tags
- * (`!Ref X`). Anything else (block sequences, anchors, multi-line scalars, flow mappings) throws,
- * naming the line, so a template that outgrows the reader fails loudly instead of being misread.
+ * plain, single- and double-quoted scalars, flow sequences of scalars (`[a, 'b c']`), short tags
+ * (`!Ref X`), and an anchor on a block mapping (`Metadata: &esbuild`) with its aliases
+ * (`Metadata: *esbuild`). Anything else (block sequences, merge keys, multi-line scalars, flow
+ * mappings, anchors on scalars) throws, naming the line, so a template that outgrows the reader
+ * fails loudly instead of being misread.
  */
 export function readYaml(text: string): Mapping {
   const lines = text
@@ -34,6 +36,7 @@ export function readYaml(text: string): Mapping {
     throw new Error(`template line ${n}: ${why}: ${lines.find((l) => l.n === n)?.raw ?? ''}`);
   };
   const indentOf = (s: string) => s.length - s.trimStart().length;
+  const anchors = new Map<string, Yaml>();
 
   function block(indent: number): Mapping {
     const out: Mapping = {};
@@ -49,9 +52,15 @@ export function readYaml(text: string): Mapping {
       const key = m![1]!.replace(/^["']|["']$/g, '');
       const rest = m![2]?.trim() ?? '';
       at++;
-      if (rest === '') {
+      const anchor = /^&([^\s]+)$/.exec(rest)?.[1];
+      const alias = /^\*([^\s]+)$/.exec(rest)?.[1];
+      if (rest === '' || anchor) {
         const next = lines[at];
         out[key] = next && indentOf(next.text) > indent ? block(indentOf(next.text)) : null;
+        if (anchor) anchors.set(anchor, out[key]!);
+      } else if (alias) {
+        if (!anchors.has(alias)) fail(line.n, `no anchor &${alias} above`);
+        out[key] = structuredClone(anchors.get(alias)!);
       } else {
         out[key] = value(rest, line.n);
       }
@@ -60,7 +69,7 @@ export function readYaml(text: string): Mapping {
   }
 
   function value(s: string, n: number): Yaml {
-    if (/^[&*]/.test(s)) fail(n, 'anchors and aliases are not read here');
+    if (/^[&*]/.test(s)) fail(n, 'anchors and aliases are read on block mappings only');
     if (/^[|>]/.test(s)) fail(n, 'multi-line scalars are not read here');
     if (s.startsWith('{')) fail(n, 'flow mappings are not read here');
     const tag = /^!([A-Za-z]+)\s+(.*)$/.exec(s);
