@@ -2,8 +2,10 @@
  * docs/lambda.md's "Deploy the example", run as a newcomer runs it, up to the upload: the snippet's
  * own commands, read from the doc, in a fresh folder under the system's temporary folder (no
  * node_modules above it lends anything), with `npm install onceonly` taking the packed tarball of
- * the built dist/ (`npm run build` first) and every other package at the root's range. Its `sam
- * build` is done as SAM does it (test/support/sam.ts): the template read, each function's esbuild
+ * the built dist/ (`npm run build` first) and every other package at the root's range (npm's
+ * cache first: `--prefer-offline`, so the first run on a machine fetches what the cache lacks,
+ * as the workspaces' installs do). Its `sam build` is done as SAM does it (test/support/sam.ts):
+ * the template read, each function's esbuild
  * command line made from its own `BuildProperties`, run by the esbuild the project installed,
  * found as SAM finds it, in a copy of the project without node_modules where only the production
  * dependencies were installed (`npm install --omit=dev`). Then each function's bundle, alone in its
