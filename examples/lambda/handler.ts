@@ -15,12 +15,22 @@ import { createClient } from 'redis';
 
 /**
  * A shared store: every container (and a retry may land on any) must see the same claims. Redis
- * here (node-redis, connected once per container); PostgreSQL works the same way. Without
- * REDIS_URL the memory store keeps claims for this one process only: for trying it out locally.
+ * here (node-redis, connected once per container, with docs/redis.md's settings for outages);
+ * PostgreSQL works the same way. Without REDIS_URL the memory store keeps claims for this one
+ * process only: for trying it out locally.
  */
 async function sharedStore() {
   if (!process.env.REDIS_URL) return memoryStore();
-  const client = createClient({ url: process.env.REDIS_URL, socket: { connectTimeout: 2_000 } });
+  const client = createClient({
+    url: process.env.REDIS_URL,
+    disableOfflineQueue: true, // while disconnected, fail at once: never queue
+    pingInterval: 500, // an idle connection keeps talking, so only a silent server trips socketTimeout
+    socket: {
+      connectTimeout: 2_000,
+      reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000), // never gives up
+      socketTimeout: 1_000, // a server that stops answering: drop the connection, reconnect
+    },
+  });
   client.on('error', (error) => console.error('redis:', error.message));
   return redisStore({ client: await client.connect() });
 }
