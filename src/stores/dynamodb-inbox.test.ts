@@ -8,6 +8,7 @@ import { StoreMisconfiguredError, type StoreUnavailableError } from '../errors.j
 import { createReceiver, hmac } from '../index.js';
 import { runInboxConformance } from '../testing/index.js';
 import { DYNAMODB_INBOX_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
+import { inboxIndexCheck } from './dynamodb/admin.js';
 
 // Started before the suites register: a server that cannot start fails the file, never skips it.
 const server = await startDynalite();
@@ -168,6 +169,35 @@ describe('dynamoDbStore inbox', () => {
     const ready = await receiver.health();
     assert.equal(ready.ok, false);
     assert.equal(ready.checks.find((c) => c.name === 'inbox-index')?.ok, false);
+  });
+
+  it('the inbox-index check on a described index: backfilling fails until ACTIVE, another key schema fails', () => {
+    // dynalite makes every index ACTIVE at once: these states are DynamoDB's, as DescribeTable gives them.
+    const types = [
+      { AttributeName: 'pk', AttributeType: 'S' },
+      { AttributeName: 'iq', AttributeType: 'S' },
+      { AttributeName: 'idue', AttributeType: 'N' },
+    ];
+    const index = (status: string, sort = 'idue') => ({
+      IndexName: 'inbox',
+      IndexStatus: status,
+      KeySchema: [
+        { AttributeName: 'iq', KeyType: 'HASH' },
+        { AttributeName: sort, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['key'] },
+    });
+    assert.equal(inboxIndexCheck('t1', [index('ACTIVE')], types).ok, true);
+    assert.equal(inboxIndexCheck('t1', [index('UPDATING')], types).ok, true);
+    const creating = inboxIndexCheck('t1', [index('CREATING')], types);
+    assert.equal(creating.ok, false);
+    assert.match(creating.detail!, /CREATING \(backfilling\): the inbox's take fails until it is ACTIVE/);
+    const other = inboxIndexCheck('t1', [index('ACTIVE', 'pk')], types);
+    assert.equal(other.ok, false);
+    assert.match(
+      other.detail!,
+      /index inbox has key schema iq S HASH, pk S RANGE: the inbox needs partition key iq \(S\) and sort key idue \(N\)/,
+    );
   });
 
   it('a receiver in inbox mode on this store: 202 accepted, runDue runs it once, a redelivery is a duplicate', async () => {
