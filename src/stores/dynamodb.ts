@@ -142,7 +142,7 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
     inbox: plainInbox(
       new DynamoInbox({ client, table, now: () => claims.now(), skewMs, scanLimit: SCAN_LIMIT }),
     ),
-    health: () => dynamoHealth(client, table, checkTtl),
+    health: (scope) => dynamoHealth(client, table, checkTtl, scope?.inbox === true),
     stats: () => dynamoStats(client, table, claims.now(), skewMs, SCAN_LIMIT),
     oldestLeases: (limit) => dynamoOldestLeases(client, table, claims.now(), limit, SCAN_LIMIT),
     purgeExpired: (purge) => dynamoPurge(client, table, claims.now(), purge?.limit ?? SCAN_LIMIT),

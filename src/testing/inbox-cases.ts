@@ -360,7 +360,7 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   {
-    name: 'hostile inputs never break it: NUL bytes and lone surrogates in type, id, item and the error, a 1 MiB binary body, a 1 MB header',
+    name: 'hostile inputs never break it: NUL bytes and lone surrogates in type, id, item and the error, a large binary body and header (1 MiB and 1 MB, or 40% each of the maxDeliveryBytes a store sets)',
     async run(inbox, ctx) {
       const key = ctx.key();
       const odd = (what: string) => `${what}\u0000nul \ud800lone \udfff end "q" \\ ${'\u00e9'.repeat(3)}`;

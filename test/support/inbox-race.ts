@@ -145,10 +145,16 @@ export function assertInboxRace({ reports, events }: { reports: InboxRaceReport[
 
 /**
  * Registers a store's inbox race test: `processes` workers accepting the same events (default 200,
- * or ONCEONLY_INBOX_RACE_EVENTS) and running them at once, then {@link assertInboxRace}.
+ * or ONCEONLY_INBOX_RACE_EVENTS; a store on a slow local server gives its own `events`) and running
+ * them at once, then {@link assertInboxRace}.
  */
-export function inboxRaceTest(store: string, spec: string, processes = 4): void {
-  const events = Number(process.env.ONCEONLY_INBOX_RACE_EVENTS ?? 200);
+export function inboxRaceTest(
+  store: string,
+  spec: string,
+  processes = 4,
+  sizes: { events?: number } = {},
+): void {
+  const events = sizes.events ?? Number(process.env.ONCEONLY_INBOX_RACE_EVENTS ?? 200);
   describe(`${store} inbox across processes`, () => {
     it(`${processes} processes accepting ${events} events each and running them at once complete every entry exactly once`, async () => {
       const result = await runInboxRace({ spec, processes, events, leaseMs: 500 });

@@ -1,6 +1,6 @@
 /**
  * The DynamoDB store's table and housekeeping: the table's definition and its creation, the health
- * checks (table, key schema, TTL), the operator's counts and stuck leases (a bounded Scan), and
+ * checks (table, key schema, TTL, the inbox's index), the operator's counts and stuck leases (a bounded Scan), and
  * `purgeExpired` for a table without TTL.
  */
 import {
@@ -15,7 +15,7 @@ import type { HealthCheck, StoreHealth } from '../../core/health.js';
 import type { RecordView, StoreStats } from '../../core/types.js';
 import type { DynamoDbClientLike } from './claims.js';
 import { dynamoFailure, errorName } from './failure.js';
-import { INBOX_INDEX } from './inbox.js';
+import { INBOX_INDEX } from './inbox-items.js';
 import {
   expression,
   type Item,
@@ -94,15 +94,90 @@ export async function createTable(
   }
 }
 
-/** The table's health: it exists and is active with the store's key schema, and its TTL is on `ttl`. */
+interface KeyElement {
+  AttributeName?: string;
+  KeyType?: string;
+}
+interface AttributeDefinition {
+  AttributeName?: string;
+  AttributeType?: string;
+}
+interface IndexDescription {
+  IndexName?: string;
+  IndexStatus?: string;
+  KeySchema?: KeyElement[];
+  Projection?: { ProjectionType?: string; NonKeyAttributes?: string[] };
+}
+
+const INDEX_FIX = `add it to the table: an UpdateTable with GlobalSecondaryIndexUpdates Create ${INBOX_INDEX} (partition key iq S, sort key idue N, projection INCLUDE key), or the snippets in docs/dynamodb.md`;
+
+/**
+ * The inbox's index on the described table: present as `dynamoDbTableInput` makes it (partition
+ * key `iq` S, sort key `idue` N, `key` projected) and usable (ACTIVE or UPDATING, not backfilling).
+ */
+export function inboxIndexCheck(
+  table: string,
+  indexes: readonly IndexDescription[],
+  types: readonly AttributeDefinition[],
+): HealthCheck {
+  const name = 'inbox-index';
+  const index = indexes.find((i) => i.IndexName === INBOX_INDEX);
+  if (!index) {
+    return { name, ok: false, detail: `${table} has no global secondary index ${INBOX_INDEX}: ${INDEX_FIX}` };
+  }
+  const keys = index.KeySchema ?? [];
+  const typeOf = (attribute: string) => types.find((d) => d.AttributeName === attribute)?.AttributeType;
+  const keysOk =
+    keys.length === 2 &&
+    keys.some((k) => k.AttributeName === 'iq' && k.KeyType === 'HASH') &&
+    keys.some((k) => k.AttributeName === 'idue' && k.KeyType === 'RANGE') &&
+    typeOf('iq') === 'S' &&
+    typeOf('idue') === 'N';
+  if (!keysOk) {
+    const found = keys.map((k) => `${k.AttributeName} ${typeOf(k.AttributeName ?? '') ?? '?'} ${k.KeyType}`);
+    return {
+      name,
+      ok: false,
+      detail: `${table}'s index ${INBOX_INDEX} has key schema ${found.join(', ') || 'none'}: the inbox needs partition key iq (S) and sort key idue (N); delete the index and ${INDEX_FIX}`,
+    };
+  }
+  const projection = index.Projection ?? {};
+  if (projection.ProjectionType !== 'ALL' && !(projection.NonKeyAttributes ?? []).includes('key')) {
+    return {
+      name,
+      ok: false,
+      detail: `${table}'s index ${INBOX_INDEX} projects ${projection.ProjectionType ?? 'nothing'} without the attribute key, which take reads: delete the index and ${INDEX_FIX}`,
+    };
+  }
+  const status = index.IndexStatus ?? 'ACTIVE';
+  return {
+    name,
+    ok: status === 'ACTIVE' || status === 'UPDATING',
+    detail:
+      status === 'CREATING'
+        ? `${INBOX_INDEX} CREATING (backfilling): the inbox's take fails until it is ACTIVE`
+        : `${INBOX_INDEX} ${status} (iq S, idue N, projecting ${projection.ProjectionType === 'ALL' ? 'ALL' : 'key'})`,
+  };
+}
+
+/**
+ * The table's health: it exists and is active with the store's key schema, its TTL is on `ttl`
+ * (unless `checkTtl` is off), and, when the caller uses the inbox, the inbox's index is there.
+ */
 export async function dynamoHealth(
   client: DynamoDbClientLike,
   table: string,
   checkTtl: boolean,
+  inbox = false,
 ): Promise<StoreHealth> {
   const checks: HealthCheck[] = [];
   let described: {
-    Table?: { TableStatus?: string; KeySchema?: unknown[]; AttributeDefinitions?: unknown[] };
+    Table?: {
+      TableStatus?: string;
+      KeySchema?: unknown[];
+      AttributeDefinitions?: unknown[];
+      GlobalSecondaryIndexes?: unknown[];
+    };
   };
   try {
     described = await client.send(new DescribeTableCommand({ TableName: table }));
@@ -117,8 +192,8 @@ export async function dynamoHealth(
     return { checks };
   }
   const t = described.Table ?? {};
-  const keys = (t.KeySchema ?? []) as { AttributeName?: string; KeyType?: string }[];
-  const types = (t.AttributeDefinitions ?? []) as { AttributeName?: string; AttributeType?: string }[];
+  const keys = (t.KeySchema ?? []) as KeyElement[];
+  const types = (t.AttributeDefinitions ?? []) as AttributeDefinition[];
   const schemaOk =
     keys.length === 1 &&
     keys[0]?.AttributeName === KEY_ATTRIBUTE &&
@@ -137,6 +212,8 @@ export async function dynamoHealth(
           detail: `${table} has key schema ${keys.map((k) => `${k.AttributeName} ${k.KeyType}`).join(', ')}: onceonly's is one partition key pk (S)`,
         },
   );
+  if (inbox)
+    checks.push(inboxIndexCheck(table, (t.GlobalSecondaryIndexes ?? []) as IndexDescription[], types));
   if (checkTtl) {
     const ttl = (await client
       .send(new DescribeTimeToLiveCommand({ TableName: table }))

@@ -11,12 +11,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { reachable } from '../../support/servers.js';
 import { FAULT_SIZE, type FleetReport, runFleet, summary } from './fleet.js';
-import { FAULT_STORES as STORES } from './stores.js';
-
-const EVENTS = 60 * FAULT_SIZE;
-const RATE = 0.05;
+import { FAULT_STORES as STORES, faultServer } from './stores.js';
 
 /** The kills landed at `step`, each on an event that then had exactly one effect; none lost. */
 function assertSurvived(r: FleetReport, step: string) {
@@ -38,8 +34,16 @@ function assertSurvived(r: FleetReport, step: string) {
 export async function inboxCrashSuite(label: string): Promise<void> {
   const s = STORES.find((x) => x.label === label);
   if (!s) throw new Error(`no inbox crash store ${label}`);
-  if (!(await reachable(`inbox crash tests on ${s.label}`, s.url, s.probe))) return;
-  const common = { store: s.store, url: s.url, events: EVENTS, timeoutMs: 400, workers: 2 } as const;
+  const url = await faultServer(s, `inbox crash tests on ${s.label}`);
+  if (url === undefined) return;
+  const RATE = s.sizes?.rate ?? 0.05;
+  const common = {
+    store: s.store,
+    url,
+    events: (s.sizes?.events ?? 60) * FAULT_SIZE,
+    timeoutMs: s.sizes?.timeoutMs ?? 400,
+    workers: 2,
+  } as const;
 
   describe(`inbox mode, SIGKILL, ${s.label}`, () => {
     it('(a) between the durable accept and its answer: the redelivery is a duplicate; run once', async () => {
