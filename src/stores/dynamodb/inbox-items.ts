@@ -66,6 +66,14 @@ export function names(
   return { ...out, ...extra };
 }
 
+/** Of `values`, those an expression uses (DynamoDB refuses unused ones). */
+export function used(texts: (string | undefined)[], values: Record<string, Attr>): Record<string, Attr> {
+  const out: Record<string, Attr> = {};
+  for (const [name] of texts.join(' ').matchAll(/:[A-Za-z]+/g))
+    if (values[name] !== undefined) out[name] = values[name]!;
+  return out;
+}
+
 /** The partition key of an entry's item. */
 export function inboxPk(key: string): string {
   if (Buffer.byteLength(key, 'utf8') <= 1_536) return `i:${key}`;

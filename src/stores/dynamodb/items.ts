@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { RecordView } from '../../core/types.js';
+import { conditionFailed } from './failure.js';
 
 /** An attribute value as the DynamoDB wire format has it. */
 export type Attr = AttributeValue;
@@ -162,3 +163,21 @@ export function viewOf(record: ClaimRecord): RecordView {
 
 /** DynamoDB's TTL is in whole seconds: the first second at or after `ms`, plus the skew's seconds. */
 export const ttlSeconds = (ms: number, skewMs: number) => Math.ceil((ms + skewMs) / 1000);
+
+/** A conditional write's answer: what it returned when it landed, or the item that failed its condition. */
+export type Written<T> = { done: true; out: T } | { done: false; item: Item | undefined };
+
+/**
+ * Runs one conditional write (`send`, whose other failures it throws as they come): `done` when it
+ * landed; when its condition did not hold, the item that failed it, as DynamoDB returns it with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` (undefined without it, or from a server that
+ * does not return it: dynalite).
+ */
+export async function conditional<T>(send: () => Promise<T>): Promise<Written<T>> {
+  try {
+    return { done: true, out: await send() };
+  } catch (error) {
+    if (!conditionFailed(error)) throw error;
+    return { done: false, item: (error as { Item?: Item }).Item };
+  }
+}
