@@ -41,7 +41,7 @@ export interface DynamoDbStoreOptions {
   /**
    * The table: one partition key `pk` of type S and no sort key, TTL on the attribute `ttl`
    * and the inbox's index `inbox` (createDynamoDbTable, or the CloudFormation snippet in
-   * docs/dynamodb.md). Give onceonly a table of its own: claims live under `k:` and `h:`, the
+   * docs/dynamodb.md). Give onceonly a table of its own: claims live under `k:`, the
    * ordering guard's versions under `v:`, inbox entries under `i:` and `ih:`.
    * @default 'onceonly'
    */

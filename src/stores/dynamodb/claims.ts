@@ -31,6 +31,7 @@ import {
   readClaim,
   readSteps,
   S,
+  shownKey,
   ttlSeconds,
   versionPk,
   viewOf,
@@ -158,7 +159,7 @@ export class DynamoClaims {
     fp?: string,
   ): Item {
     return {
-      key: S(key),
+      key: S(shownKey(key)),
       state: S(state),
       token: S(token),
       attempt: N(1),
@@ -421,7 +422,8 @@ export class DynamoClaims {
     const item = await this.#get('inspect a key', claimPk(key));
     if (item === undefined) return undefined;
     const record = this.#record('inspect a key', item);
-    return record.dropAt <= this.now() ? undefined : viewOf(record);
+    // The key as given: the item's `key` attribute may show it cut short.
+    return record.dropAt <= this.now() ? undefined : { ...viewOf(record), key };
   }
 
   /** The steps of the key's record in its life: a lease's, or a released or run-out record's. */
