@@ -75,3 +75,24 @@ describe('dynamoDbStore: a key of a megabyte', () => {
     assert.equal(await store.advance(key, 1), true);
   });
 });
+
+describe("dynamoDbStore's inbox: keys with lone surrogates", () => {
+  it('two keys that differ only in a lone surrogate are two entries, each taken and completed', async () => {
+    const b = base();
+    const receiver = `keys${Math.random().toString(36).slice(2, 8)}`;
+    const accept = (key: string) =>
+      store.inbox!.accept({
+        key,
+        receiver,
+        fingerprint: 'fp',
+        body: new TextEncoder().encode('{}'),
+        headers: [],
+        receivedAt: new Date(),
+      });
+    assert.equal((await accept(`${b}\ud800`)).status, 'accepted');
+    assert.equal((await accept(`${b}\udbff`)).status, 'accepted', 'its own entry, not a duplicate');
+    const jobs = await store.inbox!.take({ limit: 10, leaseMs: LONG, receiver });
+    assert.deepEqual(jobs.map((job) => job.key).sort(), [`${b}\ud800`, `${b}\udbff`].sort());
+    for (const job of jobs) assert.equal(await store.inbox!.complete(job.lease, { retentionMs: LONG }), true);
+  });
+});
