@@ -12,7 +12,9 @@ import {
   BodyTooLargeError,
   type DeliveryResult,
   type Duration,
+  oneLine,
   parseDuration,
+  VerificationError,
 } from '../receiver/adapter-kit.js';
 import { type Provider, type ReceiverInput, toReceiver } from './node-io.js';
 
@@ -124,18 +126,33 @@ export function webhook<P extends Provider<any, any>>(
   const r = toReceiver(receiver);
   const marginMs = parseDuration(options.margin ?? '1s', 'lambda webhook margin');
   return async (event, context) => {
-    if (context) {
+    if (context !== null && typeof context === 'object') {
       // The answer is returned only once the claim is confirmed or released (the core awaits both),
       // so nothing of the delivery is left in the event loop to wait for; what is left there (a
       // store client's sockets and timers, a confirm retried in the background after a store
       // error, which never lands after its lease) must not hold the invocation open until its
       // timeout. A frozen container keeps no claim: its lease runs out and the retry takes over.
-      context.callbackWaitsForEmptyEventLoop = false;
+      // A context that will not take it (frozen, a getter only) is left as it is.
+      try {
+        context.callbackWaitsForEmptyEventLoop = false;
+      } catch {}
     }
     const kind = kindOf(event);
+    // A malformed event (a body or header of the wrong type, a body that is no base64) is refused
+    // through the core's outcome path, as a body that fails to arrive: a 400 with a stable code that
+    // reaches neither the store nor the handler.
+    let rawBody: Uint8Array | AsyncIterable<Uint8Array>;
+    let headers: Record<string, string>;
+    try {
+      headers = headersOf(event, kind);
+      rawBody = bodyOf(event, r.maxBodyBytes);
+    } catch (error) {
+      headers = Object.create(null);
+      rawBody = refusing(error);
+    }
     const result = await r.receive({
-      rawBody: bodyOf(event, r.maxBodyBytes),
-      headers: headersOf(event, kind),
+      rawBody,
+      headers,
       url: urlOf(event, kind),
       method:
         kind === 'v2'
@@ -157,15 +174,33 @@ function kindOf(event: LambdaHttpEvent): Kind {
 }
 
 function notHttp(event: unknown): TypeError {
-  const keys = event !== null && typeof event === 'object' ? Object.keys(event).slice(0, 8).join(', ') : '';
+  // At most a few key names, each cut short and escaped: the event may be anyone's.
+  const keys =
+    event !== null && typeof event === 'object'
+      ? Object.keys(event)
+          .slice(0, 8)
+          .map((key) => oneLine(key.length > 40 ? `${key.slice(0, 40)}...` : key))
+          .join(', ')
+      : '';
   return new TypeError(
-    `onceonly: the Lambda webhook handler takes API Gateway (REST or HTTP API), Function URL or ALB events; got ${typeof event}${keys ? ` with ${keys}` : ''}`,
+    `onceonly: the Lambda webhook handler takes API Gateway (REST or HTTP API), Function URL or ALB events; got ${
+      Array.isArray(event) ? 'an array' : typeof event
+    }${keys ? ` with ${keys}` : ''}`,
   );
 }
 
-/** The handler's deadline: the remaining time less the margin (at least 1 ms), if Lambda says it. */
+/**
+ * The handler's deadline: the remaining time less the margin (at least 1 ms), if Lambda says it.
+ * A context without a working `getRemainingTimeInMillis` leaves the receiver's own `timeout`.
+ */
 function deadlineOf(context: LambdaContext | undefined, marginMs: number): number | undefined {
-  const remaining = context?.getRemainingTimeInMillis?.();
+  let remaining: unknown;
+  try {
+    const read = (context as Partial<LambdaContext> | null | undefined)?.getRemainingTimeInMillis;
+    remaining = typeof read === 'function' ? read.call(context) : undefined;
+  } catch {
+    return undefined;
+  }
   if (typeof remaining !== 'number' || !Number.isFinite(remaining)) return undefined;
   return Math.max(1, Math.floor(remaining - marginMs));
 }
@@ -176,17 +211,34 @@ const encoder = new TextEncoder();
  * The exact bytes sent: a base64 body decoded, a text body as its UTF-8 (what API Gateway and the
  * ALB decoded it from). One over `maxBodyBytes` is refused (413) before it is decoded or encoded:
  * a base64 body by the size it decodes to, a text one by its length, which its UTF-8 can only pass.
+ * A body that is not text, an `isBase64Encoded` that is not a boolean, or a base64 body with other
+ * characters than base64's throws `invalid_body`: no AWS service sends one, and guessing would
+ * verify other bytes than were sent.
  */
 function bodyOf(event: LambdaHttpEvent, limit: number): Uint8Array | AsyncIterable<Uint8Array> {
-  const body = event.body ?? '';
-  if (event.isBase64Encoded) {
-    if (base64Size(body) > limit) return refused(limit);
+  const body: unknown = event.body ?? '';
+  const encoded: unknown = event.isBase64Encoded ?? false;
+  if (typeof body !== 'string') {
+    throw invalidBody(`the event's body is ${Array.isArray(body) ? 'an array' : typeof body}, not text`);
+  }
+  if (typeof encoded !== 'boolean') {
+    throw invalidBody(`the event's isBase64Encoded is ${typeof encoded}, not a boolean`);
+  }
+  if (encoded) {
+    if (base64Size(body) > limit) return refusing(new BodyTooLargeError(limit));
+    if (!BASE64.test(body)) throw invalidBody('the event says its body is base64, and it is not');
     const bytes = Buffer.from(body, 'base64');
     return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
-  if (body.length > limit) return refused(limit);
+  if (body.length > limit) return refusing(new BodyTooLargeError(limit));
   return encoder.encode(body);
 }
+
+/** Base64 (standard or URL-safe alphabet), line breaks allowed, padding only at the end. */
+const BASE64 = /^[A-Za-z0-9+/_\-\s]*(?:=\s*){0,2}$/;
+
+const invalidBody = (why: string) => new VerificationError('invalid_body', `onceonly: ${why}`);
+const malformedHeader = (why: string) => new VerificationError('malformed_header', `onceonly: ${why}`);
 
 /** The number of bytes a base64 text decodes to (padding and line breaks left out). */
 function base64Size(text: string): number {
@@ -197,10 +249,10 @@ function base64Size(text: string): number {
   return Math.floor((length * 3) / 4);
 }
 
-/** A body source that refuses at once as too large: the core answers 413 through its outcome path. */
-function refused(limit: number): AsyncIterable<Uint8Array> {
+/** A body source that refuses at once with `error`: the core answers through its outcome path. */
+function refusing(error: unknown): AsyncIterable<Uint8Array> {
   return {
-    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new BodyTooLargeError(limit)) }),
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }),
   };
 }
 
@@ -238,22 +290,51 @@ function add(out: Record<string, string>, name: string, value: string): void {
   else out[lower] = `${previous}${lower === 'cookie' ? '; ' : ', '}${value}`;
 }
 
-/** The request headers, joined the way Node joins them; a v2 event's cookies back in `cookie`. */
+/**
+ * The request headers, joined the way Node joins them; a v2 event's cookies back in `cookie`.
+ * Headers or cookies of another shape than AWS gives (a value that is not text, a list that is
+ * not one) throw `malformed_header`; a null value is left out.
+ */
 function headersOf(event: LambdaHttpEvent, kind: Kind): Record<string, string> {
   const out: Record<string, string> = Object.create(null);
   const multi = kind === 'v2' ? undefined : (event as ApiGatewayV1Event | AlbEvent).multiValueHeaders;
-  if (multi) {
-    for (const [name, values] of Object.entries(multi))
-      for (const value of values ?? []) add(out, name, value);
+  if (multi !== undefined && multi !== null) {
+    for (const [name, values] of entries(multi, 'multiValueHeaders')) {
+      if (values === undefined || values === null) continue;
+      if (!Array.isArray(values))
+        throw malformedHeader(`the event's multi-value header ${shown(name)} is no list`);
+      for (const value of values) add(out, name, text(value, name));
+    }
   } else {
-    for (const [name, value] of Object.entries(event.headers ?? {})) {
-      if (value !== undefined && value !== null) add(out, name, value);
+    for (const [name, value] of entries(event.headers, 'headers')) {
+      if (value !== undefined && value !== null) add(out, name, text(value, name));
     }
   }
-  if (kind === 'v2')
-    for (const cookie of (event as ApiGatewayV2Event).cookies ?? []) add(out, 'cookie', cookie);
+  if (kind === 'v2') {
+    const cookies: unknown = (event as ApiGatewayV2Event).cookies;
+    if (cookies !== undefined && cookies !== null && !Array.isArray(cookies))
+      throw malformedHeader("the event's cookies are no list");
+    for (const cookie of (cookies as unknown[] | null | undefined) ?? [])
+      add(out, 'cookie', text(cookie, 'cookie'));
+  }
   return out;
 }
+
+/** The entries of an event's header object; one that is not an object throws `malformed_header`. */
+function entries(value: unknown, field: string): [string, unknown][] {
+  if (value === undefined || value === null) return [];
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw malformedHeader(`the event's ${field} are no object`);
+  return Object.entries(value);
+}
+
+function text(value: unknown, name: string): string {
+  if (typeof value === 'string') return value;
+  throw malformedHeader(`the event's header ${shown(name)} has a value that is ${typeof value}, not text`);
+}
+
+/** A header name for a message: cut short and escaped. */
+const shown = (name: string) => JSON.stringify(oneLine(name.length > 40 ? `${name.slice(0, 40)}...` : name));
 
 /** The request was given with multi-value headers: the answer goes back in that shape (v1, ALB). */
 function hasMultiValueHeaders(event: LambdaHttpEvent, kind: Kind): boolean {
@@ -270,46 +351,57 @@ function hasMultiValueHeaders(event: LambdaHttpEvent, kind: Kind): boolean {
  * and the query as sent.
  */
 function urlOf(event: LambdaHttpEvent, kind: Kind): string {
-  const headers = event.headers ?? {};
   const header = (name: string): string | undefined => {
     const multi = kind === 'v2' ? undefined : (event as ApiGatewayV1Event | AlbEvent).multiValueHeaders;
-    for (const source of [multi, headers]) {
-      if (!source) continue;
+    for (const source of [multi, event.headers]) {
+      if (source === null || typeof source !== 'object') continue;
       for (const [key, value] of Object.entries(source)) {
-        if (key.toLowerCase() !== name || value == null) continue;
-        return Array.isArray(value) ? value[0] : (value as string);
+        if (key.toLowerCase() !== name) continue;
+        const first: unknown = Array.isArray(value) ? value[0] : value;
+        if (typeof first === 'string') return first;
       }
     }
     return undefined;
   };
   if (kind === 'v2') {
     const e = event as ApiGatewayV2Event;
-    const host = e.requestContext.domainName ?? header('host') ?? 'localhost';
-    return `https://${host}${e.rawPath || '/'}${e.rawQueryString ? `?${e.rawQueryString}` : ''}`;
+    const host = textOr(e.requestContext.domainName) ?? header('host') ?? 'localhost';
+    const search = textOr(e.rawQueryString);
+    return `https://${host}${textOr(e.rawPath) || '/'}${search ? `?${search}` : ''}`;
   }
   if (kind === 'v1') {
     const e = event as ApiGatewayV1Event;
-    const host = e.requestContext?.domainName ?? header('host') ?? 'localhost';
-    const path = e.requestContext?.path ?? e.path ?? '/';
-    return `https://${host}${path}${query(e, encodeURIComponent)}`;
+    const host = textOr(e.requestContext?.domainName) ?? header('host') ?? 'localhost';
+    const path = textOr(e.requestContext?.path) ?? textOr(e.path) ?? '/';
+    return `https://${host}${path}${query(e, encodeText)}`;
   }
   const e = event as AlbEvent;
   const proto = header('x-forwarded-proto')?.split(',')[0]?.trim() || 'https';
-  return `${proto}://${header('host') ?? 'localhost'}${e.path || '/'}${query(e, (part) => part)}`;
+  return `${proto}://${header('host') ?? 'localhost'}${textOr(e.path) || '/'}${query(e, (part) => part)}`;
 }
 
-/** The query string from an event's parameters, each name and value through `encode`. */
+const textOr = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+// A lone UTF-16 surrogate, which encodeURIComponent refuses (URIError).
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** A decoded query part encoded again; a lone surrogate (no sender's) as U+FFFD, never a throw. */
+const encodeText = (part: string) => encodeURIComponent(part.replace(LONE, '\ufffd'));
+
+/** The query string from an event's parameters (text only), each name and value through `encode`. */
 function query(event: ApiGatewayV1Event | AlbEvent, encode: (part: string) => string): string {
   const pairs: string[] = [];
-  const multi = event.multiValueQueryStringParameters;
-  if (multi) {
+  const multi: unknown = event.multiValueQueryStringParameters;
+  const single: unknown = event.queryStringParameters;
+  const add = (name: string, value: unknown) => {
+    if (typeof value === 'string') pairs.push(`${encode(name)}=${encode(value)}`);
+  };
+  if (multi !== null && typeof multi === 'object') {
     for (const [name, values] of Object.entries(multi)) {
-      for (const value of values ?? []) pairs.push(`${encode(name)}=${encode(value)}`);
+      for (const value of Array.isArray(values) ? values : [values]) add(name, value);
     }
-  } else {
-    for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
-      if (value !== undefined && value !== null) pairs.push(`${encode(name)}=${encode(value)}`);
-    }
+  } else if (single !== null && typeof single === 'object') {
+    for (const [name, value] of Object.entries(single)) add(name, value);
   }
   return pairs.length > 0 ? `?${pairs.join('&')}` : '';
 }

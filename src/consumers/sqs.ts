@@ -117,22 +117,28 @@ export function sqsBatch<T>(
   const base: OnceOptions = { ...rest, lease: timings.leaseMs, storeTimeout: timings.storeTimeoutMs };
 
   return async (event, context) => {
-    // Every record's claim is settled before the answer; see docs/lambda.md.
-    if (context) context.callbackWaitsForEmptyEventLoop = false;
-    const records = event?.Records;
-    if (!Array.isArray(records))
-      throw new TypeError('onceonly: sqsBatch takes an SQS event ({ Records: [...] })');
+    // Every record's claim is settled before the answer; see docs/lambda.md. A context that will
+    // not take it (frozen) is left as it is.
+    if (context !== null && typeof context === 'object') {
+      try {
+        context.callbackWaitsForEmptyEventLoop = false;
+      } catch {}
+    }
+    const records = checkedRecords(event);
     const runOne = async (record: SqsRecord): Promise<boolean> => {
-      const remaining = context?.getRemainingTimeInMillis?.();
+      const remaining = remainingOf(context);
       const timeout =
-        typeof remaining === 'number' && Number.isFinite(remaining)
-          ? Math.max(1, Math.min(timings.timeoutMs, Math.floor(remaining - marginMs)))
-          : timings.timeoutMs;
+        remaining === undefined
+          ? timings.timeoutMs
+          : Math.min(timings.timeoutMs, Math.floor(remaining - marginMs));
       let result: SqsRecordResult;
       try {
+        // No time left past the margin: reported without a claim, as the claim would be released
+        // (and the work cut) at once, or Lambda would stop the invocation first.
+        if (timeout < 1) throw new Error(`onceonly: sqsBatch has ${remaining} ms left, within its margin`);
         result = await once(store, key(record), (ctx) => work(record, ctx), { ...base, timeout });
       } catch (error) {
-        // The claim failed (store unavailable, or the key function threw): nothing ran.
+        // The claim failed (store unavailable, the key function threw, no time left): nothing ran.
         result = { outcome: 'unclaimed', error };
       }
       try {
@@ -142,15 +148,52 @@ export function sqsBatch<T>(
       }
       return result.outcome === 'failed' || result.outcome === 'in-flight' || result.outcome === 'unclaimed';
     };
-    const failed = isFifo(records)
-      ? await inOrder(records, runOne)
-      : await pooled(records, runOne, concurrency);
+    // A message twice in one batch (no queue sends one so) runs once: its copies share its answer.
+    const unique = [...new Map(records.map((record) => [record.messageId, record])).values()];
+    const failed = isFifo(unique) ? await inOrder(unique, runOne) : await pooled(unique, runOne, concurrency);
     return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.messageId })) };
   };
 }
 
+/**
+ * The event's records, each an object with a messageId (what a failure is reported by, and the
+ * default key): a batch with any other throws a TypeError before anything runs, so Lambda retries
+ * the whole batch rather than a record running under a key such as `sqs:undefined` it shares.
+ */
+function checkedRecords(event: SqsEvent): readonly SqsRecord[] {
+  const records: unknown = (event as Partial<SqsEvent> | null | undefined)?.Records;
+  if (!Array.isArray(records))
+    throw new TypeError('onceonly: sqsBatch takes an SQS event ({ Records: [...] })');
+  records.forEach((record: unknown, i) => {
+    const id = (record as Partial<SqsRecord> | null)?.messageId;
+    if (record === null || typeof record !== 'object' || typeof id !== 'string' || id === '') {
+      throw new TypeError(
+        `onceonly: sqsBatch takes SQS records, each with a messageId; record ${i} has ${
+          record === null || typeof record !== 'object'
+            ? `the type ${record === null ? 'null' : typeof record}`
+            : 'none'
+        }`,
+      );
+    }
+  });
+  return records as SqsRecord[];
+}
+
+/** The invocation's remaining time (ms), when the context has a working `getRemainingTimeInMillis`. */
+function remainingOf(context: SqsLambdaContext | undefined): number | undefined {
+  try {
+    const read = (context as Partial<SqsLambdaContext> | null | undefined)?.getRemainingTimeInMillis;
+    const remaining: unknown = typeof read === 'function' ? read.call(context) : undefined;
+    return typeof remaining === 'number' && Number.isFinite(remaining) ? remaining : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function isFifo(records: readonly SqsRecord[]): boolean {
-  return records.some((record) => record.eventSourceARN?.endsWith('.fifo') === true);
+  return records.some(
+    (record) => typeof record.eventSourceARN === 'string' && record.eventSourceARN.endsWith('.fifo'),
+  );
 }
 
 /** FIFO: one at a time; the first failure and everything after it are reported, nothing after it runs. */

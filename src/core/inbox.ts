@@ -251,3 +251,24 @@ const ILL_FORMED = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
 export function wellFormed(s: string): string {
   return s.replace(ILL_FORMED, '\ufffd');
 }
+
+/**
+ * An inbox as a plain object of its own methods, each bound to `inbox` (a class instance's methods
+ * live on its prototype): a copy by spread (`{ ...store.inbox }`) keeps them all.
+ */
+export function plainInbox(inbox: InboxStore): InboxStore {
+  return {
+    accept: (input, options) => inbox.accept(input, options),
+    take: (options) => inbox.take(options),
+    extend: (lease, options) => inbox.extend(lease, options),
+    complete: (lease, options) => inbox.complete(lease, options),
+    retry: (lease, options) => inbox.retry(lease, options),
+    bury: (lease, options) => inbox.bury(lease, options),
+    stats: (options) => inbox.stats(options),
+    list: (options) => inbox.list(options),
+    get: (key) => inbox.get(key),
+    requeue: (target) => inbox.requeue(target),
+    purge: (options) => inbox.purge(options),
+    steps: inbox.steps,
+  };
+}

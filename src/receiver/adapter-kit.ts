@@ -4,7 +4,8 @@
  * they hand on come through here.
  */
 export { type Duration, parseDuration } from '../core/duration.js';
-export { BodyAlreadyParsedError, BodyTooLargeError, OnceonlyError } from '../errors.js';
+export { oneLine } from '../core/text.js';
+export { BodyAlreadyParsedError, BodyTooLargeError, OnceonlyError, VerificationError } from '../errors.js';
 export type { Provider } from '../providers/types.js';
 export { answerOf, outcomeBody, outcomeHeaders, toResponse } from './http.js';
 export {

@@ -9,7 +9,7 @@
  */
 import { type Duration, parseDuration, parsePositiveDuration } from '../core/duration.js';
 import type { HealthAware } from '../core/health.js';
-import type { InboxStore } from '../core/inbox.js';
+import { plainInbox } from '../core/inbox.js';
 import { markBuiltin, type Store, type StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import {
@@ -41,7 +41,7 @@ export interface DynamoDbStoreOptions {
   /**
    * The table: one partition key `pk` of type S and no sort key, TTL on the attribute `ttl`
    * and the inbox's index `inbox` (createDynamoDbTable, or the CloudFormation snippet in
-   * docs/dynamodb.md). Give onceonly a table of its own: claims live under `k:` and `h:`, the
+   * docs/dynamodb.md). Give onceonly a table of its own: claims live under `k:`, the
    * ordering guard's versions under `v:`, inbox entries under `i:` and `ih:`.
    * @default 'onceonly'
    */
@@ -151,24 +151,6 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
     },
   };
   return markBuiltin('dynamodb', client, table, store);
-}
-
-/** The inbox as a plain object of its own methods, so a copy by spread (`{ ...store.inbox }`) keeps them all. */
-function plainInbox(inbox: DynamoInbox): InboxStore {
-  return {
-    accept: (input, options) => inbox.accept(input, options),
-    take: (options) => inbox.take(options),
-    extend: (lease, options) => inbox.extend(lease, options),
-    complete: (lease, options) => inbox.complete(lease, options),
-    retry: (lease, options) => inbox.retry(lease, options),
-    bury: (lease, options) => inbox.bury(lease, options),
-    stats: (options) => inbox.stats(options),
-    list: (options) => inbox.list(options),
-    get: (key) => inbox.get(key),
-    requeue: (target) => inbox.requeue(target),
-    purge: (options) => inbox.purge(options),
-    steps: inbox.steps,
-  };
 }
 
 /**

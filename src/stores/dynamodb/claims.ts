@@ -24,15 +24,18 @@ import {
   type Attr,
   type ClaimRecord,
   claimPk,
+  conditional,
   expression,
   type Item,
   N,
   readClaim,
   readSteps,
   S,
+  shownKey,
   ttlSeconds,
   versionPk,
   viewOf,
+  type Written,
 } from './items.js';
 
 /** What the store needs of a client: `send` of the SDK's commands (DynamoDBClient fits). */
@@ -95,19 +98,10 @@ export class DynamoClaims {
    * A conditional write: true when it landed, the item that failed the condition when not (the
    * one DynamoDB returned with it, else a strongly consistent read; undefined when gone).
    */
-  async #write(
-    what: string,
-    command: unknown,
-    pk: string,
-  ): Promise<{ done: true; item: Item | undefined } | { done: false; item: Item | undefined }> {
-    try {
-      const out = await this.#send<{ Attributes?: Item }>(what, command);
-      return { done: true, item: out.Attributes };
-    } catch (error) {
-      if (!conditionFailed(error)) throw error;
-      const found = (error as { Item?: Item }).Item;
-      return { done: false, item: found ?? (await this.#get(what, pk)) };
-    }
+  async #write(what: string, command: unknown, pk: string): Promise<Written<{ Attributes?: Item }>> {
+    const written = await conditional(() => this.#send<{ Attributes?: Item }>(what, command));
+    if (written.done || written.item) return written;
+    return { done: false, item: await this.#get(what, pk) };
   }
 
   async #get(what: string, pk: string, projection?: string): Promise<Item | undefined> {
@@ -165,7 +159,7 @@ export class DynamoClaims {
     fp?: string,
   ): Item {
     return {
-      key: S(key),
+      key: S(shownKey(key)),
       state: S(state),
       token: S(token),
       attempt: N(1),
@@ -265,7 +259,7 @@ export class DynamoClaims {
           ...(fingerprint === undefined ? {} : { ':fp': S(fingerprint) }),
         };
         const taken = await this.#takeover(what, pk, values, false, fingerprint);
-        if (taken.done) return lease(Number(taken.item?.attempt?.N ?? 0));
+        if (taken.done) return lease(Number(taken.out.Attributes?.attempt?.N ?? 0));
         continue; // another claim took it, or it changed: look again
       }
       const { found } = seen;
@@ -305,8 +299,8 @@ export class DynamoClaims {
       ...this.#item(lease.key, 'completed', lease.token, now, now + retentionMs, 0, lease.fingerprint),
       attempt: N(lease.attempt),
     };
-    try {
-      await this.#send(
+    const written = await conditional(() =>
+      this.#send(
         'confirm a key',
         new PutItemCommand({
           TableName: this.table,
@@ -314,12 +308,9 @@ export class DynamoClaims {
           ConditionExpression: condition,
           ...expression([condition], { ...STATES, ':token': S(lease.token), ':now': N(now) }),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (conditionFailed(error)) return false;
-      throw error;
-    }
+      ),
+    );
+    return written.done;
   }
 
   async #landed(
@@ -329,8 +320,8 @@ export class DynamoClaims {
     condition: string,
     values: Record<string, Attr>,
   ): Promise<boolean> {
-    try {
-      await this.#send(
+    const written = await conditional(() =>
+      this.#send(
         what,
         new UpdateItemCommand({
           TableName: this.table,
@@ -339,12 +330,9 @@ export class DynamoClaims {
           ConditionExpression: condition,
           ...expression([update, condition], values),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (conditionFailed(error)) return false;
-      throw error;
-    }
+      ),
+    );
+    return written.done;
   }
 
   async release(lease: Lease): Promise<boolean> {
@@ -414,8 +402,8 @@ export class DynamoClaims {
     assertVersion(version);
     const update = 'SET #version = :version';
     const condition = 'attribute_not_exists(#version) OR #version < :version';
-    try {
-      await this.#send(
+    const written = await conditional(() =>
+      this.#send(
         'advance a version',
         new UpdateItemCommand({
           TableName: this.table,
@@ -424,12 +412,9 @@ export class DynamoClaims {
           ConditionExpression: condition,
           ...expression([update, condition], { ':version': N(version) }),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (conditionFailed(error)) return false;
-      throw error;
-    }
+      ),
+    );
+    return written.done;
   }
 
   /** The key's record while its life lasts (an item past `dropAt` waits for TTL: it reads as absent). */
@@ -437,7 +422,8 @@ export class DynamoClaims {
     const item = await this.#get('inspect a key', claimPk(key));
     if (item === undefined) return undefined;
     const record = this.#record('inspect a key', item);
-    return record.dropAt <= this.now() ? undefined : viewOf(record);
+    // The key as given: the item's `key` attribute may show it cut short.
+    return record.dropAt <= this.now() ? undefined : { ...viewOf(record), key };
   }
 
   /** The steps of the key's record in its life: a lease's, or a released or run-out record's. */

@@ -4,7 +4,7 @@
  *
  * | attribute | type | meaning |
  * | --- | --- | --- |
- * | `pk` | S | `i:` + the key, or `ih:` + its SHA-256 when the key is too long for a partition key |
+ * | `pk` | S | `i:` + the key as storeKey holds it (printable ASCII as is, else its lossless SHA-256) |
  * | `key`, `receiver`, `fingerprint`, `type`, `id`, `item` | S | as accepted |
  * | `state` | S | `pending`, `processing`, `completed` or `dead` |
  * | `attempts` | N | runs so far: the lease's attempt |
@@ -18,8 +18,8 @@
  * | `steps` | M | durable steps, name to result, until completion |
  * | `ttl` | N | completed: seconds since the epoch when TTL may delete it |
  */
-import { createHash } from 'node:crypto';
 import type { InboxAcceptInput, InboxDelivery, InboxEntryView, InboxState } from '../../core/inbox.js';
+import { storeKey } from '../../core/keys.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { Attr, Item } from './items.js';
 
@@ -66,10 +66,20 @@ export function names(
   return { ...out, ...extra };
 }
 
-/** The partition key of an entry's item. */
+/** Of `values`, those an expression uses (DynamoDB refuses unused ones). */
+export function used(texts: (string | undefined)[], values: Record<string, Attr>): Record<string, Attr> {
+  const out: Record<string, Attr> = {};
+  for (const [name] of texts.join(' ').matchAll(/:[A-Za-z]+/g))
+    if (values[name] !== undefined) out[name] = values[name]!;
+  return out;
+}
+
+/**
+ * The partition key of an entry's item: `i:` + the key as every store holds it (storeKey), so two
+ * keys with different lone surrogates (one U+FFFD in UTF-8) stay two entries.
+ */
 export function inboxPk(key: string): string {
-  if (Buffer.byteLength(key, 'utf8') <= 1_536) return `i:${key}`;
-  return `ih:${createHash('sha256').update(key, 'utf8').digest('base64url')}`;
+  return `i:${storeKey(key)}`;
 }
 export const isInboxPk = (pk: string) => pk.startsWith('i:') || pk.startsWith('ih:');
 

@@ -1,15 +1,27 @@
 /** The DynamoDB inbox's durable steps: a map in the entry's item, written only by its lease's owner. */
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { StepStore } from '../../core/step-store.js';
 import { StepError } from '../../core/steps.js';
 import type { Lease } from '../../core/types.js';
 import type { DynamoDbClientLike } from './claims.js';
-import { conditionFailed, dynamoFailure, errorName } from './failure.js';
-import { DYNAMODB_INBOX_STEPS_MAX_BYTES, inboxPk, names, OWNED, str } from './inbox-items.js';
-import { type Item, S } from './items.js';
+import { StoreUnavailableError } from '../../errors.js';
+import { dynamoFailure, errorName } from './failure.js';
+import { DYNAMODB_INBOX_STEPS_MAX_BYTES, inboxPk, str } from './inbox-items.js';
+import { type Attr, type Item, S } from './items.js';
 
-/** The steps of the entries in `table`: see StepStore. */
-export function inboxSteps(client: DynamoDbClientLike, table: string): StepStore {
+/**
+ * An UpdateItem on the lease's entry that lands only while the lease owns it: `false` when it does
+ * not (DynamoInbox's owner-checked write); other failures thrown as the store's errors.
+ */
+export type OwnerWrite = (
+  lease: Lease,
+  update: string,
+  values: Record<string, Attr>,
+  extraNames: Record<string, string>,
+) => Promise<boolean>;
+
+/** The steps of the entries in `table`, saved through `write`: see StepStore. */
+export function inboxSteps(client: DynamoDbClientLike, table: string, write: OwnerWrite): StepStore {
   const send = async (command: unknown): Promise<{ Item?: Item }> => {
     try {
       return (await client.send(command as never)) as { Item?: Item };
@@ -34,34 +46,18 @@ export function inboxSteps(client: DynamoDbClientLike, table: string): StepStore
       return steps;
     },
     save: async (lease: Lease, name: string, value: string): Promise<boolean> => {
-      if (lease.token === '') return false;
-      const update = 'SET #steps.#name = :value';
       try {
-        await client.send(
-          new UpdateItemCommand({
-            TableName: table,
-            Key: { pk: S(inboxPk(lease.key)) },
-            UpdateExpression: update,
-            ConditionExpression: OWNED,
-            ExpressionAttributeNames: names([update, OWNED], { '#name': name }),
-            ExpressionAttributeValues: {
-              ':processing': S('processing'),
-              ':token': S(lease.token),
-              ':value': S(value),
-            },
-          }) as never,
-        );
-        return true;
+        return await write(lease, 'SET #steps.#name = :value', { ':value': S(value) }, { '#name': name });
       } catch (error) {
-        if (conditionFailed(error)) return false;
-        if (errorName(error) === 'ValidationException' && /item size/i.test(String((error as Error).message)))
+        const cause = error instanceof StoreUnavailableError ? error.cause : error;
+        if (errorName(cause) === 'ValidationException' && /item size/i.test(String((cause as Error).message)))
           throw new StepError(
             'step_too_large',
             name,
             `onceonly: step "${name}" does not fit in its inbox entry's DynamoDB item (400 KB with the delivery and every step): keep step results small (an id, not a whole response)`,
-            { cause: error },
+            { cause },
           );
-        throw dynamoFailure(table, 'save a step', error);
+        throw error;
       }
     },
   };

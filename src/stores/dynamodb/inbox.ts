@@ -47,10 +47,11 @@ import {
   rank,
   stateOf,
   str,
+  used,
   viewOf,
 } from './inbox-items.js';
 import { inboxSteps } from './inbox-steps.js';
-import { type Attr, type Item, N, S } from './items.js';
+import { type Attr, conditional, type Item, N, S } from './items.js';
 
 export { DYNAMODB_INBOX_MAX_BYTES, DYNAMODB_INBOX_STEPS_MAX_BYTES, INBOX_INDEX };
 
@@ -73,7 +74,9 @@ export class DynamoInbox implements InboxStore {
     this.#now = o.now;
     this.#skewMs = o.skewMs;
     this.#scanLimit = o.scanLimit;
-    this.steps = inboxSteps(o.client, o.table);
+    this.steps = inboxSteps(o.client, o.table, (lease, update, values, extra) =>
+      this.#byOwner('save a step', lease, update, () => values, extra),
+    );
   }
 
   #time(): number {
@@ -104,24 +107,40 @@ export class DynamoInbox implements InboxStore {
     update: string,
     condition: string,
     values: Record<string, Attr>,
+    extraNames?: Record<string, string>,
   ): Promise<boolean> {
-    try {
-      await this.#send(
+    const written = await conditional(() =>
+      this.#send(
         what,
         new UpdateItemCommand({
           TableName: this.#table,
           Key: { pk: S(inboxPk(key)) },
           UpdateExpression: update,
           ConditionExpression: condition,
-          ExpressionAttributeNames: names([update, condition]),
-          ExpressionAttributeValues: values,
+          ExpressionAttributeNames: names([update, condition], extraNames),
+          ExpressionAttributeValues: used([update, condition], values),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (conditionFailed(error)) return false;
-      throw error;
-    }
+      ),
+    );
+    return written.done;
+  }
+
+  /**
+   * One UpdateItem on the lease's entry that lands only while the lease owns it (processing, its
+   * token): `false` when it does not, or the lease has no token. `values` get `:now`, the clock's
+   * reading, besides the owner's.
+   */
+  #byOwner(
+    what: string,
+    lease: Lease,
+    update: string,
+    values: (at: number) => Record<string, Attr> = () => ({}),
+    extraNames?: Record<string, string>,
+  ): Promise<boolean> {
+    if (lease.token === '') return Promise.resolve(false);
+    const at = this.#time();
+    const owned = { ':processing': S('processing'), ':token': S(lease.token), ':now': N(at) };
+    return this.#update(what, lease.key, update, OWNED, { ...owned, ...values(at) }, extraNames);
   }
 
   async accept(input: InboxAcceptInput, options: InboxAcceptOptions = {}): Promise<InboxAccepted> {
@@ -155,8 +174,8 @@ export class DynamoInbox implements InboxStore {
       if (input.id !== undefined) item.id = S(input.id);
       if (input.item !== undefined) item.item = S(input.item);
       const condition = 'attribute_not_exists(#pk) OR (#state = :completed AND #due <= :now)';
-      try {
-        await this.#send(
+      const written = await conditional(() =>
+        this.#send(
           'accept an inbox entry',
           new PutItemCommand({
             TableName: this.#table,
@@ -166,11 +185,11 @@ export class DynamoInbox implements InboxStore {
             ExpressionAttributeValues: { ':completed': S('completed'), ':now': N(at) },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
-        );
-      } catch (error) {
-        if (!conditionFailed(error)) throw error;
+        ),
+      );
+      if (!written.done) {
         // DynamoDB returns the item that failed the condition; dynalite does not: read it then.
-        const held = (error as { Item?: Item }).Item ?? (await this.#read(input.key));
+        const held = written.item ?? (await this.#read(input.key));
         if (!held && round < 3) continue; // purged in between: accept again
         const state = held ? stateOf(held) : 'completed';
         return str(held?.fingerprint) === input.fingerprint
@@ -252,9 +271,8 @@ export class DynamoInbox implements InboxStore {
       'SET #state = :processing, #token = :token, #att = #att + :one, #due = :due, #idue = :due, #upd = :now';
     // Pending and due, or processing with a lease that ran out by more than the clock skew.
     const condition = '(#state = :pending AND #due <= :now) OR (#state = :processing AND #due <= :over)';
-    let old: Item | undefined;
-    try {
-      const out = await this.#send<{ Attributes?: Item }>(
+    const written = await conditional(() =>
+      this.#send<{ Attributes?: Item }>(
         'take an inbox entry',
         new UpdateItemCommand({
           TableName: this.#table,
@@ -273,12 +291,10 @@ export class DynamoInbox implements InboxStore {
           },
           ReturnValues: 'ALL_OLD',
         }),
-      );
-      old = out.Attributes;
-    } catch (error) {
-      if (conditionFailed(error)) return undefined; // taken by another worker, or not due after all
-      throw error;
-    }
+      ),
+    );
+    // Not takeable: taken by another worker, or not due after all.
+    const old = written.done ? written.out.Attributes : undefined;
     if (!old) return undefined;
     const fingerprint = str(old.fingerprint) ?? '';
     const known = {
@@ -304,73 +320,46 @@ export class DynamoInbox implements InboxStore {
     }
   }
 
-  #owned(lease: Lease): Record<string, Attr> {
-    return { ':processing': S('processing'), ':token': S(lease.token) };
-  }
-
-  async extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
-    if (lease.token === '') return false;
-    const at = this.#time();
-    return this.#update(
+  extend(lease: Lease, { leaseMs }: { leaseMs: number }): Promise<boolean> {
+    return this.#byOwner(
       'extend an inbox lease',
-      lease.key,
+      lease,
       'SET #due = :due, #idue = :due, #upd = :now',
-      OWNED,
-      {
-        ...this.#owned(lease),
+      (at) => ({
         ':due': N(at + leaseMs),
-        ':now': N(at),
-      },
+      }),
     );
   }
 
-  async complete(lease: Lease, options: { retentionMs: number; dropBody?: boolean }): Promise<boolean> {
-    if (lease.token === '') return false;
-    const at = this.#time();
-    const until = at + options.retentionMs;
+  complete(lease: Lease, options: { retentionMs: number; dropBody?: boolean }): Promise<boolean> {
     const drop = options.dropBody ? ', #body, #hdr, #url' : '';
-    return this.#update(
+    return this.#byOwner(
       'complete an inbox entry',
-      lease.key,
+      lease,
       `SET #state = :completed, #due = :due, #upd = :now, #ttl = :ttl REMOVE #token, #steps, #iq, #idue${drop}`,
-      OWNED,
-      {
-        ...this.#owned(lease),
+      (at) => ({
         ':completed': S('completed'),
-        ':due': N(until),
-        ':now': N(at),
-        ':ttl': N(Math.ceil((until + this.#skewMs) / 1000)),
-      },
+        ':due': N(at + options.retentionMs),
+        ':ttl': N(Math.ceil((at + options.retentionMs + this.#skewMs) / 1000)),
+      }),
     );
   }
 
-  async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
-    if (lease.token === '') return false;
-    const at = this.#time();
-    return this.#update(
+  retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
+    return this.#byOwner(
       'retry an inbox entry',
-      lease.key,
+      lease,
       'SET #state = :pending, #due = :due, #idue = :due, #upd = :now, #err = :err REMOVE #token',
-      OWNED,
-      {
-        ...this.#owned(lease),
-        ':pending': S('pending'),
-        ':due': N(at + delayMs),
-        ':now': N(at),
-        ':err': S(inboxErrorLine(error)),
-      },
+      (at) => ({ ':pending': S('pending'), ':due': N(at + delayMs), ':err': S(inboxErrorLine(error)) }),
     );
   }
 
-  async bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
-    if (lease.token === '') return false;
-    const at = this.#time();
-    return this.#update(
+  bury(lease: Lease, { error }: { error: string }): Promise<boolean> {
+    return this.#byOwner(
       'bury an inbox entry',
-      lease.key,
+      lease,
       'SET #state = :dead, #due = :now, #upd = :now, #err = :err REMOVE #token, #iq, #idue',
-      OWNED,
-      { ...this.#owned(lease), ':dead': S('dead'), ':now': N(at), ':err': S(inboxErrorLine(error)) },
+      () => ({ ':dead': S('dead'), ':err': S(inboxErrorLine(error)) }),
     );
   }
 
@@ -475,8 +464,8 @@ export class DynamoInbox implements InboxStore {
       if (options.batchSize !== undefined && n >= options.batchSize) break;
       if (str(item.state) !== 'completed' || (num(item.due) ?? 0) > at) continue;
       const condition = '#state = :completed AND #due <= :now';
-      try {
-        await this.#send(
+      const written = await conditional(() =>
+        this.#send(
           'purge the inbox',
           new DeleteItemCommand({
             TableName: this.#table,
@@ -485,11 +474,9 @@ export class DynamoInbox implements InboxStore {
             ExpressionAttributeNames: names([condition]),
             ExpressionAttributeValues: { ':completed': S('completed'), ':now': N(at) },
           }),
-        );
-        n++;
-      } catch (error) {
-        if (!conditionFailed(error)) throw error;
-      }
+        ),
+      );
+      if (written.done) n++;
     }
     return n;
   }

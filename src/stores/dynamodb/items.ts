@@ -7,8 +7,8 @@
  *
  * | attribute | type | meaning |
  * | --- | --- | --- |
- * | `pk` | S | `k:` + the key, or `h:` + its SHA-256 when the key is too long for a partition key |
- * | `key` | S | the key as given |
+ * | `pk` | S | `k:` + the key as every store holds it (storeKey: printable ASCII as is, else its SHA-256) |
+ * | `key` | S | the key as given, for the operator's views (cut at 2 KB, lone surrogates as U+FFFD) |
  * | `state` | S | `processing`, `released` or `completed` |
  * | `token` | S | the owner's token (processing, completed); absent once released |
  * | `attempt` | N | the fencing number |
@@ -20,11 +20,13 @@
  * | `ttl` | N | seconds since the epoch, at or after `dropAt`: DynamoDB's TTL deletes the item after it |
  * | `steps` | M | durable steps, name → result (processing and released records) |
  *
- * An ordering-guard item: `pk` = `v:` + the entity, `version` (N).
+ * An ordering-guard item: `pk` = `v:` + the entity as storeKey holds it, `version` (N).
  */
-import { createHash } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { wellFormed } from '../../core/inbox.js';
+import { storeKey } from '../../core/keys.js';
 import type { RecordView } from '../../core/types.js';
+import { conditionFailed } from './failure.js';
 
 /** An attribute value as the DynamoDB wire format has it. */
 export type Attr = AttributeValue;
@@ -53,19 +55,33 @@ export const TTL_ATTRIBUTE = NAMES['#ttl'];
 /** The table's one key attribute (a string, the partition key). */
 export const KEY_ATTRIBUTE = NAMES['#pk'];
 
-/** The longest key kept as is in `pk` (DynamoDB's partition key holds 2,048 bytes). */
-const MAX_PLAIN_KEY_BYTES = 1_536;
-
-/** The partition key of a key's claim item. */
+/**
+ * The partition key of a key's claim item: `k:` + the key as every store holds it (storeKey: up to
+ * 512 printable ASCII characters as they are, anything else its lossless SHA-256). Never the raw
+ * key: DynamoDB keeps text as UTF-8, where two keys with different lone surrogates would become one
+ * (U+FFFD), and a partition key holds 2,048 bytes.
+ */
 export function claimPk(key: string): string {
-  if (Buffer.byteLength(key, 'utf8') <= MAX_PLAIN_KEY_BYTES) return `k:${key}`;
-  return `h:${createHash('sha256').update(key, 'utf8').digest('base64url')}`;
+  return `k:${storeKey(key)}`;
 }
 
-/** The partition key of an ordering-guard entity. */
+/** The partition key of an ordering-guard entity (`v:`, as {@link claimPk}). */
 export function versionPk(entity: string): string {
-  if (Buffer.byteLength(entity, 'utf8') <= MAX_PLAIN_KEY_BYTES) return `v:${entity}`;
-  return `vh:${createHash('sha256').update(entity, 'utf8').digest('base64url')}`;
+  return `v:${storeKey(entity)}`;
+}
+
+/** The longest key an item's `key` attribute shows whole, in UTF-8 bytes (the item holds 400 KB). */
+const MAX_SHOWN_KEY_BYTES = 2_048;
+
+/**
+ * The key as an item's `key` attribute shows it to the operator's views: whole when it is
+ * well-formed text of at most 2 KB, else its first 1,000 characters (well-formed) and `...`. The
+ * store never reads a key back from it: `pk` is what finds an item.
+ */
+export function shownKey(key: string): string {
+  const fits = Buffer.byteLength(key, 'utf8') <= MAX_SHOWN_KEY_BYTES;
+  if (fits && wellFormed(key) === key) return key;
+  return fits ? wellFormed(key) : `${wellFormed(key.slice(0, 1_000))}...`;
 }
 
 /** Whether a `pk` is a claim item's (not an ordering guard's). */
@@ -162,3 +178,21 @@ export function viewOf(record: ClaimRecord): RecordView {
 
 /** DynamoDB's TTL is in whole seconds: the first second at or after `ms`, plus the skew's seconds. */
 export const ttlSeconds = (ms: number, skewMs: number) => Math.ceil((ms + skewMs) / 1000);
+
+/** A conditional write's answer: what it returned when it landed, or the item that failed its condition. */
+export type Written<T> = { done: true; out: T } | { done: false; item: Item | undefined };
+
+/**
+ * Runs one conditional write (`send`, whose other failures it throws as they come): `done` when it
+ * landed; when its condition did not hold, the item that failed it, as DynamoDB returns it with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` (undefined without it, or from a server that
+ * does not return it: dynalite).
+ */
+export async function conditional<T>(send: () => Promise<T>): Promise<Written<T>> {
+  try {
+    return { done: true, out: await send() };
+  } catch (error) {
+    if (!conditionFailed(error)) throw error;
+    return { done: false, item: (error as { Item?: Item }).Item };
+  }
+}

@@ -18,7 +18,7 @@ import type {
   InboxStore,
   InboxTakeOptions,
 } from '../../core/inbox.js';
-import { inboxErrorLine } from '../../core/inbox.js';
+import { inboxErrorLine, plainInbox } from '../../core/inbox.js';
 import { createLease, type Lease } from '../../core/types.js';
 
 interface Entry {
@@ -108,22 +108,8 @@ export function memoryInbox(
   now: () => number,
   bounds: { maxEntries: number; maxBytes: number } = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 },
 ): InboxStore {
-  const inbox = new MemoryInbox(now, bounds);
   // A plain object of its own methods, as before the class: a copy by spread keeps them all.
-  return {
-    accept: (input, options) => inbox.accept(input, options),
-    take: (options) => inbox.take(options),
-    extend: (lease, options) => inbox.extend(lease, options),
-    complete: (lease, options) => inbox.complete(lease, options),
-    retry: (lease, options) => inbox.retry(lease, options),
-    bury: (lease, options) => inbox.bury(lease, options),
-    stats: (options) => inbox.stats(options),
-    list: (options) => inbox.list(options),
-    get: (key) => inbox.get(key),
-    requeue: (target) => inbox.requeue(target),
-    purge: () => inbox.purge(),
-    steps: inbox.steps,
-  };
+  return plainInbox(new MemoryInbox(now, bounds));
 }
 
 /** The memory inbox's entries and the bytes they hold. */
