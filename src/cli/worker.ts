@@ -57,6 +57,18 @@ const recordFailure = ledger.prepare('INSERT INTO failures (event_id, attempt, t
 const recordDead = ledger.prepare('INSERT INTO dead (event_id, attempt) VALUES (?, ?)');
 const recordKill = ledger.prepare('INSERT INTO kills (event_id, at) VALUES (?, ?)');
 const recordLeaseLost = ledger.prepare('INSERT INTO lease_lost (event_id, attempt) VALUES (?, ?)');
+/**
+ * The effect, committed only while the run's deadline is still ahead by a margin, checked once the
+ * ledger's write lock is held (a wait for it cannot use up the margin). The signal alone is not
+ * enough: it aborts when the deadline's timer fires, which a busy host runs late, and a run that
+ * ends past its deadline is failed and retried, whatever it committed (the effect would apply twice).
+ */
+const COMMIT_MARGIN_MS = Math.max(50, Math.floor(config.timeoutMs / 4));
+const commitEffect = ledger.transaction((id: string | undefined, attempt: number, deadlineAt: number) => {
+  if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) return false;
+  applyEffect.run(id, attempt, process.pid);
+  return true;
+});
 const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
 // Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
@@ -178,6 +190,7 @@ const receiver = createReceiver({
     },
   },
   handler: async (ctx) => {
+    const deadlineAt = performance.now() + config.timeoutMs;
     const { event, id: deliveryId, key, attempt, signal } = ctx;
     const id = eventIdOf(config.provider, event, deliveryId);
     if (key !== undefined) eventOfKey.set(key, id);
@@ -210,7 +223,11 @@ const receiver = createReceiver({
     if (signal.aborted) throw signal.reason;
     // This process is about to be killed: the run dies here, before its effect, like the killed one.
     if (dying) await new Promise<never>(() => {});
-    applyEffect.run(id, attempt, process.pid);
+    if (!commitEffect.immediate(id, attempt, deadlineAt)) {
+      // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
+      await sleep(config.timeoutMs, signal);
+      throw new Error('ended at its deadline before its effect');
+    }
     unconfirmed.add(ran(key, attempt));
   },
   onOutcome: (result) => {
