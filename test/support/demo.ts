@@ -1,4 +1,8 @@
 /** Runs `onceonly demo --json --keep` in its own process, as a user would; shared by the demo tests. */
+import { strict as assert } from 'node:assert';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
 import { cliPath, root, run } from './cli.js';
 
 export { root, run };
@@ -73,4 +77,28 @@ export async function runDemo(
     if (!e.stdout) throw new Error(`demo failed: ${e.stderr}`);
     return { report: JSON.parse(e.stdout), code: e.code ?? 1 };
   }
+}
+
+/** Recounts from the ledger itself: every event exactly one effect. */
+export function assertLedger(report: DemoRunReport) {
+  const ledger = new Database(report.ledger, { readonly: true });
+  try {
+    const rows = ledger
+      .prepare('SELECT event_id AS id, COUNT(*) AS n FROM effects GROUP BY event_id')
+      .all() as { id: string; n: number }[];
+    assert.equal(rows.length, report.events, 'every event has an effect');
+    assert.deepEqual(
+      rows.filter((r) => r.n !== 1),
+      [],
+      'no event has two effects',
+    );
+    const runs = (ledger.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+    assert.ok(runs >= report.events);
+  } finally {
+    ledger.close();
+    rmSync(dirname(report.ledger), { recursive: true, force: true });
+  }
+  assert.equal(report.eventsLost, 0);
+  assert.equal(report.effectsAppliedTwice, 0);
+  assert.ok(report.deliveries > report.events, 'events were delivered more than once');
 }
