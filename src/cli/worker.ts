@@ -50,6 +50,13 @@ export type DemoRole = 'web' | 'worker' | 'both';
 
 const config: WorkerConfig = JSON.parse(process.env.ONCEONLY_DEMO_WORKER!);
 const ledger = ledgerWriter(config.ledger);
+/**
+ * The effect is appended only while the run's deadline is still ahead by a margin (one synchronous
+ * write follows the check, so nothing can use up the margin between them). The signal alone is not
+ * enough: it aborts when the deadline's timer fires, which a busy host runs late, and a run that
+ * ends past its deadline is failed and retried, whatever it committed (the effect would apply twice).
+ */
+const COMMIT_MARGIN_MS = Math.max(50, Math.floor(config.timeoutMs / 4));
 const opened = await openStore(config.store, config.storeName);
 const role = (process.env.ONCEONLY_DEMO_ROLE ?? 'web') as DemoRole;
 // Kills strike where handlers run apart from the web: everywhere inline, in worker processes otherwise.
@@ -171,6 +178,7 @@ const receiver = createReceiver({
     },
   },
   handler: async (ctx) => {
+    const deadlineAt = performance.now() + config.timeoutMs;
     const { event, id: deliveryId, key, attempt, signal } = ctx;
     const id = eventIdOf(config.provider, event, deliveryId);
     if (key !== undefined) eventOfKey.set(key, id);
@@ -203,6 +211,11 @@ const receiver = createReceiver({
     if (signal.aborted) throw signal.reason;
     // This process is about to be killed: the run dies here, before its effect, like the killed one.
     if (dying) await new Promise<never>(() => {});
+    if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) {
+      // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
+      await sleep(config.timeoutMs, signal);
+      throw new Error('ended at its deadline before its effect');
+    }
     ledger.write('effects', { id: id ?? null, attempt, pid: process.pid });
     unconfirmed.add(ran(key, attempt));
   },

@@ -50,6 +50,10 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
     it('counts, lists dead first, shows, requeues and purges', async () => {
       const opened = await openStore(url(), name);
       try {
+        // The tables made and the pool connected first, as an app's start-up or migration would:
+        // else the first accept ran the CREATE TABLEs on a cold pool within the receiver's 3 s
+        // storeTimeout (10 times a plain accept's work), which a loaded host overran (503).
+        await opened.store.inbox!.stats();
         const receiver = createReceiver({
           name: 'acme',
           provider: provider(),

@@ -1,4 +1,7 @@
 /** Runs `onceonly demo --json --keep` in its own process, as a user would; shared by the demo tests. */
+import { strict as assert } from 'node:assert';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { cliPath, root, run } from './cli.js';
 
 export { root, run };
@@ -73,4 +76,30 @@ export async function runDemo(
     if (!e.stdout) throw new Error(`demo failed: ${e.stderr}`);
     return { report: JSON.parse(e.stdout), code: e.code ?? 1 };
   }
+}
+
+/** Recounts from the ledger itself: every event exactly one effect. */
+export function assertLedger(report: DemoRunReport) {
+  try {
+    // One JSON object per line, as the workers appended them ({ t: table, id, attempt, ... }).
+    const rows = readFileSync(report.ledger, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { t: string; id: string });
+    const effects = new Map<string, number>();
+    for (const r of rows) if (r.t === 'effects') effects.set(r.id, (effects.get(r.id) ?? 0) + 1);
+    assert.equal(effects.size, report.events, 'every event has an effect');
+    assert.deepEqual(
+      [...effects].filter(([, n]) => n !== 1),
+      [],
+      'no event has two effects',
+    );
+    const runs = rows.filter((r) => r.t === 'runs').length;
+    assert.ok(runs >= report.events);
+  } finally {
+    rmSync(dirname(report.ledger), { recursive: true, force: true });
+  }
+  assert.equal(report.eventsLost, 0);
+  assert.equal(report.effectsAppliedTwice, 0);
+  assert.ok(report.deliveries > report.events, 'events were delivered more than once');
 }

@@ -79,6 +79,20 @@ const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALU
 const applyEffect = ledger.prepare(
   'INSERT INTO effects (event_id, attempt, pid, degraded) VALUES (?, ?, ?, ?)',
 );
+/**
+ * The plain effect, committed only while the run's deadline is a quarter of its length away,
+ * checked once the ledger's write lock is held: the signal aborts when the deadline's timer runs,
+ * late on a busy host, and a run that ends past its deadline fails and runs again, whatever it
+ * committed (as src/cli/worker.ts does, and docs/reliability.md says).
+ */
+const COMMIT_MARGIN_MS = Math.max(50, Math.floor(config.timeoutMs / 4));
+const commitPlain = ledger.transaction(
+  (id: string | undefined, attempt: number, degraded: number, deadlineAt: number) => {
+    if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) return false;
+    applyEffect.run(id, attempt, process.pid, degraded);
+    return true;
+  },
+);
 const recordOutcome = ledger.prepare(
   'INSERT INTO outcomes (event_id, outcome, status, degraded, attempt, pid) VALUES (?, ?, ?, ?, ?, ?)',
 );
@@ -226,6 +240,7 @@ const receiver = createReceiver({
     backoff: { initial: '50ms', max: '500ms' },
   },
   handler: async (ctx) => {
+    const deadlineAt = performance.now() + config.timeoutMs;
     const { id, key, attempt, signal, lease } = ctx;
     recordRun.run(id, attempt, process.pid);
     const first = attempt === 1 && lease !== undefined && chosen(id);
@@ -270,7 +285,11 @@ const receiver = createReceiver({
         })
         .immediate();
     } else {
-      applyEffect.run(id, attempt, process.pid, lease === undefined ? 1 : 0);
+      if (!commitPlain.immediate(id, attempt, lease === undefined ? 1 : 0, deadlineAt)) {
+        // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
+        await sleep(config.timeoutMs);
+        throw new Error('ended at its deadline before its effect');
+      }
       unconfirmed.add(ran(id, attempt));
     }
   },
