@@ -96,7 +96,7 @@ const options: ts.CompilerOptions = {
 };
 
 /** The package's exports by name, each from the first subpath (in the manifest's order) that has it. */
-function exportsByName(): Map<string, string> {
+function exportsByName(): { found: Map<string, string>; program: ts.Program } {
   const program = ts.createProgram(
     subpaths.map((s) => s.file),
     options,
@@ -107,7 +107,7 @@ function exportsByName(): Map<string, string> {
     const symbol = checker.getSymbolAtLocation(program.getSourceFile(file)!);
     for (const e of checker.getExportsOfModule(symbol!)) if (!found.has(e.name)) found.set(e.name, specifier);
   }
-  return found;
+  return { found, program };
 }
 
 // What every page may assume, then what each page's fragments assume (one declaration a line; the
@@ -352,7 +352,7 @@ before(() => {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'tables.ts'), tables);
   writeFileSync(join(dir, 'ambient.d.ts'), ambient);
-  const exported = exportsByName();
+  const { found: exported, program: first } = exportsByName();
   const compiled: Compiled[] = [...blocks, misuse].map((block, n) => {
     const scene = sceneOf(block);
     const own = declaredIn(block.code);
@@ -386,7 +386,12 @@ before(() => {
     writeFileSync(file, text);
     return { block, file, offset: head.length };
   });
-  const program = ts.createProgram([...compiled.map((c) => c.file), join(dir, 'ambient.d.ts')], options);
+  // The first program's parsed files (the sources, the libraries' types) are reused.
+  const program = ts.createProgram({
+    rootNames: [...compiled.map((c) => c.file), join(dir, 'ambient.d.ts')],
+    options,
+    oldProgram: first,
+  });
   results = new Map();
   for (const c of compiled) {
     const source = program.getSourceFile(c.file)!;

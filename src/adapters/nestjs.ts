@@ -153,13 +153,11 @@ let registrations = 0;
  *       path: 'webhooks/stripe',
  *       imports: [BillingModule],
  *       inject: [BillingService],
- *       // createReceiver types each handler's event by the provider (a bare options object would not).
- *       useFactory: (billing: BillingService) =>
- *         createReceiver({
- *           provider: stripe({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
- *           store,
- *           on: { 'invoice.paid': ({ event }) => billing.markPaid(event.data.object.id) },
- *         }),
+ *       useFactory: (billing: BillingService) => ({
+ *         provider: stripe({ secret: process.env.STRIPE_WEBHOOK_SECRET! }),
+ *         store,
+ *         on: { 'invoice.paid': ({ event }) => billing.markPaid(event.data.object.id) },
+ *       }),
  *     }),
  *   ],
  * })
