@@ -4,12 +4,14 @@
  * and `typescript7`), with `skipLibCheck` turned off so every onceonly `.d.ts` a program reaches is
  * checked, strict as `--init` writes it (`exactOptionalPropertyTypes` included):
  *
- * - Node apps, ESM and CommonJS: `"types": ["node"]` (the README's install line names `@types/node`),
- *   every subpath the manifest exports;
- * - web-standard apps (Workers, Deno, Bun), ESM, CommonJS and `bundler`: `"types": []` as `--init`
+ * - Node apps, ESM and CommonJS (`index.ts` and `index.cts`): `"types": ["node"]` (the README's install line names `@types/node`),
+ *   every subpath the manifest exports, and (ESM) the README's quick start as pasted;
+ * - web-standard apps (Workers, Deno, Bun), ESM and CommonJS, and ESM under `bundler`: `"types": []` as `--init`
  *   writes it, so no Node types at all, and only the web entry points: the core with
  *   `receiver.fetch`, the memory store, the providers, Hono and Next. That the same project does
  *   refuse a Node entry point (Express) proves it really has no Node types.
+ *
+ * One test file per compiler (typescript5.test.ts, typescript7.test.ts), each with its own time.
  *
  * The projects live under the repository's ignored .tmp/, so the peers' own types (Express, Koa,
  * ioredis, pg, ...) and `@types/node` come from the repository's node_modules above. attw cannot
@@ -31,10 +33,11 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
 const dir = join(root, '.tmp', `types-${process.pid}`);
 const SLOW = { timeout: 300_000 };
 
-const compilers = [
-  { name: 'TypeScript 5', major: '5', tsc: join(here, 'node_modules', 'typescript5', 'bin', 'tsc') },
-  { name: 'TypeScript 7', major: '7', tsc: join(here, 'node_modules', 'typescript7', 'bin', 'tsc') },
-];
+interface Compiler {
+  name: string;
+  major: string;
+  tsc: string;
+}
 
 function run(cmd: string, args: string[], cwd: string): string {
   try {
@@ -61,6 +64,9 @@ function compile(tsc: string, cwd: string): { status: number | null; out: string
   });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
+
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const quickStart = /<!-- quickstart:[^>]*-->\s*```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
 
 /** The web entry points, used as a Workers / Deno / Bun app and a Next or Hono route use them. */
 const webUse = `
@@ -122,67 +128,75 @@ function initProject(
   writeFileSync(path, config);
 }
 
+/**
+ * One program per setting, so the peers' declarations are checked once for both module formats:
+ * `index.ts` is ESM (the package is `"type": "module"`), `index.cts` CommonJS, each resolving the
+ * package's own declarations for its format (dist/ and dist/cjs/).
+ */
 interface Project {
   name: string;
-  type: 'module' | 'commonjs';
-  format: 'esm' | 'cjs';
   types: string[];
   moduleResolution?: 'bundler';
   node: boolean;
+  /** Also a CommonJS file, `index.cts`. */
+  cjs: boolean;
 }
 const projects: Project[] = [
-  { name: 'node-esm', type: 'module', format: 'esm', types: ['node'], node: true },
-  { name: 'node-cjs', type: 'commonjs', format: 'cjs', types: ['node'], node: true },
-  { name: 'web-esm', type: 'module', format: 'esm', types: [], node: false },
-  { name: 'web-cjs', type: 'commonjs', format: 'cjs', types: [], node: false },
-  { name: 'web-bundler', type: 'module', format: 'esm', types: [], moduleResolution: 'bundler', node: false },
+  { name: 'node', types: ['node'], node: true, cjs: true },
+  { name: 'web', types: [], node: false, cjs: true },
+  { name: 'web-bundler', types: [], moduleResolution: 'bundler', node: false, cjs: false },
 ];
 
-function makeProject(compiler: (typeof compilers)[number], project: Project, file: string): string {
+function makeProject(compiler: Compiler, project: Project, files: Record<string, string>): string {
   const at = join(dir, `ts${compiler.major}-${project.name}`);
   rmSync(at, { recursive: true, force: true });
   mkdirSync(at, { recursive: true });
   writeFileSync(
     join(at, 'package.json'),
-    JSON.stringify({ name: project.name, private: true, type: project.type }),
+    JSON.stringify({ name: project.name, private: true, type: 'module' }),
   );
   initProject(compiler.tsc, at, project);
-  writeFileSync(join(at, 'index.ts'), file);
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(at, name), text);
   return at;
 }
 
-before(() => {
-  assert.ok(
-    existsSync(join(root, 'dist', 'index.d.ts')) && existsSync(join(root, 'dist', 'cjs', 'index.d.ts')),
-    'onceonly: dist/ is not built: run `npm run build` first (`npm test` does)',
-  );
-  for (const compiler of compilers) {
+/** The suite under TypeScript `major` (5 or 7): this workspace's `typescript<major>`. */
+export function publishedTypes(major: '5' | '7'): void {
+  const compiler: Compiler = {
+    name: `TypeScript ${major}`,
+    major,
+    tsc: join(here, 'node_modules', `typescript${major}`, 'bin', 'tsc'),
+  };
+  before(() => {
+    assert.ok(quickStart.includes("from 'onceonly'"), 'README has its quick start block');
+    assert.ok(
+      existsSync(join(root, 'dist', 'index.d.ts')) && existsSync(join(root, 'dist', 'cjs', 'index.d.ts')),
+      'onceonly: dist/ is not built: run `npm run build` first (`npm test` does)',
+    );
     assert.ok(existsSync(compiler.tsc), `${compiler.tsc} missing: npm install --prefix test/types`);
-  }
-  mkdirSync(dir, { recursive: true });
-  const packed = JSON.parse(
-    run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root),
-  ) as {
-    filename: string;
-  }[];
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'types-consumers', private: true }));
-  run(
-    'npm',
-    [
-      'install',
-      '--offline',
-      '--no-audit',
-      '--no-fund',
-      '--ignore-scripts',
-      '--no-package-lock',
-      join(dir, packed[0]!.filename),
-    ],
-    dir,
-  );
-});
-after(() => rmSync(dir, { recursive: true, force: true }));
+    mkdirSync(dir, { recursive: true });
+    const packed = JSON.parse(
+      run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root),
+    ) as {
+      filename: string;
+    }[];
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'types-consumers', private: true }));
+    run(
+      'npm',
+      [
+        'install',
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--ignore-scripts',
+        '--no-package-lock',
+        join(dir, packed[0]!.filename),
+      ],
+      dir,
+    );
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
-for (const compiler of compilers) {
   describe(`the published types under ${compiler.name}, in a tsc --init project with skipLibCheck off`, () => {
     it(`is ${compiler.name}`, () => {
       assert.match(
@@ -193,16 +207,23 @@ for (const compiler of compilers) {
 
     for (const project of projects) {
       const what = project.node
-        ? `every subpath, with "types": ["node"]`
+        ? `every subpath and the README's quick start, with "types": ["node"]`
         : `the web entry points, with no Node types ("types": [])`;
-      it(`${project.name}: ${what} compile`, SLOW, () => {
-        const file = project.node
-          ? source(nodeSpecifiers, nodeNames, project.format)
-          : source(webSpecifiers, webNames, project.format);
-        const at = makeProject(compiler, project, file);
+      const formats = project.cjs ? 'ESM and CommonJS' : 'ESM';
+      it(`${project.name} (${formats}): ${what} compile`, SLOW, () => {
+        const [specifiers, names] = project.node ? [nodeSpecifiers, nodeNames] : [webSpecifiers, webNames];
+        const files: Record<string, string> = { 'index.ts': source(specifiers, names, 'esm') };
+        if (project.cjs) files['index.cts'] = source(specifiers, names, 'cjs');
+        // The README's quick start as pasted, in the project its install line makes.
+        if (project.node) files['quickstart.ts'] = quickStart;
+        const at = makeProject(compiler, project, files);
         const { status, out } = compile(compiler.tsc, at);
         assert.equal(out.trim(), '', `${compiler.name} in ${project.name}:\n${out}`);
         assert.equal(status, 0);
+        // Both formats were checked against their own declarations.
+        const listed = run(process.execPath, [compiler.tsc, '--noEmit', '--listFilesOnly', '-p', '.'], at);
+        assert.match(listed, /node_modules\/onceonly\/dist\/index\.d\.ts/);
+        if (project.cjs) assert.match(listed, /node_modules\/onceonly\/dist\/cjs\/index\.d\.ts/);
       });
     }
 
@@ -212,8 +233,10 @@ for (const compiler of compilers) {
       () => {
         const at = makeProject(
           compiler,
-          { name: 'web-refuses-node', type: 'module', format: 'esm', types: [], node: false },
-          `${source(webSpecifiers, webNames, 'esm')}import { webhook } from 'onceonly/express';\nvoid webhook;\n`,
+          { name: 'web-refuses-node', types: [], node: false, cjs: false },
+          {
+            'index.ts': `${source(webSpecifiers, webNames, 'esm')}import { webhook } from 'onceonly/express';\nvoid webhook;\n`,
+          },
         );
         const { status, out } = compile(compiler.tsc, at);
         assert.notEqual(status, 0);
