@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,33 @@ describe('README', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('runs the CommonJS form of the quick start as pasted, against the built CommonJS package', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const block = /<!-- quickstart-cjs[^>]*-->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(block, 'README has a CommonJS quickstart block');
+    assert.match(block, /require\('onceonly'\)/);
+    const cjs = join(root, 'dist', 'cjs', 'index.js');
+    assert.ok(existsSync(cjs), 'onceonly: dist/ is not built: run `npm run build` first (`npm test` does)');
+    const dir = join(root, '.tmp', `readme-cjs-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'quickstart.cjs');
+    writeFileSync(file, block.replaceAll("require('onceonly')", `require(${JSON.stringify(cjs)})`));
+    try {
+      const out = execFileSync(process.execPath, [file], { encoding: 'utf8' });
+      assert.equal(out, 'charging once for evt_1 attempt 1\n200 processed\n200 duplicate\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the install line names @types/node, and the quick start says it is ES module code', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const quickStart = readme.slice(readme.indexOf('## Quick start'));
+    assert.match(quickStart, /npm i onceonly\nnpm i -D typescript @types\/node/);
+    assert.match(quickStart, /"types": \["node"\]/);
+    assert.match(quickStart, /This is ES module code/);
   });
 
   it('npm start is the demo (tested in test/cli/demo.test.ts)', () => {

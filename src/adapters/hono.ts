@@ -4,9 +4,9 @@
  * web-standard `fetch`, so the body is read once, with the `maxBodyBytes` bound.
  */
 import { answerOf } from '../receiver/adapter-kit.js';
-import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './node-io.js';
+import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './web-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './web-io.js';
 
 const FIX =
   'register app.post(path, webhook(...)) above the middleware that reads the body (c.req.json(), a validator)';

@@ -5,9 +5,9 @@
  * parses nothing for them), so no body-parser setting is needed.
  */
 import { toResponse } from '../receiver/adapter-kit.js';
-import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './node-io.js';
+import { closeIfRefused, type Provider, type ReceiverInput, toReceiver, unreadable } from './web-io.js';
 
-export { BodyAlreadyParsedError, type ReceiverInput } from './node-io.js';
+export { BodyAlreadyParsedError, type ReceiverInput } from './web-io.js';
 
 const FIX =
   'export the handler itself (export const POST = webhook(...)), or pass it the request before reading it';

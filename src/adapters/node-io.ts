@@ -1,53 +1,34 @@
 /**
  * Shared by the adapters that sit on Node's `http` request and response: find the exact raw
  * bytes (or the unread stream), refuse clearly when another body parser got there first, and write
- * a delivery result to a Node response. No runtime import of `node:*`, so web adapters may import
- * {@link BodyAlreadyParsedError} from here too.
+ * a delivery result to a Node response. What needs no Node types (the receiver from its options,
+ * `unreadable`, `closeIfRefused`) is web-io.ts's, handed on from here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   answerOf,
-  BodyAlreadyParsedError,
-  createReceiver,
   type DeliveryResult,
-  OnceonlyError,
   outcomeBody,
   outcomeHeaders,
-  type Provider,
   type Receiver,
-  type ReceiverOptions,
 } from '../receiver/adapter-kit.js';
+import { unreadable } from './web-io.js';
 
-export type { Provider } from '../receiver/adapter-kit.js';
-export { BodyAlreadyParsedError, OnceonlyError };
-
-/** A receiver, or the options to create one: what every adapter accepts. */
-export type ReceiverInput<P extends Provider<any, any> = Provider<any, any>> = Receiver | ReceiverOptions<P>;
-
-/** Returns the receiver itself, or creates one from options. */
-export function toReceiver<P extends Provider<any, any>>(input: ReceiverInput<P>): Receiver {
-  return typeof (input as Receiver).receive === 'function' && typeof (input as Receiver).fetch === 'function'
-    ? (input as Receiver)
-    : createReceiver(input as ReceiverOptions<P>);
-}
+export {
+  BodyAlreadyParsedError,
+  closeIfRefused,
+  OnceonlyError,
+  type Provider,
+  type ReceiverInput,
+  toReceiver,
+  unreadable,
+} from './web-io.js';
 
 /** True when something already started reading (or finished reading) the request stream. */
 export function streamConsumed(req: IncomingMessage): boolean {
   const stream = req as IncomingMessage & { _body?: unknown; readableDidRead?: boolean };
   // `_body` is body-parser's (Express, Nest) "I parsed this" flag; the rest is the stream's own state.
   return stream._body === true || stream.readableDidRead === true || stream.readableEnded === true;
-}
-
-/**
- * A body source that fails as soon as it is read, with {@link BodyAlreadyParsedError}: handed to
- * `receive()` when another body parser consumed the body, so the delivery ends through the core
- * like every other (500 `body_already_parsed` with the message naming `fix`, the outcome headers,
- * `onOutcome`), whatever the framework's own error handling would have made of a thrown error.
- */
-export function unreadable(fix: string): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new BodyAlreadyParsedError(fix)) }),
-  };
 }
 
 /**
@@ -237,19 +218,4 @@ export function receiveNode(
     url: nodeUrl(req, originalUrl),
     method: req.method ?? 'POST',
   });
-}
-
-/**
- * A body refused at the limit was left partly unsent or unread: close the connection so the client
- * does not reuse a socket it may still be writing the old body to (@hono/node-server honours it).
- */
-export function closeIfRefused(response: Response): Response {
-  if (response.status === 413) {
-    try {
-      response.headers.set('connection', 'close');
-    } catch {
-      // Immutable headers on some runtimes: they manage the connection themselves.
-    }
-  }
-  return response;
 }

@@ -23,6 +23,7 @@ export type SecretInput = string | readonly string[];
  * Normalises secrets to key bytes at construction. Surrounding whitespace (a trailing newline from
  * an env file) is trimmed. `decode` turns the dashboard form into key bytes and throws on a
  * malformed secret, so a bad secret is a configuration error, never a failed delivery.
+ * @internal
  */
 export function secretKeys(
   provider: string,
@@ -57,6 +58,7 @@ const IDENTITY_LABEL = 'onceonly endpoint identity';
  * while rotating): HMAC-SHA256 of a fixed label under a secret key, or SHA-256 of a public key's
  * DER (SubjectPublicKeyInfo), hex, first 16 characters. The same key gives the same identity in
  * every process; a keyed hash, truncated, reveals nothing of a secret (not even its plain hash).
+ * @internal
  */
 export function endpointIdentity(keys: readonly KeyObject[]): string {
   const key = keys[0];
@@ -93,7 +95,7 @@ export function requireHeader(headers: HeaderReader, name: string): string {
   return value;
 }
 
-/** Raw body bytes as a Buffer view (no copy). */
+/** Raw body bytes as a Buffer view (no copy). @internal */
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
@@ -121,7 +123,7 @@ function decodeBase64(value: string): Buffer | undefined {
   return bytes.length === Math.floor((end * 3) / 4) ? bytes : undefined;
 }
 
-/** Decodes one signature; `undefined` when it is not valid in that encoding. */
+/** Decodes one signature; `undefined` when it is not valid in that encoding. @internal */
 export function decodeSignature(value: string, encoding: 'hex' | 'base64'): Buffer | undefined {
   if (value.length === 0 || value.length > 1024) return undefined;
   if (encoding === 'hex') {
@@ -162,6 +164,7 @@ function canonicalTail(value: string, end: number): boolean {
  * besides the case of hex digits (which are one digit either way). Secrets and keys from a
  * dashboard are read leniently (`decodeSignature`); what travels with a delivery is not. `'base64url'` is RFC 4648 §5 without
  * padding, as JWS writes it; `+`, `/` and `=` are refused.
+ * @internal
  */
 export function decodeStrict(value: string, encoding: 'hex' | 'base64' | 'base64url'): Buffer | undefined {
   if (encoding === 'hex') return decodeSignature(value, 'hex');
@@ -192,6 +195,7 @@ export function decodeStrict(value: string, encoding: 'hex' | 'base64' | 'base64
 /**
  * True when any expected signature equals any candidate, compared in constant time. Every pair is
  * compared (no early exit on the first match), so timing reveals neither which nor whether.
+ * @internal
  */
 export function anyMatch(expected: readonly Buffer[], candidates: readonly Buffer[]): boolean {
   let found = false;
@@ -214,6 +218,7 @@ function noMatch(provider: string): VerificationError {
  * The index of the first group holding an expected signature equal to a candidate, for schemes that
  * must know which signed string matched (Twilio's URL variants); throws `invalid_signature` when
  * none does. Every pair is compared in constant time, with no early exit.
+ * @internal
  */
 export function requireMatchIndex(
   provider: string,

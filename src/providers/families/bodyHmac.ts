@@ -126,6 +126,7 @@ export function checkAlgorithm(algorithm: unknown, label: string): HmacAlgorithm
  * Reads the offered signatures from their header: `missing_header` when absent, `malformed_header`
  * when no value (after the prefix) decodes in the encoding. Canonical base64 only (see
  * `decodeStrict`). Built once per provider.
+ * @internal
  */
 export function signatureReader(spec: SignatureSpec): (headers: HeaderReader) => Buffer[] {
   const { header: name, separator } = spec;
@@ -185,6 +186,7 @@ export function noMatch(label: string): VerificationError {
 /**
  * Throws `invalid_signature` unless the HMAC of `prefix` + `body` under one of the keys equals one
  * of the candidates (see {@link hmacMatches}): the hot path of every HMAC family.
+ * @internal
  */
 export function requireBodyHmac(
   label: string,
@@ -202,6 +204,7 @@ export function requireBodyHmac(
  * Whether the HMAC of the pieces (strings as UTF-8) under one of the keys equals one of the
  * candidates, every pair compared in constant time (no early exit, so timing tells neither which
  * nor whether).
+ * @internal
  */
 export function hmacMatches(
   algorithm: HmacAlgorithm,

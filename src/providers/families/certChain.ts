@@ -41,7 +41,7 @@ async function nodeRoots(): Promise<readonly X509Certificate[]> {
   return systemRoots;
 }
 
-/** Parses root certificates passed as PEM; throws on one that is not a certificate. */
+/** Parses root certificates passed as PEM; throws on one that is not a certificate. @internal */
 export function parseRoots(pems: readonly string[]): readonly X509Certificate[] {
   return pems.map((pem) => new X509Certificate(pem));
 }
@@ -95,6 +95,7 @@ function certificatesIn(text: string): X509Certificate[] {
 /**
  * The public key of the certificate at `url`, once its chain and name check out; throws an Error
  * saying why not. `fetchIssuer` brings the DER or PEM bytes of an intermediate by its URL.
+ * @internal
  */
 export async function verifiedCertificateKey(
   text: string,

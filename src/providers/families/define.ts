@@ -135,7 +135,7 @@ export type HandshakeSpec<A> = (
 export interface HandshakeTools<A> {
   /** The family's signature check over the request, as `authenticate` runs it on a delivery. */
   readonly authenticate: (input: DeliveryInput) => A | Promise<A>;
-  /** The configured secret keys (HMAC families), first the current one. */
+  /** The configured secret keys (HMAC families), first the current one. @internal */
   readonly keys: readonly KeyObject[];
   /**
    * The options the provider was made with, for a handshake that needs its own (Meta's
@@ -144,7 +144,7 @@ export interface HandshakeTools<A> {
   readonly options: Readonly<Record<string, unknown>>;
 }
 
-/** Reads secrets per the declaration: trimmed, look-alikes refused, decoded. */
+/** Reads secrets per the declaration: trimmed, look-alikes refused, decoded. @internal */
 export function readSecrets(
   label: string,
   input: SecretInput | undefined,
@@ -285,7 +285,7 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
 
-/** The parts a family hands over to make the provider object. */
+/** The parts a family hands over to make the provider object. @internal */
 export interface Assembly<E, A> {
   readonly name: string;
   readonly retention: Duration | undefined;
@@ -305,6 +305,7 @@ export interface Assembly<E, A> {
  * check followed by the declaration's read step (one code path), `handshake` the declaration's.
  * Synchronous families stay synchronous (no promise per delivery); a family whose check may wait
  * (keys fetched from the sender) returns promises from both.
+ * @internal
  */
 export function assemble<E, A>(a: Assembly<E, A>): AuthenticatingProvider<E> {
   const { authenticate, describe, handshake } = a;

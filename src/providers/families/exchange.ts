@@ -56,7 +56,7 @@ export async function readBounded(
   return new TextDecoder('utf-8', { fatal: true }).decode(await readBoundedBytes(response.body, signal));
 }
 
-/** A body stream's bytes, refused once past 64 KiB (the rest never pulled). */
+/** A body stream's bytes, refused once past 64 KiB (the rest never pulled). @internal */
 export async function readBoundedBytes(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal,

@@ -113,7 +113,7 @@ export interface FetchedKeyOptions {
   certificateRoots?: readonly string[] | undefined;
 }
 
-/** A key set: keys by their id (`kid`), and all of them in order. */
+/** A key set: keys by their id (`kid`), and all of them in order. @internal */
 export interface KeySet {
   readonly byId: ReadonlyMap<string, KeyObject>;
   readonly all: readonly KeyObject[];
@@ -132,7 +132,7 @@ function unavailable(label: string, why: string, cause?: unknown): VerificationE
   );
 }
 
-/** Parses what a key URL served. */
+/** Parses what a key URL served. @internal */
 export function parseKeys(text: string, format: KeyFormat, now: number): KeySet {
   if (format === 'pem') {
     let key: KeyObject;
@@ -203,6 +203,7 @@ function ahead(now: number, until: number, span: number): boolean {
 /**
  * Fetches, checks and caches one sender's keys. One per provider instance; `get` never rejects with
  * anything but a `VerificationError` (`untrusted_key_url`, `key_unavailable`).
+ * @internal
  */
 export class KeyFetcher {
   readonly #label: string;
