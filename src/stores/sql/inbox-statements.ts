@@ -163,7 +163,7 @@ FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join('
         'list',
         `SELECT ${VIEW} FROM ${T} WHERE ${[live, ...where].join(' AND ')}
 ORDER BY CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END, due_at, seq
-LIMIT ${limit}`,
+LIMIT ${limit} OFFSET ?`,
         true,
       ),
 
