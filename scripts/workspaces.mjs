@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 export const workspaces = {
   'test/runtimes': "the cross-runtime suites' workspace (Next.js, Bun, Deno, workerd)",
   'test/sdks': 'the provider SDKs the signature suites check against (Stripe, Twilio, Adyen, Shopify, ...)',
+  'test/browser': "the console's real-browser suite (playwright-core; the browser is the system's Chromium)",
   bench: "the benchmarks' baselines (the Stripe SDK, autocannon, Powertools, mitata)",
 };
 

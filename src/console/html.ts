@@ -78,7 +78,7 @@ export interface PageContext {
 export function page(ctx: PageContext, title: string, body: Html): string {
   return `<!doctype html>${
     html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${title} · onceonly console</title>
+<meta name="referrer" content="same-origin"><title>${title} · onceonly console</title>
 <link rel="stylesheet" href="${href(ctx.base, '/style.css')}"></head>
 <body><header><strong>onceonly</strong><nav>
 <a href="${href(ctx.base, '/')}">Overview</a><a href="${href(ctx.base, '/entries', { state: 'dead' })}">Dead</a><a href="${href(ctx.base, '/entries')}">Entries</a><a href="${href(ctx.base, '/claims')}">Claims</a>

@@ -16,7 +16,9 @@ export function securityHeaders(type: string): Headers {
     'content-security-policy': CSP,
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` on the
+    // console's own form posts, which the origin check could not tell from a sandboxed page's.
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
     'cross-origin-opener-policy': 'same-origin',
     'cross-origin-resource-policy': 'same-origin',
@@ -57,8 +59,9 @@ export function csrfValid(secret: Uint8Array, operator: string, session: string,
 }
 
 /**
- * Whether a POST comes from the console's own pages: `Sec-Fetch-Site: same-origin` where the browser
- * sends it, else an `Origin` among the allowed (the request's own by default). Neither: refused.
+ * Whether a POST comes from the console's own pages. `Sec-Fetch-Site`, where the browser sends it
+ * (no page can set it), must say `same-origin`; an `Origin`, when one is sent, must be among the
+ * allowed (the request's own by default). Neither header: refused.
  */
 export function sameOrigin(request: Request, origins: readonly string[] | undefined): boolean {
   const site = request.headers.get('sec-fetch-site');

@@ -193,6 +193,7 @@ function spec(label: string, url: string) {
         { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie, 'sec-fetch-site': 'cross-site' } },
         { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie } },
         { form: { key, csrf: page.csrf }, headers: { origin: ORIGIN } },
+        { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie, origin: 'null' } },
       ];
       for (const t of tries)
         assert.equal((await post('/requeue', t.form, t.headers)).status, 403, JSON.stringify(t));
