@@ -99,6 +99,7 @@ export function createConsole(options: ConsoleOptions): Console {
           receiver: q.get('receiver') || undefined,
           q: q.get('q')?.trim() || undefined,
           offset: Number.isInteger(offset) && offset > 0 ? Math.min(offset, 10_000_000) : 0,
+          from: STATES.find((s) => s === q.get('from')),
         };
         return { title: 'Entries', body: await list(ctx, src, query) };
       }

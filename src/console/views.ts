@@ -56,6 +56,8 @@ export interface ListQuery {
   readonly receiver: string | undefined;
   readonly q: string | undefined;
   readonly offset: number;
+  /** Every state: the state the page starts in (`offset` is within it). */
+  readonly from?: InboxState | undefined;
 }
 
 function filters(ctx: PageContext, src: ConsoleSource, query: ListQuery): Html {
@@ -101,28 +103,63 @@ export async function list(ctx: PageContext, src: ConsoleSource, query: ListQuer
     const found = await search(src, query.q, query.receiver);
     return html`<h1>Search</h1>${head}${entryRows(ctx, found)}`;
   }
-  // One more than a page, read on the store from the offset: whether a next page exists, no count.
-  const got = await src.inbox.list({
-    state: query.state,
-    receiver: query.receiver,
-    limit: src.pageSize + 1,
-    offset: query.offset,
-  });
-  const entries = got.slice(0, src.pageSize);
-  const at = (offset: number) =>
-    href(ctx.base, '/entries', { state: query.state, receiver: query.receiver, offset: offset || undefined });
-  const pager = html`<div class="pager">${
-    query.offset > 0 ? html`<a href="${at(Math.max(0, query.offset - src.pageSize))}">← newer page</a>` : ''
-  }<span class="muted">entries ${entries.length > 0 ? query.offset + 1 : 0}–${query.offset + entries.length}</span>${
-    got.length > src.pageSize
-      ? html`<a href="${at(query.offset + src.pageSize)}" rel="next">next page →</a>`
-      : ''
+  const { entries, next, first } = await (query.state ? oneState(src, query) : acrossStates(src, query));
+  const at = (q: Record<string, string | number | undefined>) =>
+    href(ctx.base, '/entries', { state: query.state, receiver: query.receiver, ...q });
+  const prev =
+    query.state && query.offset > 0
+      ? html`<a href="${at({ offset: Math.max(0, query.offset - src.pageSize) || undefined })}">← previous page</a>`
+      : !query.state && !first
+        ? html`<a href="${at({})}">← first page</a>`
+        : '';
+  const pager = html`<div class="pager">${prev}<span class="muted">${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}</span>${
+    next ? html`<a href="${at(next)}" rel="next">next page →</a>` : ''
   }</div>`;
   const requeue =
     query.state === 'dead' && entries.length > 0
       ? html`<p><a href="${href(ctx.base, '/requeue-dead', { receiver: query.receiver })}">Requeue every dead entry${query.receiver === undefined ? '' : html` of ${text(query.receiver, 100)}`}…</a></p>`
       : '';
   return html`<h1>Entries${query.state ? html` · ${query.state}` : ''}</h1>${head}${requeue}${entryRows(ctx, entries)}${pager}`;
+}
+
+type Page = {
+  entries: InboxEntryView[];
+  next: Record<string, string | number> | undefined;
+  first: boolean;
+};
+
+/** A page of one state: one more than a page read from the offset (whether a next page exists, no count). */
+async function oneState(src: ConsoleSource, query: ListQuery): Promise<Page> {
+  const { state, receiver, offset } = query;
+  const got = await src.inbox.list({ state, receiver, limit: src.pageSize + 1, offset });
+  return {
+    entries: got.slice(0, src.pageSize),
+    next: got.length > src.pageSize ? { offset: offset + src.pageSize } : undefined,
+    first: offset === 0,
+  };
+}
+
+/**
+ * A page of every state, dead first, then pending, processing, completed: read state by state from
+ * where the page starts (`from`, `offset` within it), so each read is one state's ordered index
+ * range and no page needs a count or a sort of the whole table.
+ */
+async function acrossStates(src: ConsoleSource, query: ListQuery): Promise<Page> {
+  const start = query.from === undefined ? 0 : STATES.indexOf(query.from);
+  const got: InboxEntryView[] = [];
+  for (let i = start; i < STATES.length && got.length <= src.pageSize; i++) {
+    const offset = i === start ? query.offset : 0;
+    const limit = src.pageSize + 1 - got.length;
+    got.push(...(await src.inbox.list({ state: STATES[i], receiver: query.receiver, limit, offset })));
+  }
+  const after = got[src.pageSize];
+  let next: Page['next'];
+  if (after) {
+    const before = got.slice(0, src.pageSize).filter((e) => e.state === after.state).length;
+    const base = after.state === STATES[start] ? query.offset : 0;
+    next = { from: after.state, offset: base + before };
+  }
+  return { entries: got.slice(0, src.pageSize), next, first: start === 0 && query.offset === 0 };
 }
 
 export async function detail(ctx: PageContext, src: ConsoleSource, key: string): Promise<Html | undefined> {

@@ -220,6 +220,15 @@ function spec(label: string, url: string) {
         actions.map((a) => [a.operator, a.action, a.key, a.count]),
         [['alice', 'requeue', key, 1]],
       );
+      // Every state, paged state by state: 2 dead on the first page, the completed one on the next.
+      const first = await (await get(`/entries?receiver=${receiverName}`)).text();
+      assert.equal(first.match(/class="state state-dead"/g)?.length, 2);
+      assert.doesNotMatch(first, /state-completed/);
+      const next = /href="([^"]+)" rel="next"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
+      assert.equal(next, `/ops/entries?receiver=${receiverName}&from=completed&offset=0`);
+      const second = await (await get(next!.slice('/ops'.length))).text();
+      assert.equal(second.match(/class="state state-completed"/g)?.length, 1);
+      assert.doesNotMatch(second, /state-dead|rel="next"/);
     });
 
     it('requeues the dead of a receiver after a confirmation that shows the count, and purges', async () => {
