@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { InboxState } from '../core/inbox.js';
 import { inertJson, oneLine } from '../core/text.js';
 import { type ConsoleAction, confirmRequeue, notice, runAction } from './actions.js';
+import { History } from './history.js';
 import { type Html, html, type PageContext, page } from './html.js';
 import {
   csrfToken,
@@ -41,6 +42,7 @@ function source(options: ConsoleOptions): ConsoleSource {
     receivers: [...(options.receivers ?? [])],
     pageSize,
     now: options.now,
+    history: new History(),
   };
 }
 
@@ -152,6 +154,7 @@ export function createConsole(options: ConsoleOptions): Console {
   }
 
   return {
+    record: (result) => src.history.record(result),
     async fetch(request: Request): Promise<Response> {
       try {
         return await handle(request);

@@ -2,6 +2,7 @@
 import type { InboxStore } from '../core/inbox.js';
 import type { Store } from '../core/types.js';
 import type { ConsoleAction } from './actions.js';
+import type { OutcomeLike } from './history.js';
 
 export interface ConsoleOptions {
   /** The store: its inbox (`store.inbox`) is shown, and its claims where it has an overview. */
@@ -34,4 +35,9 @@ export interface ConsoleOptions {
 
 export interface Console {
   fetch(request: Request): Promise<Response>;
+  /**
+   * Counts a receiver's result for the overview's chart (accepted, processed, failed, dead per
+   * minute, last hour, this process): `createReceiver({ ..., onOutcome: ops.record })`.
+   */
+  record(result: OutcomeLike): void;
 }

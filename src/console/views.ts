@@ -3,6 +3,7 @@ import type { InboxEntryView, InboxState, InboxStats, InboxStore } from '../core
 import { keyPart } from '../core/keys.js';
 import { hasAdmin, type Store } from '../core/types.js';
 import { actionForm, type Html, href, html, type PageContext, raw, text } from './html.js';
+import type { History } from './history.js';
 import { deliveryView } from './payload.js';
 
 export const STATES: readonly InboxState[] = ['dead', 'pending', 'processing', 'completed'];
@@ -13,6 +14,8 @@ export interface ConsoleSource {
   readonly store: Store | undefined;
   readonly receivers: readonly string[];
   readonly pageSize: number;
+  /** Deliveries per minute in this process, for the chart. */
+  readonly history: History;
   /** The store's clock (ms), where known; else this host's. */
   readonly now: (() => number | Promise<number>) | undefined;
 }
@@ -47,6 +50,8 @@ export async function overview(ctx: PageContext, src: ConsoleSource): Promise<Ht
 <table><thead><tr><th>receiver</th>${STATES.map((s) => html`<th class="num">${s}</th>`)}<th class="num">oldest due waiting</th></tr></thead>
 <tbody>${rows}</tbody></table>
 ${all!.oldestDueMs > 60_000 ? html`<p class="note error">The oldest due entry has waited ${duration(all!.oldestDueMs)}: are the workers running?</p>` : ''}
+<h2>Deliveries per minute, last hour <span class="muted">(this process)</span></h2>
+${src.history.chart()}
 <h2>Actions</h2>
 <p>${all!.dead > 0 ? html`<a href="${href(ctx.base, '/requeue-dead')}">Requeue dead entries…</a> · ` : ''}${actionForm(ctx, '/purge', {}, 'Purge completed entries past retention')}</p>`;
 }

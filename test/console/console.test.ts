@@ -148,6 +148,12 @@ function spec(label: string, url: string) {
           `${receiverName}</td><td class="num"><a href="/ops/entries\\?state=dead&amp;receiver=${receiverName}">3</a>`,
         ),
       );
+      assert.match(html, /No deliveries counted in this process/);
+      for (const outcome of ['accepted', 'accepted', 'failed', 'dead', 'ignored']) app.record({ outcome });
+      const charted = await (await get('/')).text();
+      assert.match(charted, /<svg class="chart"[^>]*>.*accepted: 2.*processed: 0.*failed: 1.*dead: 1/s);
+      assert.equal(charted.match(/<polyline /g)?.length, 4);
+      assert.doesNotMatch(charted, /<script/i);
       const css = await get('/style.css');
       assert.equal(css.headers.get('content-type'), 'text/css; charset=utf-8');
     });
