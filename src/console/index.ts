@@ -99,14 +99,15 @@ export function createConsole(options: ConsoleOptions): Console {
         const query = {
           state: STATES.includes(state as InboxState) ? (state as InboxState) : undefined,
           receiver: q.get('receiver') || undefined,
-          q: q.get('q')?.trim() || undefined,
+          q: q.get('q')?.trim().slice(0, 1_000) || undefined,
           offset: Number.isInteger(offset) && offset > 0 ? Math.min(offset, 10_000_000) : 0,
           from: STATES.find((s) => s === q.get('from')),
         };
         return { title: 'Entries', body: await list(ctx, src, query) };
       }
       case '/entry': {
-        const body = await detail(ctx, src, q.get('key') ?? '');
+        const key = q.get('key') ?? '';
+        const body = key === '' || key.length > 4_096 ? undefined : await detail(ctx, src, key);
         return body && { title: 'Entry', body: html`${done}${body}` };
       }
       case '/claims':

@@ -174,6 +174,8 @@ function spec(label: string, url: string) {
     });
 
     it('shows an entry with hostile text inert, secrets masked, and a 1 MB payload cut', async () => {
+      assert.equal((await get('/entry?key=')).status, 404);
+      assert.equal((await get(`/entry?key=${receiverName}:evt_never`)).status, 404);
       const html = await (await get(`/entry?key=${encodeURIComponent(`${receiverName}:evt_xss`)}`)).text();
       assert.doesNotMatch(html, /<script|<img/i);
       assert.match(html, /&lt;script&gt;alert\(&quot;type&quot;\)&lt;\/script&gt;/);
