@@ -17,6 +17,7 @@ export const workspaces = {
   'test/runtimes': "the cross-runtime suites' workspace (Next.js, Bun, Deno, workerd)",
   'test/sdks': 'the provider SDKs the signature suites check against (Stripe, Twilio, Adyen, Shopify, ...)',
   'test/types': 'the TypeScript compilers the published types are checked under (TypeScript 5 and 7)',
+  'test/browser': "the console's real-browser suite (playwright-core; the browser is the system's Chromium)",
   bench: "the benchmarks' baselines (the Stripe SDK, autocannon, Powertools, mitata)",
   'test/better-sqlite3':
     "better-sqlite3, a native build: Node.js 20's SQLite client (22.5+ have node:sqlite)",

@@ -20,6 +20,7 @@ const allowed: Record<string, readonly string[]> = {
   consumers: ['once', 'consumers', 'errors'],
   testing: ['core', 'testing'],
   otel: ['core', 'otel'],
+  console: ['core', 'console'],
 };
 
 function files(dir: string, out: string[] = []): string[] {

@@ -22,12 +22,13 @@ export const inboxFlags = {
   state: { type: 'string', help: 'list: only entries in this state (pending, processing, completed, dead)' },
   dead: { type: 'boolean', help: 'retry: requeue every dead entry (of --receiver, if given)' },
   limit: { type: 'number', default: 20, help: 'list: how many entries' },
+  offset: { type: 'number', default: 0, help: 'list: entries to pass over first (the next page: --offset 20)' },
   json: { type: 'boolean', help: 'print JSON' },
   help: { type: 'boolean', help: 'show this help' },
 } satisfies FlagSpec;
 
 const SUMMARY = `With no command: counts by state, the age of the oldest due entry, and the dead entries.
-  list                 entries, dead first, then the oldest due (--state, --limit)
+  list                 entries, dead first, then the oldest due (--state, --limit, --offset)
   show <key>           one entry, with its last error and the headers it kept
   retry <key>          requeue one dead entry, due now
   retry --dead         requeue every dead entry (of --receiver)
@@ -69,6 +70,7 @@ export async function inboxCommand(argv: readonly string[]): Promise<number> {
           state: flags.state as InboxState | undefined,
           receiver,
           limit: flags.limit,
+          offset: flags.offset,
         });
         print(flags.json, entries, () => listing(entries));
         return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The onceonly command line: `demo`, `simulate`, `inspect`, `inbox` and `example`. Errors are one line; `--help` on
+ * The onceonly command line: `demo`, `simulate`, `inspect`, `inbox`, `example` and `console`. Errors are one line; `--help` on
  * every command; `--json` for machine-readable output.
  */
 import { readFileSync } from 'node:fs';
@@ -21,6 +21,7 @@ commands:
   inspect    show one key, counts by state and stuck leases in a store; purge expired rows
   inbox      counts, dead entries and the oldest due entry of a store's inbox; list, show, retry, purge
   example    the quick start over real HTTP; --serve then prints a signed curl to send by hand
+  console    the operator's console in a browser, on 127.0.0.1: the inbox, its entries, requeue, purge
 
 Run onceonly <command> --help for its flags; onceonly --version prints the version.`;
 
@@ -37,6 +38,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./inbox.js')).inboxCommand(rest);
     case 'example':
       return (await import('./example.js')).example(rest);
+    case 'console':
+      return (await import('./console.js')).consoleCommand(rest);
     case '--version':
     case '-v':
     case 'version':

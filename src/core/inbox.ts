@@ -184,7 +184,13 @@ export interface InboxTakeOptions {
 export interface InboxListOptions {
   readonly state?: InboxState | undefined;
   readonly receiver?: string | undefined;
+  /** The longest number of entries (100 by default). */
   readonly limit?: number | undefined;
+  /**
+   * Entries to pass over first, in the list's order: pages of `limit` read on the store (its
+   * ordered index, a sorted set), never the whole table. 0 by default.
+   */
+  readonly offset?: number | undefined;
 }
 
 /**
@@ -215,7 +221,7 @@ export interface InboxStore {
   bury(lease: Lease, options: { error: string }): Promise<boolean>;
   /** Counts by state, and the oldest due entry's age. */
   stats(options?: { receiver?: string }): Promise<InboxStats>;
-  /** Entries, dead first then oldest due first (or of one state). */
+  /** Entries, dead first then oldest due first (or of one state), from `offset`, at most `limit`. */
   list(options?: InboxListOptions): Promise<InboxEntryView[]>;
   /** One entry, with its delivery when the body is kept. */
   get(key: string): Promise<(InboxEntryView & { delivery: InboxDelivery | undefined }) | undefined>;

@@ -439,8 +439,16 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
 
     async list(o: InboxListOptions = {}): Promise<InboxEntryView[]> {
       const limit = count(o.limit ?? 100, 'list limit', store);
+      const offset = count(o.offset ?? 0, 'list offset', store);
       const { where, values } = filters(o);
-      return (await exec('list inbox entries', s.list(where, limit), values)).rows.map(view);
+      // The offset is a value, not text (one prepared statement per filter and page size), and a
+      // string: MySQL 8.0.22+ takes no DOUBLE parameter in LIMIT/OFFSET, a string it converts.
+      return (
+        await exec('list inbox entries', s.list(where, limit, o.state !== undefined), [
+          ...values,
+          String(offset),
+        ])
+      ).rows.map(view);
     },
 
     async get(key: string) {

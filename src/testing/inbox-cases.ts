@@ -457,4 +457,36 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
       );
     },
   },
+  {
+    name: 'list pages with offset and limit: every entry once, in order, across states',
+    async run(inbox, ctx) {
+      const keys = Array.from({ length: 7 }, (_, i) => ctx.key(`page${i}`));
+      for (const k of keys) await inbox.accept(entry(ctx, k));
+      const jobs = await takeAll(inbox, ctx);
+      for (const j of jobs.slice(0, 3)) await inbox.bury(j.lease, { error: 'x' });
+      for (const j of jobs.slice(3)) await inbox.retry(j.lease, { delayMs: 0, error: 'y' });
+      const whole = await inbox.list({ receiver: ctx.receiver });
+      assert.equal(whole.length, 7);
+      const paged: string[] = [];
+      for (let offset = 0; offset < 9; offset += 2) {
+        const page = await inbox.list({ receiver: ctx.receiver, limit: 2, offset });
+        assert.ok(page.length <= 2);
+        paged.push(...page.map((e) => e.key));
+      }
+      assert.deepEqual(
+        paged,
+        whole.map((e) => e.key),
+      );
+      assert.deepEqual(
+        whole.map((e) => e.state),
+        ['dead', 'dead', 'dead', 'pending', 'pending', 'pending', 'pending'],
+      );
+      const dead = await inbox.list({ receiver: ctx.receiver, state: 'dead', limit: 5, offset: 2 });
+      assert.deepEqual(
+        dead.map((e) => e.key),
+        whole.slice(2, 3).map((e) => e.key),
+      );
+      assert.deepEqual(await inbox.list({ receiver: ctx.receiver, state: 'pending', offset: 10 }), []);
+    },
+  },
 ];

@@ -416,7 +416,7 @@ export class DynamoInbox implements InboxStore {
           (options.state === undefined || v.state === options.state),
       )
       .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt.getTime() - b.dueAt.getTime())
-      .slice(0, options.limit ?? 100);
+      .slice(options.offset ?? 0, (options.offset ?? 0) + (options.limit ?? 100));
   }
 
   async get(key: string): Promise<(InboxEntryView & { delivery: InboxDelivery | undefined }) | undefined> {

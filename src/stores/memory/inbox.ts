@@ -327,7 +327,7 @@ class MemoryInbox implements InboxStore {
           (options.receiver === undefined || e.receiver === options.receiver),
       )
       .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt - b.dueAt)
-      .slice(0, options.limit ?? 100)
+      .slice(options.offset ?? 0, (options.offset ?? 0) + (options.limit ?? 100))
       .map(view);
   }
 

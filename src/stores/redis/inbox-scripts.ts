@@ -251,17 +251,26 @@ return {redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]),
 `;
 
 /**
- * KEYS: anchor, dead, pending, processing, completed sets. ARGV: state letter ('' for all), limit.
- * Entries in that order, each set by due: {{key part, has body, fields...}...}.
+ * KEYS: anchor, dead, pending, processing, completed sets. ARGV: state letter ('' for all), limit,
+ * offset. Entries in that order, each set by due, from the offset (whole sets passed over by
+ * ZCOUNT, the rest by ZRANGEBYSCORE's LIMIT): {{key part, has body, fields...}...}.
  */
 export const INBOX_LIST = `${prelude}
-local limit, only = tonumber(ARGV[2]), ARGV[1]
+local limit, only, skip = tonumber(ARGV[2]), ARGV[1], tonumber(ARGV[3] or '0')
 local out = {}
 for k, state in ipairs({'d', 'p', 'r', 'c'}) do
   if #out >= limit then break end
   if only == '' or only == state then
     local min = state == 'c' and ('(' .. now) or '-inf'
-    local members = redis.call('ZRANGEBYSCORE', KEYS[k + 1], min, '+inf', 'LIMIT', 0, limit - #out)
+    local here = 0
+    if skip > 0 then here = redis.call('ZCOUNT', KEYS[k + 1], min, '+inf') end
+    local members = {}
+    if skip > 0 and here <= skip then
+      skip = skip - here
+    else
+      members = redis.call('ZRANGEBYSCORE', KEYS[k + 1], min, '+inf', 'LIMIT', skip, limit - #out)
+      skip = 0
+    end
     for _, member in ipairs(members) do
       local sk = string.sub(member, 17)
       local e = redis.call('HMGET', base .. 'e:' .. sk, ${viewFields})

@@ -400,9 +400,12 @@ class RedisInbox implements InboxStore {
 
   async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
     const limit = Math.max(0, Math.floor(options.limit ?? 100));
+    const offset = Math.max(0, Math.floor(options.offset ?? 0));
     if (limit === 0) return [];
     const queues = await this.#queuesOf('list', options.receiver);
     const only = options.state === undefined ? '' : LETTERS[options.state];
+    // One queue (a receiver's) skips on the server; several are merged here, each read from its start.
+    const [skip, want] = queues.length === 1 ? [offset, limit] : [0, offset + limit];
     const rows = await Promise.all(
       queues.map(
         (q) =>
@@ -410,7 +413,7 @@ class RedisInbox implements InboxStore {
             'list',
             s.list,
             [`${q.base}n`, set(q, 'x'), set(q, 'p'), set(q, 'r'), set(q, 'c')],
-            [only, String(limit)],
+            [only, String(want), String(skip)],
           ) as Promise<unknown[][]>,
       ),
     );
@@ -418,7 +421,7 @@ class RedisInbox implements InboxStore {
       .flat()
       .map(([sk, hasBody, ...rest]) => view(fields(sk, rest, shown), Number(hasBody) === 1))
       .sort((a, b) => RANK[a.state] - RANK[b.state] || a.dueAt.getTime() - b.dueAt.getTime())
-      .slice(0, limit);
+      .slice(offset - skip, offset - skip + limit);
   }
 
   async get(key: string) {

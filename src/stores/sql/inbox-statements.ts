@@ -31,6 +31,9 @@ const MARKER = `CASE WHEN token = '' THEN '0' ELSE '1' END`;
 /** When a taken row was due before its take, from its token (`tokenOf`). */
 export const wasDue = (row: Row): number => Number.parseInt(String(row.token).slice(1, 1 + DUE_HEX), 16);
 
+/** Listing order across states: dead, pending, processing, completed (a sort of the rows). */
+const RANK = `CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END, `;
+
 /** The statements of one inbox table. */
 export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
   const T = n.table;
@@ -157,13 +160,12 @@ FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join('
         true,
       );
     },
-
-    list: (where: string[], limit: number) =>
+    // Of one state in the indexes' order, so a page reads its rows from the index; else by RANK.
+    list: (where: string[], limit: number, oneState: boolean) =>
       st(
-        'list',
+        oneState ? 'list_state' : 'list',
         `SELECT ${VIEW} FROM ${T} WHERE ${[live, ...where].join(' AND ')}
-ORDER BY CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END, due_at, seq
-LIMIT ${limit}`,
+ORDER BY ${oneState ? '' : RANK}due_at, seq LIMIT ${limit} OFFSET ?`,
         true,
       ),
 

@@ -1,0 +1,95 @@
+/**
+ * The console's actions, each one of the inbox's own operations (the same `requeue` and `purge` as
+ * `onceonly inbox`): requeue one dead entry, requeue the dead entries of a filter after a
+ * confirmation that shows how many, purge completed entries past retention. Each is logged with
+ * the operator who did it.
+ */
+import type { InboxStore } from '../core/inbox.js';
+import { actionForm, type Html, href, html, type PageContext, text } from './html.js';
+
+/** One action as the console logs it. */
+export interface ConsoleAction {
+  /** The operator, as `authorize` named them. */
+  readonly operator: string;
+  readonly action: 'requeue' | 'requeue-dead' | 'purge';
+  /** The entry's key (requeue) or the receiver filter (requeue-dead), when there is one. */
+  readonly key?: string | undefined;
+  readonly receiver?: string | undefined;
+  /** How many entries it changed. */
+  readonly count: number;
+  readonly at: Date;
+}
+
+export type ActionResult = { readonly redirect: string } | { readonly status: number; readonly body: Html };
+
+export async function runAction(
+  path: string,
+  form: URLSearchParams,
+  ctx: PageContext,
+  inbox: InboxStore,
+  log: (action: ConsoleAction) => void,
+): Promise<ActionResult> {
+  const done = (
+    action: ConsoleAction['action'],
+    count: number,
+    extra: Partial<ConsoleAction>,
+    to: string,
+  ) => {
+    log({ operator: ctx.operator, action, count, at: new Date(), ...extra });
+    return { redirect: to };
+  };
+  switch (path) {
+    case '/requeue': {
+      const key = form.get('key');
+      if (!key) return { status: 400, body: html`<h1>Requeue</h1><p>No key given.</p>` };
+      const n = await inbox.requeue({ key });
+      return done(
+        'requeue',
+        n,
+        { key },
+        href(ctx.base, '/entry', { key, done: n === 1 ? 'requeued' : 'not-dead' }),
+      );
+    }
+    case '/requeue-dead': {
+      const receiver = form.get('receiver') || undefined;
+      const n = await inbox.requeue({ dead: true, receiver });
+      return done('requeue-dead', n, { receiver }, href(ctx.base, '/', { done: 'requeued', n }));
+    }
+    case '/purge': {
+      const n = await inbox.purge();
+      return done('purge', n, {}, href(ctx.base, '/', { done: 'purged', n }));
+    }
+    default:
+      return { status: 404, body: html`<h1>Not found</h1>` };
+  }
+}
+
+/** The confirmation before a bulk requeue: how many dead entries it would move. */
+export async function confirmRequeue(
+  ctx: PageContext,
+  inbox: InboxStore,
+  receiver: string | undefined,
+): Promise<Html> {
+  const { dead } = await inbox.stats(receiver === undefined ? {} : { receiver });
+  const of = receiver === undefined ? 'of every receiver' : html`of ${text(receiver, 200)}`;
+  if (dead === 0) return html`<h1>Requeue dead entries</h1><p>No dead entries ${of}.</p>`;
+  return html`<h1>Requeue dead entries</h1>
+<p class="note">Requeue <strong>${dead.toLocaleString('en-US')}</strong> dead ${dead === 1 ? 'entry' : 'entries'} ${of}? Each is due now and runs on the next take: fix the cause first.</p>
+<p>${actionForm(ctx, '/requeue-dead', { receiver }, `Requeue ${dead} ${dead === 1 ? 'entry' : 'entries'}`, true)} <a href="${href(ctx.base, '/entries', { state: 'dead', receiver })}">Cancel</a></p>`;
+}
+
+/** The line an action's redirect shows, from fixed words only (never text from the query). */
+export function notice(query: URLSearchParams): Html {
+  const n = Number.parseInt(query.get('n') ?? '', 10);
+  const count = Number.isFinite(n) && n >= 0 ? n : undefined;
+  switch (query.get('done')) {
+    case 'requeued':
+      return html`<p class="note">Requeued${count === undefined ? '' : ` ${count} ${count === 1 ? 'entry' : 'entries'}`}: due now.</p>`;
+    case 'not-dead':
+      return html`<p class="note error">Not requeued: the entry is not dead (any more).</p>`;
+    case 'purged':
+      return html`<p class="note">Purged ${count ?? 0} completed ${count === 1 ? 'entry' : 'entries'} past retention.</p>`;
+    default:
+      return html``;
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * The console over real stores (memory, Redis, PostgreSQL), opened as `onceonly console` opens
+ * them, with real dead entries: a receiver in inbox mode whose handler fails buries them. Lists,
+ * filters, pages, search, an entry's detail, requeue then processed by the worker, hostile payloads
+ * shown inert, actions refused without the token or from another origin, no secret in any page.
+ */
+import { strict as assert } from 'node:assert';
+import { createHmac, randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { createClient } from 'redis';
+import { openStore } from '../../src/cli/stores.js';
+import { type ConsoleAction, createConsole } from '../../src/console/index.js';
+import { createReceiver, hmac } from '../../src/index.js';
+import { reachable, servers } from '../support/servers.js';
+
+const SECRET = 'console-test-secret';
+const XSS_TYPE = '<script>alert("type")</script>';
+const XSS_LINK = 'javascript:alert(document.cookie)';
+const BEARER = 'Bearer tok_sekrit_should_never_show';
+const ORIGIN = 'http://console.test';
+
+function signed(event: object, extra: Record<string, string> = {}): Request {
+  const body = JSON.stringify(event);
+  return new Request('https://example.com/hooks?token=abc123', {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-sig': createHmac('sha256', SECRET).update(body).digest('hex'),
+      ...extra,
+    },
+  });
+}
+
+/** The session cookie and CSRF token a page hands out. */
+async function session(res: Response): Promise<{ cookie: string; csrf: string; html: string }> {
+  const html = await res.text();
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+  return { cookie, csrf, html };
+}
+
+function spec(label: string, url: string) {
+  describe(`console on ${label}`, () => {
+    const name = `oo_console_${randomBytes(4).toString('hex')}`;
+    const receiverName = `acme-${randomBytes(3).toString('hex')}`;
+    let opened: Awaited<ReturnType<typeof openStore>>;
+    let fixed = false;
+    const ran: string[] = [];
+    const actions: ConsoleAction[] = [];
+    let receiver: ReturnType<typeof createReceiver>;
+    let app: ReturnType<typeof createConsole>;
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      app.fetch(new Request(`${ORIGIN}/ops${path}`, { headers: { 'x-operator': 'alice', ...headers } }));
+    const post = (path: string, form: Record<string, string>, headers: Record<string, string>) =>
+      app.fetch(
+        new Request(`${ORIGIN}/ops${path}`, {
+          method: 'POST',
+          body: new URLSearchParams(form).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-operator': 'alice', ...headers },
+        }),
+      );
+
+    before(async () => {
+      opened = await openStore(url, name);
+      receiver = createReceiver({
+        name: receiverName,
+        provider: hmac<{ id: string; type: string }>({
+          name: 'acme',
+          secret: SECRET,
+          signatureHeader: 'x-sig',
+          id: (e) => e.id,
+          type: (e) => e.type,
+        }),
+        store: opened.store,
+        maxBodyBytes: 4 * 1024 * 1024,
+        inbox: { maxAttempts: 1 },
+        logger: { warn: () => {}, error: () => {} },
+        handler: async ({ id }) => {
+          if (!fixed) throw new Error(`downstream refused ${id}: <img src=x onerror=alert(1)>`);
+          ran.push(id!);
+        },
+      });
+      const big = {
+        id: 'evt_big',
+        type: 'big.one',
+        blob: 'x'.repeat(1_000_000),
+        tail: '</pre><script>alert(2)</script>',
+      };
+      const sent = [
+        signed({ id: 'evt_plain', type: 'order.paid' }),
+        signed(
+          { id: 'evt_xss', type: XSS_TYPE, link: XSS_LINK, html: '<script>alert(3)</script>' },
+          {
+            authorization: BEARER,
+            cookie: 'sid=cookie_sekrit',
+            'x-api-token': 'hdr_sekrit',
+          },
+        ),
+        signed(big),
+      ];
+      for (const req of sent) {
+        const r = await receiver.fetch(req);
+        assert.equal(r.status, 202, `${r.status} ${await r.text()} ${JSON.stringify([...r.headers])}`);
+      }
+      await receiver.runDue();
+      assert.equal(
+        (await opened.store.inbox!.stats({ receiver: receiverName })).dead,
+        3,
+        'three dead entries',
+      );
+      app = createConsole({
+        store: opened.store,
+        receivers: [receiverName],
+        basePath: '/ops',
+        pageSize: 2,
+        now: opened.now,
+        log: (a) => void actions.push(a),
+        authorize: (request) => request.headers.get('x-operator') ?? undefined,
+      });
+    });
+    after(async () => {
+      await opened.drop().catch(() => {});
+      await opened.close();
+    });
+
+    it('refuses to be created without authorize, and refuses a request authorize refuses (no store data)', async () => {
+      assert.throws(() => createConsole({ store: opened.store } as never), /authorize/);
+      const res = await app.fetch(new Request(`${ORIGIN}/ops/entries?state=dead`));
+      assert.equal(res.status, 403);
+      assert.doesNotMatch(await res.text(), /evt_/);
+    });
+
+    it('shows counts by state per receiver under a strict CSP, with no script in the page', async () => {
+      const res = await get('/');
+      assert.equal(res.status, 200);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /frame-ancestors 'none'/);
+      assert.doesNotMatch(csp, /unsafe-inline|script-src/);
+      assert.match(res.headers.get('set-cookie') ?? '', /HttpOnly; SameSite=Strict/);
+      const html = await res.text();
+      assert.doesNotMatch(html, /<script/i);
+      assert.match(
+        html,
+        new RegExp(
+          `${receiverName}</td><td class="num"><a href="/ops/entries\\?state=dead&amp;receiver=${receiverName}">3</a>`,
+        ),
+      );
+      assert.match(html, /No deliveries counted in this process/);
+      for (const outcome of ['accepted', 'accepted', 'failed', 'dead', 'ignored']) app.record({ outcome });
+      const charted = await (await get('/')).text();
+      assert.match(charted, /<svg class="chart"[^>]*>.*accepted: 2.*processed: 0.*failed: 1.*dead: 1/s);
+      assert.equal(charted.match(/<polyline /g)?.length, 4);
+      assert.doesNotMatch(charted, /<script/i);
+      const css = await get('/style.css');
+      assert.equal(css.headers.get('content-type'), 'text/css; charset=utf-8');
+    });
+
+    it('lists dead entries paged on the store, filters by receiver, finds one by event id', async () => {
+      const first = await (await get(`/entries?state=dead&receiver=${receiverName}`)).text();
+      const rows = (h: string) => h.match(/<tr><td><span class="state state-dead">/g)?.length ?? 0;
+      assert.equal(rows(first), 2);
+      assert.match(first, /rel="next"/);
+      const second = await (await get(`/entries?state=dead&receiver=${receiverName}&offset=2`)).text();
+      assert.equal(rows(second), 1);
+      assert.doesNotMatch(second, /rel="next"/);
+      const other = await (await get('/entries?state=dead&receiver=nobody')).text();
+      assert.equal(rows(other), 0);
+      const found = await (await get('/entries?q=evt_plain')).text();
+      assert.equal(rows(found), 1);
+      assert.match(found, new RegExp(`${receiverName}:evt_plain`));
+    });
+
+    it('shows an entry with hostile text inert, secrets masked, and a 1 MB payload cut', async () => {
+      assert.equal((await get('/entry?key=')).status, 404);
+      assert.equal((await get(`/entry?key=${receiverName}:evt_never`)).status, 404);
+      const html = await (await get(`/entry?key=${encodeURIComponent(`${receiverName}:evt_xss`)}`)).text();
+      assert.doesNotMatch(html, /<script|<img/i);
+      assert.match(html, /&lt;script&gt;alert\(&quot;type&quot;\)&lt;\/script&gt;/);
+      assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/, 'the last error, escaped');
+      assert.doesNotMatch(html, /href="javascript:/i);
+      for (const secret of ['tok_sekrit', 'cookie_sekrit', 'hdr_sekrit', 'abc123', SECRET])
+        assert.ok(!html.includes(secret), `${secret} is not in the page`);
+      assert.match(html, /authorization<\/th><td class="mono wrap">\(\d+ characters\)/);
+      const big = await (await get(`/entry?key=${encodeURIComponent(`${receiverName}:evt_big`)}`)).text();
+      assert.ok(big.length < 100_000, `the page is ${big.length} characters`);
+      assert.match(big, /1,000,\d{3} bytes, json, the first 65,536 characters shown/);
+      assert.doesNotMatch(big, /<script/i);
+    });
+
+    it('refuses an action without the token, with a foreign Origin, or cross-site; nothing changes', async () => {
+      const key = `${receiverName}:evt_plain`;
+      const page = await session(await get(`/entry?key=${encodeURIComponent(key)}`));
+      assert.ok(page.csrf.length > 20);
+      const tries: { form: Record<string, string>; headers: Record<string, string> }[] = [
+        { form: { key }, headers: { cookie: page.cookie, origin: ORIGIN } },
+        { form: { key, csrf: 'forged' }, headers: { cookie: page.cookie, origin: ORIGIN } },
+        { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie, origin: 'https://evil.example' } },
+        { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie, 'sec-fetch-site': 'cross-site' } },
+        { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie } },
+        { form: { key, csrf: page.csrf }, headers: { origin: ORIGIN } },
+        { form: { key, csrf: page.csrf }, headers: { cookie: page.cookie, origin: 'null' } },
+      ];
+      for (const t of tries)
+        assert.equal((await post('/requeue', t.form, t.headers)).status, 403, JSON.stringify(t));
+      assert.equal((await opened.store.inbox!.get(key))?.state, 'dead');
+      assert.equal(actions.length, 0);
+    });
+
+    it('requeues one dead entry by POST with the token; the worker then processes it; logged with the operator', async () => {
+      const key = `${receiverName}:evt_plain`;
+      const page = await session(await get(`/entry?key=${encodeURIComponent(key)}`));
+      const res = await post(
+        '/requeue',
+        { key, csrf: page.csrf },
+        { cookie: page.cookie, 'sec-fetch-site': 'same-origin', origin: ORIGIN },
+      );
+      assert.equal(res.status, 303);
+      assert.match(res.headers.get('location') ?? '', /done=requeued/);
+      assert.equal((await opened.store.inbox!.get(key))?.state, 'pending');
+      fixed = true;
+      assert.equal(await receiver.runDue(), 1);
+      assert.deepEqual(ran, ['evt_plain']);
+      assert.equal((await opened.store.inbox!.get(key))?.state, 'completed');
+      assert.deepEqual(
+        actions.map((a) => [a.operator, a.action, a.key, a.count]),
+        [['alice', 'requeue', key, 1]],
+      );
+      // Every state, paged state by state: 2 dead on the first page, the completed one on the next.
+      const first = await (await get(`/entries?receiver=${receiverName}`)).text();
+      assert.equal(first.match(/class="state state-dead"/g)?.length, 2);
+      assert.doesNotMatch(first, /state-completed/);
+      const next = /href="([^"]+)" rel="next"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
+      assert.equal(next, `/ops/entries?receiver=${receiverName}&from=completed&offset=0`);
+      const second = await (await get(next!.slice('/ops'.length))).text();
+      assert.equal(second.match(/class="state state-completed"/g)?.length, 1);
+      assert.doesNotMatch(second, /state-dead|rel="next"/);
+    });
+
+    it('requeues the dead of a receiver after a confirmation that shows the count, and purges', async () => {
+      const confirm = await session(await get(`/requeue-dead?receiver=${receiverName}`));
+      assert.match(confirm.html, /Requeue <strong>2<\/strong> dead entries/);
+      const res = await post(
+        '/requeue-dead',
+        { receiver: receiverName, csrf: confirm.csrf },
+        { cookie: confirm.cookie, origin: ORIGIN },
+      );
+      assert.equal(res.status, 303);
+      assert.equal((await opened.store.inbox!.stats({ receiver: receiverName })).dead, 0);
+      assert.equal(await receiver.runDue(), 2);
+      assert.deepEqual(ran.sort(), ['evt_big', 'evt_plain', 'evt_xss']);
+      const purge = await post('/purge', { csrf: confirm.csrf }, { cookie: confirm.cookie, origin: ORIGIN });
+      assert.equal(purge.status, 303);
+      assert.deepEqual(
+        actions.map((a) => a.action),
+        ['requeue', 'requeue-dead', 'purge'],
+      );
+      assert.equal(actions[1]?.count, 2);
+    });
+
+    it('shows the claims view where the store has one', async () => {
+      const res = await get('/claims');
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /<h1>Claims<\/h1>/);
+    });
+  });
+}
+
+spec('memory', 'memory');
+if (
+  await reachable('Redis', servers.redis, async () => {
+    const c = createClient({ url: servers.redis });
+    await c.connect();
+    await c.quit();
+  })
+)
+  spec('Redis', servers.redis);
+{
+  const probe = new pg.Pool({ connectionString: servers.postgres, max: 1 });
+  const up = await reachable('PostgreSQL', servers.postgres, () => probe.query('SELECT 1'));
+  await probe.end();
+  if (up) spec('PostgreSQL', servers.postgres);
+}
