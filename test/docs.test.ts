@@ -142,6 +142,9 @@ declare const myStore: (options: { client: unknown }) => import('onceonly').Stor
 
 const scenes: Record<string, string> = {
   'README.md': `
+declare function adminName(request: Request): string | undefined;
+declare const app: import('express').Express;
+declare const store: import('onceonly').Store;
 declare const stripe: { paymentIntents: { create(params: object, options: { idempotencyKey: string }): Promise<{ id: string; status: string }> } };
 declare const params: object;
 `,
@@ -191,6 +194,10 @@ declare function deploy(sha: unknown, options: { attempt: number; signal: AbortS
 `,
   'docs/observability.md': `
 declare const app: import('express').Express;
+`,
+  'docs/console.md': `
+declare function yourSession(request: Request): Promise<{ isAdmin: boolean; email: string } | undefined>;
+declare const store: import('onceonly').Store;
 `,
   'docs/lambda.md': `
 import { webhook } from 'onceonly/lambda';
