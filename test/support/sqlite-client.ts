@@ -64,6 +64,10 @@ export function openSqlite(file: string, options: OpenOptions = {}): OpenedSqlit
     };
     raw = new DatabaseSync(file, { readOnly: options.readonly ?? false });
     if (options.timeout !== undefined) raw.exec(`PRAGMA busy_timeout = ${options.timeout}`);
+    // As better-sqlite3 is built (SQLITE_DEFAULT_WAL_SYNCHRONOUS=1): node:sqlite's connections
+    // default to FULL, an fsync at every commit under the write lock, and 4 processes writing flat
+    // out then starve a fifth past a 10 s busy timeout (seen in the race suite). docs/sqlite.md says so.
+    if (!options.readonly) raw.exec('PRAGMA synchronous = NORMAL');
   } else {
     const Database = require('better-sqlite3') as new (
       path: string,

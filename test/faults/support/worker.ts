@@ -14,6 +14,7 @@ import type { Lease, Store } from '../../../src/core/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
 import { toResponse } from '../../../src/receiver/http.js';
 import { createReceiver } from '../../../src/receiver/receiver.js';
+import { openSqlite } from '../../support/sqlite-client.js';
 
 /**
  * Where the process kills itself. Inbox mode adds two: `accepted`, after the durable accept and
@@ -72,9 +73,8 @@ export interface FaultWorkerConfig {
 }
 
 const config: FaultWorkerConfig = JSON.parse(process.env.ONCEONLY_FAULT_WORKER!);
-const Database = (await import('better-sqlite3')).default;
-const ledger = new Database(config.ledger);
-ledger.pragma('busy_timeout = 20000');
+// On the suites' SQLite client (test/support/sqlite-client.ts): node:sqlite on Node 22 and 24.
+const ledger = openSqlite(config.ledger, { timeout: 20_000 });
 const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALUES (?, ?, ?)');
 const applyEffect = ledger.prepare(
   'INSERT INTO effects (event_id, attempt, pid, degraded) VALUES (?, ?, ?, ?)',
@@ -129,10 +129,10 @@ async function openStore(): Promise<{ store: Store; recordSync?: (key: string) =
     return { store: dynamoDbStore({ client, table: config.name, maxClockSkew: 100 }) };
   }
   const { sqliteStore } = await import('../../../src/stores/sqlite.js');
-  const store = sqliteStore({ client: ledger, table: config.name });
+  const store = sqliteStore({ client: ledger.client, table: config.name });
   return {
     store,
-    recordSync: (key) => store.recordSync(key, { retentionMs: 600_000, tx: ledger }).duplicate,
+    recordSync: (key) => store.recordSync(key, { retentionMs: 600_000, tx: ledger.client }).duplicate,
   };
 }
 
@@ -250,16 +250,17 @@ const receiver = createReceiver({
     }
     if (config.effect === 'tx' && opened.recordSync) {
       // The effect and its dedup row commit together: a crash before confirm cannot double it.
-      ledger
-        .transaction(() => {
+      ledger.transaction(
+        () => {
           if (opened.recordSync!(`effect:${key}`)) return;
           applyEffect.run(id, attempt, process.pid, 0);
-        })
-        .immediate();
+        },
+        { immediate: true },
+      );
     } else if (config.effect === 'fenced') {
-      ledger
-        .transaction(() => {
-          if (takeFence.run(id, attempt).changes === 0)
+      ledger.transaction(
+        () => {
+          if (Number(takeFence.run(id, attempt).changes) === 0)
             throw new Error(`fenced out: a newer attempt than ${attempt} owns ${id}`);
           if ((fenceApplied.get(id) as { applied: number }).applied === 1) {
             recordSeen.run(id, attempt, process.pid); // an earlier attempt applied it: nothing to do
@@ -267,8 +268,9 @@ const receiver = createReceiver({
           }
           applyEffect.run(id, attempt, process.pid, 0);
           markApplied.run(id);
-        })
-        .immediate();
+        },
+        { immediate: true },
+      );
     } else {
       applyEffect.run(id, attempt, process.pid, lease === undefined ? 1 : 0);
       unconfirmed.add(ran(id, attempt));
