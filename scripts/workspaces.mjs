@@ -17,6 +17,8 @@ export const workspaces = {
   'test/runtimes': "the cross-runtime suites' workspace (Next.js, Bun, Deno, workerd)",
   'test/sdks': 'the provider SDKs the signature suites check against (Stripe, Twilio, Adyen, Shopify, ...)',
   bench: "the benchmarks' baselines (the Stripe SDK, autocannon, Powertools, mitata)",
+  'test/nodes':
+    'the newer Node lines the suites also run on (node22, node24: `node scripts/test.mjs --node 22`)',
 };
 
 /** The workspace's dependencies that are not installed (all of them before the first install). */
