@@ -17,7 +17,7 @@
 // own child processes run on it too (they fork process.execPath), and the SQLite suites run on
 // node:sqlite there (test/support/sqlite-client.ts: the root's better-sqlite3 is built for its Node).
 //
-// Usage: npm test [-- [--node 22|24] [--list] file-or-folder ...]   (--list: print the files, run none)
+// Usage: npm test [-- [--node 22|24 [--line-suites]] [--list] file-or-folder ...]   (--list: print the files, run none)
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
@@ -26,30 +26,21 @@ import { install, workspaces } from './workspaces.mjs';
 /**
  * What `--node <line>` runs when no files are named (.ci/run, on Node 22 and 24): what may behave
  * differently on another line. The unit suites (src/, test/*.test.ts), the providers, the adapters,
- * SQLite on node:sqlite with its race and SIGKILL suites, the CLI and the package consumers.
+ * SQLite on node:sqlite with its race suites, the CLI and the package consumers (SQLite's SIGKILL
+ * suites on node:sqlite are named beside them on one line in .ci/run: `--line-suites <files>`).
  * Not again on every line: the server stores' suites and faults (their clients are plain JavaScript,
  * run on the main line) and the cross-runtime and SDK suites; and, until the demo's ledger stops
  * needing better-sqlite3 (issue #30), what runs the demo or needs better-sqlite3 itself.
  */
 const LINE_SUITES = {
-  roots: [
-    'src',
-    'test',
-    'test/providers',
-    'test/adapters',
-    'test/sqlite',
-    'test/cli',
-    'test/package',
-    'test/faults/crash.test.ts',
-    'test/faults/inbox-crash-sqlite.test.ts',
-  ],
+  roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package'],
   skip: [
     // The server stores (Redis, PostgreSQL, MySQL, DynamoDB): their suites run on the main line.
     /^src\/stores\/(redis|postgres|mysql|dynamodb)[.-]/,
     // Drizzle and Kysely over better-sqlite3, and the CLI that runs the demo (its ledger is better-sqlite3).
     /^test\/sqlite\/tx\.test\.ts$/,
     /^test\/cli\/(demo|inspect|inbox|redis-outage)\.test\.ts$/,
-    /^test\/examples\.test\.ts$/,
+    /^test\/(examples|inbox-two-apps)\.test\.ts$/,
   ],
 };
 
@@ -97,8 +88,10 @@ const listOnly = args.includes('--list') && args.splice(args.indexOf('--list'), 
 const nodeAt = args.indexOf('--node');
 const line = nodeAt === -1 ? undefined : args.splice(nodeAt, 2)[1];
 const nodeBinary = line === undefined ? process.execPath : lineNode(line);
-const lineSelection = line !== undefined && args.length === 0;
-const roots = args.length > 0 ? args : lineSelection ? LINE_SUITES.roots : ['src', 'test'];
+// --line-suites: LINE_SUITES and the files named; --node alone: LINE_SUITES.
+const alsoLine = args.includes('--line-suites') && args.splice(args.indexOf('--line-suites'), 1).length > 0;
+const lineSelection = line !== undefined && (alsoLine || args.length === 0);
+const roots = lineSelection ? [...LINE_SUITES.roots, ...args] : args.length > 0 ? args : ['src', 'test'];
 // The long files first (cross-runtime, fault, CLI, race and adapter suites), then the rest in
 // name order: the many short ones fill the slots at the end, so the run does not wait on one long
 // file that happened to sort last.
@@ -129,8 +122,12 @@ const selected = lineSelection
         : collect(root, []),
     )
   : roots.flatMap((root) => collect(root, []));
+const named = new Set(args.flatMap((root) => collect(root, [])));
 const files = [...new Set(selected)]
-  .filter((file) => !lineSelection || !LINE_SUITES.skip.some((pattern) => pattern.test(posix(file))))
+  .filter(
+    (file) =>
+      !lineSelection || named.has(file) || !LINE_SUITES.skip.some((pattern) => pattern.test(posix(file))),
+  )
   .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 if (listOnly) {
   console.log(files.join('\n'));

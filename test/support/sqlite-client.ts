@@ -12,14 +12,15 @@ import type { SqliteClient } from '../../src/stores/sqlite.js';
 
 const require = createRequire(import.meta.url);
 
-export type SqliteClientName = 'better-sqlite3' | 'node';
+export type SqliteClientName = 'better-sqlite3' | 'node' | 'bun';
 
 function pick(): SqliteClientName {
   const asked = process.env.SQLITE_CLIENT;
-  if (asked === 'node' || asked === 'better-sqlite3') return asked;
+  if (asked === 'node' || asked === 'better-sqlite3' || asked === 'bun') return asked;
   if (asked !== undefined && asked !== '') {
-    throw new Error(`SQLITE_CLIENT must be node or better-sqlite3, got ${asked}`);
+    throw new Error(`SQLITE_CLIENT must be node, better-sqlite3 or bun, got ${asked}`);
   }
+  if (process.versions.bun !== undefined) return 'bun';
   return Number(process.versions.node.split('.')[0]) >= 22 ? 'node' : 'better-sqlite3';
 }
 
@@ -67,6 +68,13 @@ export function openSqlite(file: string, options: OpenOptions = {}): OpenedSqlit
     // As better-sqlite3 is built (SQLITE_DEFAULT_WAL_SYNCHRONOUS=1): node:sqlite's connections
     // default to FULL, an fsync at every commit under the write lock, and 4 processes writing flat
     // out then starve a fifth past a 10 s busy timeout (seen in the race suite). docs/sqlite.md says so.
+    if (!options.readonly) raw.exec('PRAGMA synchronous = NORMAL');
+  } else if (sqliteClientName === 'bun') {
+    const { Database } = require('bun:sqlite') as {
+      Database: new (path: string, options?: { readonly?: boolean }) => Raw;
+    };
+    raw = new Database(file, options.readonly ? { readonly: true } : {});
+    if (options.timeout !== undefined) raw.exec(`PRAGMA busy_timeout = ${options.timeout}`);
     if (!options.readonly) raw.exec('PRAGMA synchronous = NORMAL');
   } else {
     const Database = require('better-sqlite3') as new (
