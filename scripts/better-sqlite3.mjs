@@ -1,8 +1,8 @@
 // `--import ./scripts/better-sqlite3.mjs` (or in NODE_OPTIONS, so every child process has it too):
 // a bare import of better-sqlite3 that the root install cannot satisfy (the root install leaves that
 // native build out) resolves from the on-demand workspace test/better-sqlite3 instead, so the test
-// files, the benchmarks and `npm start` import it as users do. Used on Node.js before 22.5, which
-// has no node:sqlite (scripts/test.mjs, scripts/start.mjs, the bench script).
+// files, the benchmarks and `npm start` import it as users do. Used on Node.js before 22.16, which
+// has no node:sqlite the store takes (scripts/test.mjs, scripts/start.mjs, the bench script).
 import { register } from 'node:module';
 
 register(

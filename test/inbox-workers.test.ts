@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import { createReceiver, type DeliveryResult, hmac, type Store } from '../src/index.js';
 import { sqliteStore } from '../src/stores/sqlite.js';
+import { openSqlite } from './support/sqlite-client.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const SECRET = 'workers-secret';
@@ -24,7 +24,7 @@ let files = 0;
 /** A SQLite store on a file of its own, and a second one on the same file (another process's). */
 function stores(): [Store, Store] {
   const file = join(dir, `inbox-${files++}.db`);
-  return [sqliteStore({ client: new Database(file) }), sqliteStore({ client: new Database(file) })];
+  return [sqliteStore({ client: openSqlite(file).client }), sqliteStore({ client: openSqlite(file).client })];
 }
 
 const provider = () =>

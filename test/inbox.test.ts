@@ -7,7 +7,6 @@
 import { strict as assert } from 'node:assert';
 import { createHmac, sign as ecSign, generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import {
   ConfigError,
   createReceiver,
@@ -20,6 +19,7 @@ import {
 } from '../src/index.js';
 import { sendgrid } from '../src/providers/index.js';
 import { sqliteStore } from '../src/stores/sqlite.js';
+import { openSqlite } from './support/sqlite-client.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const SECRET = 'inbox-secret';
@@ -228,12 +228,12 @@ describe('inbox mode: accept now, run later', () => {
   });
 
   it('buries an entry damaged in the store (SQLite row edited by hand), reported dead, while the entry beside it runs', async () => {
-    const db = new Database(':memory:');
+    const db = openSqlite(':memory:');
     try {
       const runs: string[] = [];
       const { receiver, outcomes, lines } = setup(
         { handler: ({ id }: HandlerContext<unknown>) => void runs.push(id!) },
-        sqliteStore({ client: db }),
+        sqliteStore({ client: db.client }),
       );
       assert.equal((await receiver.fetch(delivery({ id: 'evt_dmg', type: 't' }))).status, 202);
       assert.equal((await receiver.fetch(delivery({ id: 'evt_ok', type: 't' }))).status, 202);

@@ -14,7 +14,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -27,6 +26,7 @@ import { postgresStore } from '../src/stores/postgres.js';
 import { redisStore } from '../src/stores/redis.js';
 import { sqliteStore } from '../src/stores/sqlite.js';
 import { reachable, servers } from './support/servers.js';
+import { openSqlite } from './support/sqlite-client.js';
 
 const RUNS = Math.max(10, Math.floor(Number(process.env.FUZZ_RUNS ?? 300) / 5));
 const run = randomBytes(4).toString('hex');
@@ -62,8 +62,8 @@ const targets: Target[] = [
   {
     name: 'sqlite',
     open: async () => {
-      const db = new Database(join(dir, 'keys.db'));
-      return { store: sqliteStore({ client: db, table }), close: async () => void db.close() };
+      const db = openSqlite(join(dir, 'keys.db'));
+      return { store: sqliteStore({ client: db.client, table }), close: async () => void db.close() };
     },
   },
 ];

@@ -8,7 +8,6 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { StoreMisconfiguredError } from '../src/core/errors.js';
@@ -21,6 +20,7 @@ import { postgresInboxMigration, postgresMigration, postgresStore } from '../src
 import type { PurgeOptions } from '../src/stores/sql.js';
 import { sqliteInboxMigration, sqliteMigration, sqliteStore } from '../src/stores/sqlite.js';
 import { reachable, servers } from './support/servers.js';
+import { openSqlite } from './support/sqlite-client.js';
 
 type SqlStore = Store & {
   readonly inbox: InboxStore;
@@ -144,14 +144,14 @@ function spec(s: Spec): void {
 
 // SQLite: in process, always there.
 {
-  const db = new Database(':memory:');
+  const db = openSqlite(':memory:');
   after(() => db.close());
   spec({
     label: 'sqliteStore',
     exec: async (sql) => void db.exec(sql),
     quote: (name) => `"${name}"`,
     migrations: (table) => [sqliteMigration(table), sqliteInboxMigration(table)],
-    store: (table, autoCreate) => sqliteStore({ client: db, table, autoCreate }),
+    store: (table, autoCreate) => sqliteStore({ client: db.client, table, autoCreate }),
   });
 }
 

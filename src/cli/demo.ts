@@ -107,7 +107,7 @@ export async function demo(argv: readonly string[]): Promise<number> {
     // The default is a SQLite file shared by the processes; without a client for it, one process.
     flags.store = 'memory';
     process.stderr.write(
-      'onceonly: no SQLite here (Node.js 22.5+ has it built in, or npm install better-sqlite3): the demo runs on the memory store\n',
+      'onceonly: no SQLite here (Node.js 22.16+ has it built in, or npm install better-sqlite3): the demo runs on the memory store\n',
     );
   }
   if (modes.some((m) => m !== 'inline')) await needInbox(flags.store);

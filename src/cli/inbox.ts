@@ -22,7 +22,11 @@ export const inboxFlags = {
   state: { type: 'string', help: 'list: only entries in this state (pending, processing, completed, dead)' },
   dead: { type: 'boolean', help: 'retry: requeue every dead entry (of --receiver, if given)' },
   limit: { type: 'number', default: 20, help: 'list: how many entries' },
-  offset: { type: 'number', default: 0, help: 'list: entries to pass over first (the next page: --offset 20)' },
+  offset: {
+    type: 'number',
+    default: 0,
+    help: 'list: entries to pass over first (the next page: --offset 20)',
+  },
   json: { type: 'boolean', help: 'print JSON' },
   help: { type: 'boolean', help: 'show this help' },
 } satisfies FlagSpec;

@@ -228,12 +228,14 @@ interface SqliteFile {
 }
 
 /**
- * Node's own `node:sqlite` where the runtime has it (22.5 and later), else better-sqlite3 if it is
+ * Node's own `node:sqlite` where the runtime has it (22.16 and later: the store needs its isTransaction), else better-sqlite3 if it is
  * installed; undefined when neither is there.
  */
 async function sqliteClient(): Promise<((path: string) => SqliteFile) | undefined> {
   const builtin = await importQuietly('node:sqlite');
-  if (builtin) return (path) => new builtin.DatabaseSync(path);
+  // Before 22.16 its DatabaseSync has no isTransaction, which the store needs (it refuses one).
+  if (builtin && 'isTransaction' in builtin.DatabaseSync.prototype)
+    return (path) => new builtin.DatabaseSync(path);
   const better = await betterSqlite3();
   return better && ((path) => new better(path));
 }
@@ -264,7 +266,7 @@ async function openSqliteFile(path: string, mustExist: boolean): Promise<SqliteF
   const open = await sqliteClient();
   if (!open)
     throw new UsageError(
-      'a SQLite store needs Node.js 22.5 or later (node:sqlite) or the better-sqlite3 package: npm install better-sqlite3',
+      'a SQLite store needs Node.js 22.16 or later (node:sqlite) or the better-sqlite3 package: npm install better-sqlite3',
     );
   if (mustExist && !existsSync(path))
     throw new UsageError(`cannot open the SQLite file ${path}: no such file`);

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import { openSqlite, sqliteClientName } from '../../test/support/sqlite-client.js';
 import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
@@ -14,8 +14,8 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A store on its own connection to `file`, closing the connection with the store. */
 function storeOn(file: string, options: Partial<Parameters<typeof sqliteStore>[0]> = {}) {
-  const db = new Database(file);
-  const store = sqliteStore({ client: db, ...options });
+  const db = openSqlite(file);
+  const store = sqliteStore({ client: db.client, ...options });
   return {
     db,
     store: {
@@ -31,47 +31,47 @@ function storeOn(file: string, options: Partial<Parameters<typeof sqliteStore>[0
 // Each factory call opens a new connection to one file, like processes sharing a database.
 const confFile = join(dir, 'conformance.db');
 await runConformance({
-  name: 'sqliteStore conformance (a connection per store, one file)',
+  name: `sqliteStore conformance on ${sqliteClientName} (a connection per store, one file)`,
   factory: () => storeOn(confFile).store,
 });
 
-describe('sqliteStore setup', () => {
+describe(`sqliteStore setup on ${sqliteClientName}`, () => {
   it('switches the file to WAL and creates its tables on first use', async () => {
     // Prepare
     const { db, store } = storeOn(join(dir, 'setup.db'));
-    assert.equal(db.pragma('journal_mode', { simple: true }), 'delete', 'a new file starts in rollback mode');
+    assert.equal(db.pragma('journal_mode'), 'delete', 'a new file starts in rollback mode');
     // Act
     await store.claim('k', { leaseMs: 60_000 });
     // Assess
-    assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.equal(db.pragma('journal_mode'), 'wal');
     const names = db
       .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-      .pluck()
-      .all();
+      .all()
+      .map((row) => (row as { name: string }).name);
     assert.deepEqual(names, ['onceonly', 'onceonly_versions']);
     await store.close();
   });
 
   it('raises a busy timeout below 5 s, keeps a longer one, and sets a configured one', async () => {
     const file = join(dir, 'busy.db');
-    const low = new Database(file, { timeout: 100 });
-    await sqliteStore({ client: low }).ready();
-    assert.equal(low.pragma('busy_timeout', { simple: true }), 5_000);
-    const high = new Database(file, { timeout: 20_000 });
-    await sqliteStore({ client: high }).ready();
-    assert.equal(high.pragma('busy_timeout', { simple: true }), 20_000);
-    const set = new Database(file);
-    await sqliteStore({ client: set, busyTimeout: 250 }).ready();
-    assert.equal(set.pragma('busy_timeout', { simple: true }), 250);
+    const low = openSqlite(file, { timeout: 100 });
+    await sqliteStore({ client: low.client }).ready();
+    assert.equal(low.pragma('busy_timeout'), 5_000);
+    const high = openSqlite(file, { timeout: 20_000 });
+    await sqliteStore({ client: high.client }).ready();
+    assert.equal(high.pragma('busy_timeout'), 20_000);
+    const set = openSqlite(file);
+    await sqliteStore({ client: set.client, busyTimeout: 250 }).ready();
+    assert.equal(set.pragma('busy_timeout'), 250);
     for (const db of [low, high, set]) db.close();
   });
 
   it('runs on tables made from the exported migration with autoCreate off', async () => {
     // Prepare
-    const db = new Database(join(dir, 'migrated.db'));
+    const db = openSqlite(join(dir, 'migrated.db'));
     db.exec(sqliteMigration('keys'));
     db.exec(sqliteMigration('keys')); // idempotent
-    const store = sqliteStore({ client: db, table: 'keys', autoCreate: false });
+    const store = sqliteStore({ client: db.client, table: 'keys', autoCreate: false });
     // Act
     const claim = await store.claim('k', { leaseMs: 60_000 });
     // Assess
@@ -84,8 +84,8 @@ describe('sqliteStore setup', () => {
   });
 
   it('without the tables and with autoCreate off, fails with StoreUnavailableError', async () => {
-    const db = new Database(':memory:');
-    const store = sqliteStore({ client: db, autoCreate: false });
+    const db = openSqlite(':memory:');
+    const store = sqliteStore({ client: db.client, autoCreate: false });
     await assert.rejects(store.claim('k', { leaseMs: 1_000 }), (err: unknown) => {
       assert.ok(err instanceof StoreUnavailableError);
       assert.match(err.message, /^onceonly: SQLite store could not claim a key/);
@@ -95,21 +95,65 @@ describe('sqliteStore setup', () => {
   });
 
   it('rejects a bad table name, client or busy timeout', () => {
-    const db = new Database(':memory:');
-    assert.throws(() => sqliteStore({ client: db, table: 'a"; DROP TABLE x' }), ConfigError);
-    assert.throws(() => sqliteStore({ client: {} as never }), /better-sqlite3 Database/);
-    assert.throws(() => sqliteStore({ client: db, busyTimeout: -1 }), /busyTimeout/);
+    const db = openSqlite(':memory:');
+    assert.throws(() => sqliteStore({ client: db.client, table: 'a"; DROP TABLE x' }), ConfigError);
+    assert.throws(
+      () => sqliteStore({ client: {} as never }),
+      /better-sqlite3 Database.*node:sqlite DatabaseSync/,
+    );
+    assert.throws(() => sqliteStore({ client: db.client, busyTimeout: -1 }), /busyTimeout/);
     db.close();
   });
 });
 
-describe('sqliteStore locking', () => {
+describe(`sqliteStore recordSync in the caller's transaction on ${sqliteClientName}`, () => {
+  it('commits the dedup row with the writes, rolls both back together, and refuses a tx outside one', async () => {
+    // Prepare
+    const { db, store } = storeOn(join(dir, 'caller-tx.db'));
+    db.exec('CREATE TABLE orders (id TEXT PRIMARY KEY)');
+    const place = (id: string, fail = false) =>
+      db.transaction(
+        () => {
+          if (store.recordSync(id, { retentionMs: 60_000, tx: db.client }).duplicate) return false;
+          db.prepare('INSERT INTO orders (id) VALUES (?)').run(id);
+          if (fail) throw new Error('handler failed');
+          return true;
+        },
+        { immediate: true },
+      );
+    const orders = () =>
+      db
+        .prepare('SELECT id FROM orders ORDER BY id')
+        .all()
+        .map((r) => (r as { id: string }).id);
+    // Act
+    const first = place('o1');
+    const again = place('o1');
+    assert.throws(() => place('o2', true), /handler failed/);
+    // Assess
+    assert.deepEqual([first, again], [true, false], 'the repeat saw the committed dedup row');
+    assert.deepEqual(orders(), ['o1']);
+    assert.equal(await store.inspect('o2'), undefined, 'rolled back with the writes');
+    assert.throws(
+      () => store.recordSync('o3', { retentionMs: 1_000, tx: db.client }),
+      /inside db\.transaction/,
+    );
+    await store.close();
+  });
+
+  it('refuses a node:sqlite DatabaseSync without isTransaction (before Node 22.16), naming what it needs', () => {
+    const old = { prepare() {}, exec() {}, close() {}, open() {}, location() {} };
+    assert.throws(() => sqliteStore({ client: old as never }), /DatabaseSync on Node 22\.16\+/);
+  });
+});
+
+describe(`sqliteStore locking on ${sqliteClientName}`, () => {
   it("waits up to the busy timeout for another connection's write lock, then fails as unavailable", async () => {
     // Prepare: another connection holds the write lock.
     const file = join(dir, 'locking.db');
     const { store } = storeOn(file);
     await store.ready();
-    const other = new Database(file);
+    const other = openSqlite(file);
     other.prepare('BEGIN IMMEDIATE').run();
     const { store: impatient } = storeOn(file, { busyTimeout: 50 });
     // Act
@@ -166,10 +210,13 @@ describe('sqliteStore time', () => {
   it("takes time from SQLite's clock in milliseconds", async () => {
     const { db, store } = storeOn(join(dir, 'clock.db'));
     const sqliteNow = () =>
-      db
-        .prepare("SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)")
-        .pluck()
-        .get() as number;
+      (
+        db
+          .prepare("SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) AS ms")
+          .get() as {
+          ms: number;
+        }
+      ).ms;
     const before = sqliteNow();
     const claims = await Promise.all(['a', 'b', 'c'].map((k) => store.claim(k, { leaseMs: 10_000 })));
     const after = sqliteNow();

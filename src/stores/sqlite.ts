@@ -1,7 +1,8 @@
 /**
- * `onceonly/sqlite`: a store over SQLite for a `better-sqlite3` (11 or later) `Database`. The store
- * imports no driver: it talks to the database you already opened through the small structural
- * interface below.
+ * `onceonly/sqlite`: a store over SQLite for a `better-sqlite3` (11 or later) `Database`, a
+ * `node:sqlite` `DatabaseSync` (Node 22.16+ and 24) or a `bun:sqlite` `Database`. The store imports
+ * no driver: it talks to the database you already opened through the small structural interfaces
+ * below, and tells the clients apart by their shape.
  *
  * Safe for several processes on one host sharing one database file: the journal is switched to WAL,
  * every read-modify-write that reads in one statement and writes in another runs in `BEGIN IMMEDIATE`
@@ -9,7 +10,7 @@
  * row; a single write statement takes the lock itself before reading), and a busy timeout makes a
  * process wait for the lock instead of failing. All time is SQLite's own clock (`julianday('now')`, in ms).
  *
- * better-sqlite3 is synchronous: each method does its work before it returns, and returns a settled
+ * All three clients are synchronous: each method does its work before it returns, and returns a settled
  * promise to keep the {@link Store} contract. A method waiting for another process's write lock blocks
  * the event loop for up to the busy timeout.
  */
@@ -19,6 +20,7 @@ import type { RecordOptions, Store, StoreAdmin } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_TABLE, migrationText, sqlStore } from './sql/core.js';
 import { ddl, sqliteDialect, sqliteInbox, sqliteTables } from './sql/sqlite-dialect.js';
+import { type ClientDatabase, clientOf } from './sql/sqlite-clients.js';
 import { isDatabase, isSyncTx, notInTransaction, sqliteDriver } from './sql/sqlite-driver.js';
 import { counter, drizzleRaw, type KyselyRawExecutor, kyselyRaw } from './sql/tx.js';
 import type { DrizzleSqlTag, PurgeOptions } from './sql.js';
@@ -38,11 +40,36 @@ export interface SqliteDatabase {
   readonly inTransaction: boolean;
 }
 
+/** What the store needs of a prepared statement of node:sqlite (`StatementSync`) or bun:sqlite. */
+export interface SqliteSyncStatement {
+  run(...params: any[]): { changes: number | bigint };
+  all(...params: any[]): unknown[];
+}
+
+/** What the store needs of a node:sqlite `DatabaseSync` (Node 22.16+ and 24: `isTransaction`). */
+export interface NodeSqliteDatabase {
+  prepare(sql: string): SqliteSyncStatement;
+  exec(sql: string): void;
+  readonly isTransaction: boolean;
+}
+
+/** What the store needs of a bun:sqlite `Database`. */
+export interface BunSqliteDatabase {
+  prepare(sql: string): SqliteSyncStatement;
+  query(sql: string): unknown;
+  exec(sql: string): unknown;
+  readonly inTransaction: boolean;
+}
+
+/** A database the store runs on: better-sqlite3's, node:sqlite's or bun:sqlite's. */
+export type SqliteClient = SqliteDatabase | NodeSqliteDatabase | BunSqliteDatabase;
+
 /**
- * A transaction `record(key, { tx })` joins: the better-sqlite3 `Database` inside your
- * `db.transaction(...)`, `drizzleTx(tx, sql)`, or `kyselyTx(trx)`.
+ * A transaction `record(key, { tx })` joins: the database inside your transaction
+ * (better-sqlite3's `db.transaction(...)`, or `BEGIN` ... `COMMIT` on node:sqlite or bun:sqlite),
+ * `drizzleTx(tx, sql)`, or `kyselyTx(trx)`.
  */
-export type SqliteTransaction = SqliteDatabase | SqliteSyncTransaction | SqliteAsyncTransaction;
+export type SqliteTransaction = SqliteClient | SqliteSyncTransaction | SqliteAsyncTransaction;
 
 /** A transaction that runs statements synchronously (Drizzle's over better-sqlite3); made by {@link drizzleTx}. */
 export interface SqliteSyncTransaction {
@@ -56,10 +83,12 @@ export interface SqliteAsyncTransaction {
 
 export interface SqliteStoreOptions {
   /**
-   * The better-sqlite3 database the store runs its statements on. The store never closes it.
+   * The database the store runs its statements on: a better-sqlite3 `Database`, a node:sqlite
+   * `DatabaseSync` or a bun:sqlite `Database`. The store never closes it.
    * @example sqliteStore({ client: new Database('app.db') })
+   * @example sqliteStore({ client: new DatabaseSync('app.db') }) // import { DatabaseSync } from 'node:sqlite'
    */
-  client: SqliteDatabase;
+  client: SqliteClient;
   /**
    * The table of keys, optionally schema-qualified (`main`, or an attached database). The ordering
    * guard's versions live in `<table>_versions`. Plain identifiers only.
@@ -86,7 +115,7 @@ export interface SqliteStoreOptions {
    * How long a statement waits for another connection's write lock before failing with SQLITE_BUSY
    * (`PRAGMA busy_timeout`, set on your connection). When not given, a connection's timeout below 5 s is
    * raised to 5 s and a longer one is kept.
-   * @default 5000 (better-sqlite3's own default)
+   * @default 5000 (better-sqlite3's own default; node:sqlite's is 0)
    * @example sqliteStore({ client, busyTimeout: 10_000 })
    */
   busyTimeout?: number;
@@ -100,7 +129,8 @@ export interface SqliteStore extends Store, StoreAdmin {
   /**
    * `record()` for use inside `db.transaction(() => ...)`, whose function must be synchronous: the
    * answer comes back at once, so the transaction can skip its writes on a duplicate. With `tx` (the
-   * database, inside its transaction) the dedup row commits or rolls back with your writes.
+   * database, inside its transaction: better-sqlite3's `db.transaction`, or `BEGIN` ... `COMMIT` on
+   * node:sqlite or bun:sqlite) the dedup row commits or rolls back with your writes.
    *
    * @example
    * db.transaction(() => {
@@ -110,7 +140,7 @@ export interface SqliteStore extends Store, StoreAdmin {
    */
   recordSync(
     key: string,
-    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase | SqliteSyncTransaction },
+    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteClient | SqliteSyncTransaction },
   ): { duplicate: boolean };
   /**
    * Deletes completed keys past their retention, and takeable records (released, or their lease ran
@@ -153,18 +183,20 @@ export function sqliteInboxMigration(table: string = DEFAULT_TABLE): string {
 }
 
 /**
- * A store over SQLite for a better-sqlite3 `Database`; `close()` never closes it.
+ * A store over SQLite for a better-sqlite3 `Database`, a node:sqlite `DatabaseSync` or a bun:sqlite
+ * `Database`; `close()` never closes it.
  *
  * @example
- * import Database from 'better-sqlite3';
- * const store = sqliteStore({ client: new Database('onceonly.db') });
+ * import { DatabaseSync } from 'node:sqlite'; // Node 22.16+; or: import Database from 'better-sqlite3'
+ * const store = sqliteStore({ client: new DatabaseSync('onceonly.db') });
  */
 export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
   const db = options?.client;
-  if (!isDatabase(db)) {
+  const client = clientOf(db);
+  if (client === undefined) {
     throw new ConfigError(
       'invalid_option',
-      "onceonly: sqliteStore needs { client }: a better-sqlite3 Database (import Database from 'better-sqlite3')",
+      "onceonly: sqliteStore needs { client }: a better-sqlite3 Database (import Database from 'better-sqlite3'), a node:sqlite DatabaseSync on Node 22.16+ (import { DatabaseSync } from 'node:sqlite') or a bun:sqlite Database",
     );
   }
   const table = options.table ?? DEFAULT_TABLE;
@@ -178,12 +210,20 @@ export function sqliteStore(options: SqliteStoreOptions): SqliteStore {
       `onceonly: sqliteStore busyTimeout must be a non-negative integer of ms, got ${busyTimeout}`,
     );
   }
-  const driver = sqliteDriver({ db, table, autoCreate, wal, busyTimeout, dialect });
+  const driver = sqliteDriver({
+    db: db as ClientDatabase,
+    client,
+    table,
+    autoCreate,
+    wal,
+    busyTimeout,
+    dialect,
+  });
   const { store, record } = sqlStore({ dialect, driver, table, autoCreate });
 
   function recordSync(
     key: string,
-    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteDatabase | SqliteSyncTransaction },
+    options: Omit<RecordOptions, 'tx'> & { tx?: SqliteClient | SqliteSyncTransaction },
   ): { duplicate: boolean } {
     const { tx } = options;
     if (tx !== undefined && !isSyncTx(tx) && !isDatabase(tx)) throw notInTransaction();

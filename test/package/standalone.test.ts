@@ -6,7 +6,7 @@
  *
  * - The install brings onceonly and nothing else.
  * - `npx onceonly demo` runs and holds: on node:sqlite's SQLite file where the runtime has it
- *   (22.5+), else on the memory store with one line saying why.
+ *   (22.16+), else on the memory store with one line saying why.
  * - `npx onceonly example` runs the quick start; with `--serve` its signed curl is answered processed,
  *   then duplicate.
  * - A store whose driver is not installed is one line naming the package, exit 2, no stack trace.
@@ -21,9 +21,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-standalone-'));
-/** Node 22.5 and later have node:sqlite; 20 has not. */
+/** Node 22.16 and later have the node:sqlite the store takes (isTransaction); 20 has none. */
 const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
-const hasNodeSqlite = major > 22 || (major === 22 && minor >= 5);
+const hasNodeSqlite = major > 22 || (major === 22 && minor >= 16);
 /** This file's Node first on the PATH, so npx and the bin's `#!/usr/bin/env node` run on it. */
 const env = {
   ...process.env,
@@ -93,7 +93,7 @@ describe(`npm i onceonly, then npx onceonly, on Node.js ${process.versions.node}
     else
       assert.match(
         demo.stderr,
-        /^onceonly: no SQLite here \(Node\.js 22\.5\+ has it built in, or npm install better-sqlite3\): the demo runs on the memory store$/m,
+        /^onceonly: no SQLite here \(Node\.js 22\.16\+ has it built in, or npm install better-sqlite3\): the demo runs on the memory store$/m,
       );
   });
 
@@ -154,7 +154,7 @@ describe(`npm i onceonly, then npx onceonly, on Node.js ${process.versions.node}
       assert.equal(inspect.status, 2, inspect.stderr);
       assert.equal(
         inspect.stderr,
-        'onceonly: a SQLite store needs Node.js 22.5 or later (node:sqlite) or the better-sqlite3 package: npm install better-sqlite3\n',
+        'onceonly: a SQLite store needs Node.js 22.16 or later (node:sqlite) or the better-sqlite3 package: npm install better-sqlite3\n',
       );
     }
     assert.equal(existsSync(path), false);

@@ -5,14 +5,14 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { sqliteStore } from '../../src/stores/sqlite.js';
+import { openSqlite } from '../support/sqlite-client.js';
 
 const fileOf = (runId: string) => join(tmpdir(), `onceonly-${runId}.db`);
 
 export async function open(runId: string) {
-  const db = new Database(fileOf(runId));
-  const store = sqliteStore({ client: db, busyTimeout: 10_000 });
+  const db = openSqlite(fileOf(runId));
+  const store = sqliteStore({ client: db.client, busyTimeout: 10_000 });
   return { inbox: store.inbox, close: async () => void db.close() };
 }
 

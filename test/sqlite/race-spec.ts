@@ -3,8 +3,8 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { sqliteStore } from '../../src/stores/sqlite.js';
+import { openSqlite } from '../support/sqlite-client.js';
 
 const fileOf = (runId: string) => join(tmpdir(), `onceonly-race-${runId}.db`);
 const effectsDdl = `CREATE TABLE IF NOT EXISTS effects (
@@ -12,8 +12,8 @@ const effectsDdl = `CREATE TABLE IF NOT EXISTS effects (
 )`;
 
 export async function open(runId: string) {
-  const db = new Database(fileOf(runId), { timeout: 10_000 });
-  const store = sqliteStore({ client: db, busyTimeout: 10_000 });
+  const db = openSqlite(fileOf(runId), { timeout: 10_000 });
+  const store = sqliteStore({ client: db.client, busyTimeout: 10_000 });
   await store.ready();
   db.exec(effectsDdl);
   const insert = db.prepare('INSERT INTO effects (event_id, attempt) VALUES (?, ?)');
@@ -29,7 +29,7 @@ export async function open(runId: string) {
 }
 
 export async function effects(runId: string): Promise<Map<string, number>> {
-  const db = new Database(fileOf(runId), { timeout: 10_000 });
+  const db = openSqlite(fileOf(runId), { timeout: 10_000 });
   try {
     db.exec(effectsDdl);
     const rows = db.prepare('SELECT event_id, COUNT(*) AS n FROM effects GROUP BY event_id').all() as {

@@ -9,6 +9,7 @@ import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableNames } f
 import type { SqlInboxDialect } from '../sql-inbox.js';
 import { isLater, then } from './awaitable.js';
 import { heldBy, keyedCalls, named, tableParts } from './core.js';
+import { sqliteCode } from './sqlite-clients.js';
 import type { SqlStepsDialect } from './steps.js';
 import type { Awaitable, SqlDialect, SqlExec } from './types.js';
 
@@ -136,13 +137,11 @@ WHERE key = ? AND (state = 0 OR expires_at > ${NOW})`,
 export const sqliteErrors: SqlErrorDialect = {
   store: 'SQLite',
   migration: 'sqliteMigration',
-  key(err) {
-    const code = (err as { code?: unknown } | null)?.code;
-    return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
-  },
+  // The code by its name whichever client threw (sqlite-clients.ts: node:sqlite's is a number).
+  key: sqliteCode,
   shown(err) {
     const code = (err as { code?: unknown } | null)?.code;
-    return typeof code === 'string' ? code : undefined;
+    return sqliteCode(err) ?? (typeof code === 'string' ? code : undefined);
   },
   codeless: 'transient',
   rules: [
@@ -186,15 +185,15 @@ export const sqliteErrors: SqlErrorDialect = {
     unknownDatabase:
       'SQLite could not open the database file or the journal beside it: check the path the Database was opened with, that its directory exists, and that this process may create files there (the -wal and -shm files)',
     permission: () =>
-      'the database is read-only: open it without readonly: true, and make the file and its directory writable by this process (SQLite creates the -wal and -shm files beside it)',
+      'the database is read-only: open it without readonly: true (readOnly in node:sqlite), and make the file and its directory writable by this process (SQLite creates the -wal and -shm files beside it)',
     transient: 'check that the database file and the disk it is on are healthy',
   },
 };
 
 /**
  * The inbox in SQLite's words: one write statement per change (it holds the single write lock from
- * its first read, so a take needs no row locks), `UPDATE ... RETURNING` (3.35+, better-sqlite3 12
- * bundles a newer one), the acceptance sequence as the rowid.
+ * its first read, so a take needs no row locks), `UPDATE ... RETURNING` (3.35+: better-sqlite3 12,
+ * Node 22 and 24 and Bun bundle newer ones), the acceptance sequence as the rowid.
  */
 export const sqliteInbox: SqlInboxDialect = {
   errors: { ...sqliteErrors, migration: 'sqliteInboxMigration' },

@@ -1,26 +1,25 @@
 /**
- * How the SQLite store runs a statement on a better-sqlite3 `Database`: synchronously, prepared once
- * per database, under the write lock where the statement asks for it; how it readies the database
- * (busy timeout, WAL, tables) and joins the caller's transactions.
+ * How the SQLite store runs a statement on a client's database (better-sqlite3's `Database`,
+ * node:sqlite's `DatabaseSync`, bun:sqlite's `Database`: what differs is in sqlite-clients.ts):
+ * synchronously, prepared once per database, under the write lock where the statement asks for it;
+ * how it readies the database (busy timeout, WAL, tables) and joins the caller's transactions.
  */
 
 import { ConfigError } from '../../errors.js';
 import type { SqlInboxDriver } from '../sql-inbox.js';
 import { getOrMake } from './core.js';
+import {
+  type ClientDatabase,
+  type ClientStatement,
+  clientOf,
+  type SqliteClientKind,
+  sqliteCode,
+} from './sqlite-clients.js';
 import { DEFAULT_BUSY_TIMEOUT, ddl } from './sqlite-dialect.js';
 import { upgradeSteps } from './steps.js';
 import type { Row, SqlDialect, SqlDriver, SqlOutcome } from './types.js';
 
-/** What the store needs of better-sqlite3 (the entry file's `SqliteDatabase` and transactions). */
-interface SqliteLikeStatement {
-  run(...params: unknown[]): { changes: number };
-  all(...params: unknown[]): unknown[];
-}
-interface SqliteLike {
-  prepare(sql: string): SqliteLikeStatement;
-  pragma(source: string, options?: { simple?: boolean }): unknown;
-  readonly inTransaction: boolean;
-}
+/** The caller's transactions (the entry file's `SqliteSyncTransaction` and `SqliteAsyncTransaction`). */
 interface SyncTxLike {
   readonly onceonlySqliteTxSync: (sql: string, params: unknown[]) => readonly unknown[];
 }
@@ -28,13 +27,9 @@ interface AsyncTxLike {
   readonly onceonlySqliteTx: (sql: string, params: unknown[]) => Promise<readonly unknown[]>;
 }
 
-export function isDatabase(value: unknown): value is SqliteLike {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { prepare?: unknown }).prepare === 'function' &&
-    typeof (value as { inTransaction?: unknown }).inTransaction === 'boolean'
-  );
+/** Whether `value` is a database of one of the clients (sqlite-clients.ts). */
+export function isDatabase(value: unknown): value is ClientDatabase {
+  return clientOf(value) !== undefined;
 }
 
 export function isSyncTx(value: unknown): value is SyncTxLike {
@@ -53,19 +48,19 @@ function isAsyncTx(value: unknown): value is AsyncTxLike {
   );
 }
 
-/** Statement values as better-sqlite3 binds them: no undefined, no booleans. */
+/** Statement values as every client binds them: no undefined, no booleans. */
 const bindable = (values: unknown[]) =>
   values.map((v) => (v === undefined ? null : typeof v === 'boolean' ? Number(v) : v));
 
 /** Prepared statements per database and table, shared by every store object over them. */
-const prepared = new WeakMap<object, Map<string, SqliteLikeStatement>>();
+const prepared = new WeakMap<object, Map<string, ClientStatement>>();
 
 /** The prepared statements of one database (made once per driver, so a statement is one lookup). */
-function preparedOf(db: SqliteLike): Map<string, SqliteLikeStatement> {
-  return getOrMake(prepared, db, () => new Map<string, SqliteLikeStatement>());
+function preparedOf(db: ClientDatabase): Map<string, ClientStatement> {
+  return getOrMake(prepared, db, () => new Map<string, ClientStatement>());
 }
 
-function prepare(db: SqliteLike, sql: string, perDb = preparedOf(db)): SqliteLikeStatement {
+function prepare(db: ClientDatabase, sql: string, perDb = preparedOf(db)): ClientStatement {
   let statement = perDb.get(sql);
   if (statement === undefined) {
     statement = db.prepare(sql);
@@ -82,8 +77,8 @@ const created = new WeakMap<object, Set<string>>();
  * transaction reading first could find its snapshot stale at the write, which the busy timeout does not
  * cover). Inside a transaction of the caller's, a savepoint instead: the work joins it.
  */
-function write<T>(db: SqliteLike, fn: () => T): T {
-  const nested = db.inTransaction;
+function write<T>(db: ClientDatabase, client: SqliteClientKind, fn: () => T): T {
+  const nested = client.inTransaction(db);
   prepare(db, nested ? 'SAVEPOINT onceonly' : 'BEGIN IMMEDIATE').run();
   let result: T;
   try {
@@ -92,7 +87,7 @@ function write<T>(db: SqliteLike, fn: () => T): T {
     if (nested) {
       prepare(db, 'ROLLBACK TO onceonly').run();
       prepare(db, 'RELEASE onceonly').run();
-    } else if (db.inTransaction) {
+    } else if (client.inTransaction(db)) {
       prepare(db, 'ROLLBACK').run();
     }
     throw err;
@@ -118,7 +113,8 @@ export function notInTransaction(): ConfigError {
 }
 
 export interface SqliteDriverOptions {
-  readonly db: SqliteLike;
+  readonly db: ClientDatabase;
+  readonly client: SqliteClientKind;
   readonly table: string;
   readonly autoCreate: boolean;
   readonly wal: boolean;
@@ -133,15 +129,15 @@ export interface SqliteDriverOptions {
  * host): tried again every 10 ms, reading the mode each time (another process may have switched
  * it), for up to `waitMs`.
  */
-export function toWal(db: SqliteLike, waitMs: number): void {
+export function toWal(db: ClientDatabase, client: SqliteClientKind, waitMs: number): void {
   const until = Date.now() + waitMs;
   for (;;) {
     try {
-      const mode = String(db.pragma('journal_mode', { simple: true })).toLowerCase();
-      if (mode !== 'wal' && mode !== 'memory') db.pragma('journal_mode = WAL');
+      const mode = String(client.pragma(db, 'journal_mode')).toLowerCase();
+      if (mode !== 'wal' && mode !== 'memory') client.setPragma(db, 'journal_mode = WAL');
       return;
     } catch (err) {
-      if ((err as { code?: unknown } | null)?.code !== 'SQLITE_BUSY' || Date.now() >= until) throw err;
+      if (sqliteCode(err) !== 'SQLITE_BUSY' || Date.now() >= until) throw err;
       Atomics.wait(PAUSE, 0, 0, 10);
     }
   }
@@ -149,9 +145,10 @@ export function toWal(db: SqliteLike, waitMs: number): void {
 
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
-/** The driver of a SQLite store over `db` (already checked by {@link isDatabase}). */
+/** The driver of a SQLite store over `db`, a database of `client` (see {@link clientOf}). */
 export function sqliteDriver({
   db,
+  client,
   table,
   autoCreate,
   wal,
@@ -162,13 +159,16 @@ export function sqliteDriver({
 
   function ensureReady(): void {
     if (isReady) return;
-    const current = Number(db.pragma('busy_timeout', { simple: true }));
-    if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${busyTimeout}`);
-    else if (!(current >= DEFAULT_BUSY_TIMEOUT)) db.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT}`);
-    if (wal && !db.inTransaction) toWal(db, busyTimeout ?? Math.max(current, DEFAULT_BUSY_TIMEOUT));
+    const current = Number(client.pragma(db, 'busy_timeout'));
+    if (busyTimeout !== undefined) client.setPragma(db, `busy_timeout = ${busyTimeout}`);
+    else if (!(current >= DEFAULT_BUSY_TIMEOUT))
+      client.setPragma(db, `busy_timeout = ${DEFAULT_BUSY_TIMEOUT}`);
+    if (wal && !client.inTransaction(db)) {
+      toWal(db, client, busyTimeout ?? Math.max(current, DEFAULT_BUSY_TIMEOUT));
+    }
     const done = getOrMake(created, db, () => new Set<string>());
     if (autoCreate && !done.has(table)) {
-      write(db, () => {
+      write(db, client, () => {
         for (const statement of ddl(dialect.names)) db.prepare(statement).run();
         // A keys table made by an older onceonly has no steps column.
         upgradeSteps(dialect.steps, dialect.errors, dialect.names.keys, (text) => db.prepare(text).run());
@@ -197,14 +197,14 @@ export function sqliteDriver({
         const rows = prepared.all(...bindable(values)) as Record<string, unknown>[];
         return { rows, changes: rows.length };
       }
-      return { rows: [], changes: prepared.run(...bindable(values)).changes };
+      return { rows: [], changes: Number(prepared.run(...bindable(values)).changes) };
     },
     async exists() {
       return false;
     },
     async create(statements) {
       ensureReady();
-      write(db, () => {
+      write(db, client, () => {
         for (const statement of statements) db.prepare(statement).run();
       });
     },
@@ -215,31 +215,33 @@ export function sqliteDriver({
   const runNow = (statement: { text: string; rows?: boolean }, values: unknown[]): SqlOutcome => {
     const prepared = prepare(db, statement.text, statements);
     if (statement.rows) return rowsBack(prepared.all(...values));
-    const { changes } = prepared.run(...values);
+    const changes = Number(prepared.run(...values).changes);
     return { rows: [], count: changes, done: changes > 0, id: 0 };
   };
   return {
     client: db,
     run(statement, values) {
-      return statement.lock ? write(db, () => runNow(statement, values)) : runNow(statement, values);
+      return statement.lock ? write(db, client, () => runNow(statement, values)) : runNow(statement, values);
     },
-    locked: (fn) => write(db, fn),
+    locked: (fn) => write(db, client, fn),
     ready: ensureReady,
     joining(tx) {
       if (isSyncTx(tx))
         return (statement, values) => rowsBack(tx.onceonlySqliteTxSync(statement.text, values));
       // Inside the caller's transaction: the row joins it, and their own error handling sees the
       // driver's error unchanged.
-      if (isDatabase(tx)) {
-        if (!tx.inTransaction) throw notInTransaction();
-        return (statement, values) => rowsBack(prepare(tx, statement.text).all(...values));
+      const txClient = clientOf(tx);
+      if (txClient !== undefined) {
+        const txDb = tx as ClientDatabase;
+        if (!txClient.inTransaction(txDb)) throw notInTransaction();
+        return (statement, values) => rowsBack(prepare(txDb, statement.text).all(...values));
       }
       if (isAsyncTx(tx)) {
         return async (statement, values) => rowsBack(await tx.onceonlySqliteTx(statement.text, values));
       }
       throw new ConfigError(
         'invalid_option',
-        'onceonly: record() tx must be the better-sqlite3 Database inside db.transaction(...), drizzleTx(tx, sql) or kyselyTx(trx)',
+        'onceonly: record() tx must be the Database inside its transaction (db.transaction(...), or BEGIN ... COMMIT on a node:sqlite DatabaseSync), drizzleTx(tx, sql) or kyselyTx(trx)',
       );
     },
     health(names) {

@@ -10,11 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type Database from 'better-sqlite3';
 import { demoSecret } from '../../../src/cli/sign.js';
 import { type SimulateReport, simulate } from '../../../src/cli/simulate.js';
 import { assignPort, until } from '../../../src/cli/wait.js';
 import { dropStore } from '../../support/drop-store.js';
+import { type OpenedSqlite, openSqlite } from '../../support/sqlite-client.js';
 import type { FaultWorkerConfig } from './worker.js';
 
 /** Scales the default sizes: FAULT_SIZE=10 runs ten times the events. */
@@ -89,9 +89,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
   const dir = mkdtempSync(join(tmpdir(), 'onceonly-faults-'));
   const run = randomBytes(4).toString('hex');
   const ledgerPath = join(dir, 'ledger.db');
-  const Database = (await import('better-sqlite3')).default;
-  const ledger = new Database(ledgerPath);
-  ledger.pragma('journal_mode = WAL');
+  const ledger = openSqlite(ledgerPath);
+  ledger.exec('PRAGMA journal_mode = WAL');
   ledger.exec(`
     CREATE TABLE runs (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL);
     CREATE TABLE effects (event_id TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, degraded INTEGER NOT NULL);
@@ -335,7 +334,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
  * Everything the ledger holds of one event, table by table, each row with its attempt and process:
  * `runs #1@412 #2@518; effects #1@412 #2@518; outcomes accepted@412 processed#2@518; kills accepted@412`.
  */
-function trailOf(ledger: Database.Database, id: string): string {
+function trailOf(ledger: OpenedSqlite, id: string): string {
   const list = (sql: string) =>
     (ledger.prepare(sql).all(id) as { v: string }[]).map((r) => r.v).join(' ') || '-';
   return [

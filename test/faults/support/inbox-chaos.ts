@@ -16,11 +16,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import { type DemoRunReport, runDemo } from '../../support/demo.js';
 import { dropStore } from '../../support/drop-store.js';
 import { sharedStores } from '../../support/probes.js';
 import { reachable } from '../../support/servers.js';
+import { openSqlite } from '../../support/sqlite-client.js';
 
 /**
  * A store of the suite, by label: one of the shared servers, or SQLite on a file of its own made
@@ -47,7 +47,7 @@ const killRate = { inline: '0.05', inbox: '0.05', hybrid: '0.1' };
 
 /** The ledger's own count: effects per event, and the attempt each dead event died at. */
 function recount(report: DemoRunReport) {
-  const ledger = new Database(report.ledger, { readonly: true });
+  const ledger = openSqlite(report.ledger, { readonly: true });
   try {
     const effects = ledger
       .prepare('SELECT event_id AS id, COUNT(*) AS n FROM effects GROUP BY event_id')

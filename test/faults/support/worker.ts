@@ -14,6 +14,7 @@ import type { Lease, Store } from '../../../src/core/types.js';
 import { stripe } from '../../../src/providers/stripe.js';
 import { toResponse } from '../../../src/receiver/http.js';
 import { createReceiver } from '../../../src/receiver/receiver.js';
+import { openSqlite } from '../../support/sqlite-client.js';
 
 /**
  * Where the process kills itself. Inbox mode adds two: `accepted`, after the durable accept and
@@ -72,9 +73,8 @@ export interface FaultWorkerConfig {
 }
 
 const config: FaultWorkerConfig = JSON.parse(process.env.ONCEONLY_FAULT_WORKER!);
-const Database = (await import('better-sqlite3')).default;
-const ledger = new Database(config.ledger);
-ledger.pragma('busy_timeout = 20000');
+// On the suites' SQLite client (test/support/sqlite-client.ts): node:sqlite on Node 22 and 24.
+const ledger = openSqlite(config.ledger, { timeout: 20_000 });
 const recordRun = ledger.prepare('INSERT INTO runs (event_id, attempt, pid) VALUES (?, ?, ?)');
 const applyEffect = ledger.prepare(
   'INSERT INTO effects (event_id, attempt, pid, degraded) VALUES (?, ?, ?, ?)',
@@ -86,13 +86,15 @@ const applyEffect = ledger.prepare(
  * committed (as src/cli/worker.ts does, and docs/reliability.md says).
  */
 const COMMIT_MARGIN_MS = Math.max(50, Math.floor(config.timeoutMs / 4));
-const commitPlain = ledger.transaction(
-  (id: string | undefined, attempt: number, degraded: number, deadlineAt: number) => {
-    if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) return false;
-    applyEffect.run(id, attempt, process.pid, degraded);
-    return true;
-  },
-);
+const commitPlain = (id: string | undefined, attempt: number, degraded: number, deadlineAt: number) =>
+  ledger.transaction(
+    () => {
+      if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) return false;
+      applyEffect.run(id, attempt, process.pid, degraded);
+      return true;
+    },
+    { immediate: true },
+  );
 const recordOutcome = ledger.prepare(
   'INSERT INTO outcomes (event_id, outcome, status, degraded, attempt, pid) VALUES (?, ?, ?, ?, ?, ?)',
 );
@@ -143,10 +145,10 @@ async function openStore(): Promise<{ store: Store; recordSync?: (key: string) =
     return { store: dynamoDbStore({ client, table: config.name, maxClockSkew: 100 }) };
   }
   const { sqliteStore } = await import('../../../src/stores/sqlite.js');
-  const store = sqliteStore({ client: ledger, table: config.name });
+  const store = sqliteStore({ client: ledger.client, table: config.name });
   return {
     store,
-    recordSync: (key) => store.recordSync(key, { retentionMs: 600_000, tx: ledger }).duplicate,
+    recordSync: (key) => store.recordSync(key, { retentionMs: 600_000, tx: ledger.client }).duplicate,
   };
 }
 
@@ -265,16 +267,17 @@ const receiver = createReceiver({
     }
     if (config.effect === 'tx' && opened.recordSync) {
       // The effect and its dedup row commit together: a crash before confirm cannot double it.
-      ledger
-        .transaction(() => {
+      ledger.transaction(
+        () => {
           if (opened.recordSync!(`effect:${key}`)) return;
           applyEffect.run(id, attempt, process.pid, 0);
-        })
-        .immediate();
+        },
+        { immediate: true },
+      );
     } else if (config.effect === 'fenced') {
-      ledger
-        .transaction(() => {
-          if (takeFence.run(id, attempt).changes === 0)
+      ledger.transaction(
+        () => {
+          if (Number(takeFence.run(id, attempt).changes) === 0)
             throw new Error(`fenced out: a newer attempt than ${attempt} owns ${id}`);
           if ((fenceApplied.get(id) as { applied: number }).applied === 1) {
             recordSeen.run(id, attempt, process.pid); // an earlier attempt applied it: nothing to do
@@ -282,10 +285,11 @@ const receiver = createReceiver({
           }
           applyEffect.run(id, attempt, process.pid, 0);
           markApplied.run(id);
-        })
-        .immediate();
+        },
+        { immediate: true },
+      );
     } else {
-      if (!commitPlain.immediate(id, attempt, lease === undefined ? 1 : 0, deadlineAt)) {
+      if (!commitPlain(id, attempt, lease === undefined ? 1 : 0, deadlineAt)) {
         // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
         await sleep(config.timeoutMs);
         throw new Error('ended at its deadline before its effect');
