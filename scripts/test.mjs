@@ -29,15 +29,16 @@ import { install, workspaces } from './workspaces.mjs';
  * SQLite on node:sqlite with its race suites, the CLI and the package consumers (SQLite's SIGKILL
  * suites on node:sqlite are named beside them on one line in .ci/run: `--line-suites <files>`).
  * Not again on every line: the server stores' suites and faults (their clients are plain JavaScript,
- * run on the main line) and the cross-runtime and SDK suites; and, until the demo's ledger stops
- * needing better-sqlite3 (issue #30), what runs the demo or needs better-sqlite3 itself.
+ * run on the main line) and the cross-runtime and SDK suites; what needs better-sqlite3 itself
+ * (Drizzle and Kysely over it); and, for time, the CLI suites that run the demo over the server
+ * stores (test/package/standalone.test.ts runs the demo on each line, on node:sqlite).
  */
 const LINE_SUITES = {
   roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package'],
   skip: [
     // The server stores (Redis, PostgreSQL, MySQL, DynamoDB): their suites run on the main line.
     /^src\/stores\/(redis|postgres|mysql|dynamodb)[.-]/,
-    // Drizzle and Kysely over better-sqlite3, and the CLI that runs the demo (its ledger is better-sqlite3).
+    // Drizzle and Kysely over better-sqlite3; the CLI suites on the server stores and the examples (for time).
     /^test\/sqlite\/tx\.test\.ts$/,
     /^test\/cli\/(demo|inspect|inbox|redis-outage)\.test\.ts$/,
     /^test\/(examples|inbox-two-apps)\.test\.ts$/,

@@ -228,13 +228,14 @@ interface SqliteFile {
 }
 
 /**
- * Node's own `node:sqlite` where the runtime has it (22.16 and later: the store needs its isTransaction), else better-sqlite3 if it is
- * installed; undefined when neither is there.
+ * Node's own `node:sqlite` where the runtime has it (22.16 and later: the store needs its
+ * isTransaction), else better-sqlite3 if it is installed; undefined when neither is there.
  */
 async function sqliteClient(): Promise<((path: string) => SqliteFile) | undefined> {
   const builtin = await importQuietly('node:sqlite');
-  // Before 22.16 its DatabaseSync has no isTransaction, which the store needs (it refuses one).
-  if (builtin && 'isTransaction' in builtin.DatabaseSync.prototype)
+  // Before 22.16 its DatabaseSync has no isTransaction, which the store needs (it refuses one); a
+  // database has it as its own property, so one in memory is asked.
+  if (builtin && 'isTransaction' in new builtin.DatabaseSync(':memory:'))
     return (path) => new builtin.DatabaseSync(path);
   const better = await betterSqlite3();
   return better && ((path) => new better(path));
