@@ -262,7 +262,7 @@ declare const db: import('drizzle-orm/mysql2').MySql2Database;
 declare const orders: typeof import('./tables.js').mysqlOrders;
 declare const order: { id: string };
 `,
-  '// Kysely (SqliteDialect over the same better-sqlite3 Database)': `
+  '// Kysely (SqliteDialect over the same better-sqlite3 Database; not over node:sqlite)': `
 declare const kdb: import('kysely').Kysely<{ orders: { id: string; total: number } }>;
 declare const order: { id: string; total: number };
 `,
@@ -281,7 +281,23 @@ export const pgOrders = pgTable('orders', { id: pgText('id').primaryKey() });
 export const mysqlOrders = mysqlTable('orders', { id: varchar('id', { length: 64 }).primaryKey() });
 export const sqliteOrders = sqliteTable('orders', { id: sqliteText('id').primaryKey() });
 `;
-const ambient = `declare module '@aws-sdk/client-sqs' {
+// node:sqlite as @types/node 22.16+ declares it (the root's @types/node is 20's, the lowest line).
+const ambient = `declare module 'node:sqlite' {
+  export class StatementSync {
+    run(...params: (null | number | bigint | string | Uint8Array)[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+    all(...params: (null | number | bigint | string | Uint8Array)[]): Record<string, unknown>[];
+    get(...params: (null | number | bigint | string | Uint8Array)[]): Record<string, unknown> | undefined;
+  }
+  export class DatabaseSync {
+    constructor(path: string, options?: { open?: boolean; readOnly?: boolean; timeout?: number });
+    exec(sql: string): void;
+    prepare(sql: string): StatementSync;
+    readonly isTransaction: boolean;
+    readonly isOpen: boolean;
+    close(): void;
+  }
+}
+declare module '@aws-sdk/client-sqs' {
   export class SQSClient { constructor(config: object); send(command: SendMessageCommand): Promise<unknown> }
   export class SendMessageCommand { constructor(input: { QueueUrl: string | undefined; MessageBody: string }) }
 }
