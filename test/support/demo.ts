@@ -79,13 +79,17 @@ export async function runDemo(
 }
 
 /** Recounts from the ledger itself: every event exactly one effect. */
+/** The demo's ledger as the workers appended it: one JSON object a line, `{ t: table, id, attempt, ... }`. */
+export function readDemoLedger(path: string): { t: string; id: string; attempt: number }[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as { t: string; id: string; attempt: number });
+}
+
 export function assertLedger(report: DemoRunReport) {
   try {
-    // One JSON object per line, as the workers appended them ({ t: table, id, attempt, ... }).
-    const rows = readFileSync(report.ledger, 'utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as { t: string; id: string });
+    const rows = readDemoLedger(report.ledger);
     const effects = new Map<string, number>();
     for (const r of rows) if (r.t === 'effects') effects.set(r.id, (effects.get(r.id) ?? 0) + 1);
     assert.equal(effects.size, report.events, 'every event has an effect');

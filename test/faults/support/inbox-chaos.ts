@@ -16,11 +16,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { type DemoRunReport, runDemo } from '../../support/demo.js';
+import { type DemoRunReport, readDemoLedger, runDemo } from '../../support/demo.js';
 import { dropStore } from '../../support/drop-store.js';
 import { sharedStores } from '../../support/probes.js';
 import { reachable } from '../../support/servers.js';
-import { openSqlite } from '../../support/sqlite-client.js';
 
 /**
  * A store of the suite, by label: one of the shared servers, or SQLite on a file of its own made
@@ -47,18 +46,14 @@ const killRate = { inline: '0.05', inbox: '0.05', hybrid: '0.1' };
 
 /** The ledger's own count: effects per event, and the attempt each dead event died at. */
 function recount(report: DemoRunReport) {
-  const ledger = openSqlite(report.ledger, { readonly: true });
   try {
-    const effects = ledger
-      .prepare('SELECT event_id AS id, COUNT(*) AS n FROM effects GROUP BY event_id')
-      .all() as { id: string; n: number }[];
-    const dead = ledger.prepare('SELECT event_id AS id, attempt FROM dead').all() as {
-      id: string;
-      attempt: number;
-    }[];
+    const rows = readDemoLedger(report.ledger);
+    const counts = new Map<string, number>();
+    for (const r of rows) if (r.t === 'effects') counts.set(r.id, (counts.get(r.id) ?? 0) + 1);
+    const effects = [...counts].map(([id, n]) => ({ id, n }));
+    const dead = rows.filter((r) => r.t === 'dead').map((r) => ({ id: r.id, attempt: r.attempt }));
     return { effects, dead };
   } finally {
-    ledger.close();
     rmSync(dirname(report.ledger), { recursive: true, force: true });
   }
 }
