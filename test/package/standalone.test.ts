@@ -26,7 +26,9 @@ const [major, minor] = process.versions.node.split('.').map(Number) as [number, 
 const hasNodeSqlite = major > 22 || (major === 22 && minor >= 16);
 /** This file's Node first on the PATH, so npx and the bin's `#!/usr/bin/env node` run on it. */
 const env = {
-  ...process.env,
+  // The user's shell: none of the npm_* settings of the npm running this suite (npm test sets
+  // dozens, .ci/run npm_config_build_from_source, which npx would warn about on stderr).
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name))),
   PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
   NODE_OPTIONS: '',
   // The user's machine: no CI switches, no test hooks.
