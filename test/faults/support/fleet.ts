@@ -186,22 +186,30 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     });
     await faultDone;
     // Inbox mode: the answers are in, the work may not be; wait until every event is settled
-    // (an effect, or dead), or the deadline passes (what is left is reported as undrained). An event
-    // whose process was killed is settled only once another process ended its entry (processed or
-    // dead): a kill after the effect leaves the entry to a takeover when its lease runs out, and the
-    // run must not end before it (a fast store had every effect in before any lease ran out).
+    // (an effect, or dead), or the deadline passes (what is left is reported as undrained). Then, for
+    // a while more, until each event whose process was killed has had its entry ended by another
+    // process (processed or dead): a kill after the effect leaves the entry to a takeover when its
+    // lease runs out, and a fast store can have every effect in before any lease ran out.
     let undrained = 0;
     if (options.inbox) {
       const settled = ledger.prepare(
-        `SELECT COUNT(*) AS n FROM (SELECT event_id FROM effects UNION SELECT event_id FROM outcomes WHERE outcome = 'dead') s
-         WHERE NOT EXISTS (SELECT 1 FROM crashes c WHERE c.event_id = s.event_id AND NOT EXISTS (
-           SELECT 1 FROM outcomes o WHERE o.event_id = c.event_id AND o.pid <> c.pid AND o.outcome IN ('processed', 'dead')))`,
+        `SELECT COUNT(*) AS n FROM (SELECT event_id FROM effects UNION SELECT event_id FROM outcomes WHERE outcome = 'dead')`,
+      );
+      const unended = ledger.prepare(
+        `SELECT COUNT(*) AS n FROM crashes c WHERE c.event_id IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM outcomes o WHERE o.event_id = c.event_id AND o.pid <> c.pid AND o.outcome IN ('processed', 'dead'))`,
       );
       const target = sim.events;
       await until(() => (settled.get() as { n: number }).n >= target, 90_000, 'inbox drained', 100).catch(
         () => {},
       );
       undrained = target - (settled.get() as { n: number }).n;
+      await until(
+        () => (unended.get() as { n: number }).n === 0,
+        3 * config.leaseMs + 5_000,
+        'takeovers',
+        100,
+      ).catch(() => {});
     }
     stopping = true;
     await Promise.all(
