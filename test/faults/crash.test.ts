@@ -8,8 +8,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { FAULT_SIZE, type FleetReport, runFleet, summary } from './support/fleet.js';
-import { FAULT_STORES, faultServer } from './support/stores.js';
+import { type FleetReport, runFleet, summary } from './support/fleet.js';
+import { crashFleet, FAULT_STORES, faultServer } from './support/stores.js';
 
 /**
  * The stores, and what differs between them: `transactional` when the store joins the ledger's
@@ -34,14 +34,7 @@ for (const line of LINES) {
   const s = FAULT_STORES.find((x) => x.label === line.label)!;
   const url = await faultServer(s, `SIGKILL crash tests on ${s.label}`);
   if (url === undefined) continue;
-  const RATE = s.sizes?.rate ?? 0.05;
-  const common = {
-    store: s.store,
-    url,
-    events: (s.sizes?.events ?? 60) * FAULT_SIZE,
-    timeoutMs: s.sizes?.timeoutMs ?? 400,
-    workers: 2,
-  } as const;
+  const { rate: RATE, common } = crashFleet(s, url);
 
   describe(`SIGKILL at every step of a delivery, on ${s.label}`, () => {
     it('right after the claim: the lease runs out and the retry takes over; one effect each', async () => {

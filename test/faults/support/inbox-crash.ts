@@ -11,8 +11,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { FAULT_SIZE, type FleetReport, runFleet, summary } from './fleet.js';
-import { FAULT_STORES as STORES, faultServer } from './stores.js';
+import { type FleetReport, runFleet, summary } from './fleet.js';
+import { crashFleet, FAULT_STORES as STORES, faultServer } from './stores.js';
 
 /** The kills landed at `step`, each on an event that then had exactly one effect; none lost. */
 function assertSurvived(r: FleetReport, step: string) {
@@ -36,14 +36,7 @@ export async function inboxCrashSuite(label: string): Promise<void> {
   if (!s) throw new Error(`no inbox crash store ${label}`);
   const url = await faultServer(s, `inbox crash tests on ${s.label}`);
   if (url === undefined) return;
-  const RATE = s.sizes?.rate ?? 0.05;
-  const common = {
-    store: s.store,
-    url,
-    events: (s.sizes?.events ?? 60) * FAULT_SIZE,
-    timeoutMs: s.sizes?.timeoutMs ?? 400,
-    workers: 2,
-  } as const;
+  const { rate: RATE, common } = crashFleet(s, url);
 
   describe(`inbox mode, SIGKILL, ${s.label}`, () => {
     it('(a) between the durable accept and its answer: the redelivery is a duplicate; run once', async () => {

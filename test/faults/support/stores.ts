@@ -9,7 +9,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
 import { reachable, servers } from '../../support/servers.js';
-import type { FleetOptions } from './fleet.js';
+import { FAULT_SIZE, type FleetOptions } from './fleet.js';
 
 export interface FaultStore {
   label: string;
@@ -81,4 +81,21 @@ export async function faultServer(s: FaultStore, label: string): Promise<string 
     return server.url;
   }
   return (await reachable(label, s.url, s.probe)) ? s.url : undefined;
+}
+
+/**
+ * A crash suite's fleet settings on `s` at `url`: its kill rate and what every run of the suite
+ * shares (the store's own sizes where it has them, else 60 events at a 400 ms deadline, 5% kills).
+ */
+export function crashFleet(s: FaultStore, url: string) {
+  return {
+    rate: s.sizes?.rate ?? 0.05,
+    common: {
+      store: s.store,
+      url,
+      events: (s.sizes?.events ?? 60) * FAULT_SIZE,
+      timeoutMs: s.sizes?.timeoutMs ?? 400,
+      workers: 2,
+    },
+  } as const;
 }
