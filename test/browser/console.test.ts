@@ -15,13 +15,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
 import { createConsole, nodeHandler } from '../../src/console/index.js';
 import { createReceiver, hmac } from '../../src/index.js';
-import { inCI, reachable, servers } from '../support/servers.js';
+import { inCI, reachable } from '../support/servers.js';
+import { sharedStores } from '../support/probes.js';
 
 const CHROMIUM = process.env.ONCEONLY_CHROMIUM ?? '/usr/bin/chromium';
 const SECRET = 'browser-console-secret';
@@ -231,16 +230,6 @@ if (!existsSync(CHROMIUM)) {
     });
   else console.warn(`\n*** SKIPPED the browser suite: ${why}. Set CI=true to make this fail. ***\n`);
 } else {
-  if (
-    await reachable('Redis', servers.redis, async () => {
-      const c = createClient({ url: servers.redis });
-      await c.connect();
-      await c.quit();
-    })
-  )
-    spec('Redis', servers.redis);
-  const probe = new pg.Pool({ connectionString: servers.postgres, max: 1 });
-  const up = await reachable('PostgreSQL', servers.postgres, () => probe.query('SELECT 1'));
-  await probe.end();
-  if (up) spec('PostgreSQL', servers.postgres);
+  for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'MariaDB/MySQL'))
+    if (await reachable(label, url, probe)) spec(label, url);
 }

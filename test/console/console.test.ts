@@ -7,12 +7,11 @@
 import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
-import { createClient } from 'redis';
 import { openStore } from '../../src/cli/stores.js';
 import { type ConsoleAction, createConsole } from '../../src/console/index.js';
 import { createReceiver, hmac } from '../../src/index.js';
-import { reachable, servers } from '../support/servers.js';
+import { reachable } from '../support/servers.js';
+import { sharedStores } from '../support/probes.js';
 
 const SECRET = 'console-test-secret';
 const XSS_TYPE = '<script>alert("type")</script>';
@@ -269,17 +268,5 @@ function spec(label: string, url: string) {
 }
 
 spec('memory', 'memory');
-if (
-  await reachable('Redis', servers.redis, async () => {
-    const c = createClient({ url: servers.redis });
-    await c.connect();
-    await c.quit();
-  })
-)
-  spec('Redis', servers.redis);
-{
-  const probe = new pg.Pool({ connectionString: servers.postgres, max: 1 });
-  const up = await reachable('PostgreSQL', servers.postgres, () => probe.query('SELECT 1'));
-  await probe.end();
-  if (up) spec('PostgreSQL', servers.postgres);
-}
+for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'MariaDB/MySQL'))
+  if (await reachable(label, url, probe)) spec(label, url);
