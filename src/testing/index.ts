@@ -18,6 +18,20 @@ import { inboxStepCases } from './inbox-steps-cases.js';
 
 export type { CaseContext, ConformanceCase } from './cases.js';
 export { conformanceCases } from './cases.js';
+export {
+  type HandshakeRequest,
+  handshakeRequest,
+  providerOptions,
+  SENDER_NAMES,
+  type SenderName,
+  type SignedDelivery,
+  type SignedDeliveryOptions,
+  senders,
+  signedDelivery,
+  type TestKeys,
+  testKeys,
+  testSecret,
+} from './deliveries/index.js';
 export type { InboxCaseContext, InboxConformanceCase } from './inbox-cases.js';
 export { inboxConformanceCases } from './inbox-cases.js';
 export { inboxStepCases } from './inbox-steps-cases.js';

@@ -1,0 +1,241 @@
+/**
+ * The test kit: signed deliveries as each sender really sends them, for unit tests and the CLI.
+ *
+ * ```ts
+ * import { signedDelivery } from 'onceonly/testing';
+ * const delivery = signedDelivery('stripe', { secret: 'whsec_test', type: 'invoice.paid' });
+ * const response = await app.request(delivery.request()); // Hono; or fetch(url, delivery.init())
+ * ```
+ */
+import { randomBytes } from 'node:crypto';
+import type { SenderName } from './names.js';
+import { senderRows } from './senders/index.js';
+import type {
+  HandshakeRequest,
+  SenderRow,
+  SignedDelivery,
+  SignedDeliveryOptions,
+  TestKeys,
+} from './types.js';
+
+export { SENDER_NAMES, type SenderName } from './names.js';
+export type { HandshakeRequest, SignedDelivery, SignedDeliveryOptions, TestKeys } from './types.js';
+
+const byName = new Map<string, SenderRow>(senderRows.map((row) => [row.name, row]));
+
+/** Every sender the kit signs for, with the event types it has samples of (the first is the default). */
+export const senders: readonly {
+  readonly name: string;
+  readonly credential: 'secret' | 'keys';
+  readonly types: readonly string[];
+  readonly handshake: boolean;
+}[] = senderRows.map((row) => ({
+  name: row.name,
+  credential: row.credential,
+  types: Object.keys(row.samples),
+  handshake: row.handshake !== undefined,
+}));
+
+function rowOf(provider: string): SenderRow {
+  const row = byName.get(provider);
+  if (!row) {
+    throw new TypeError(
+      `onceonly/testing: no sender ${JSON.stringify(provider)}; one of ${[...byName.keys()].join(', ')}`,
+    );
+  }
+  return row;
+}
+
+const textOf = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+const bytesOf = (body: string | Uint8Array): Uint8Array =>
+  typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);
+
+function credentialOf(row: SenderRow, options: SignedDeliveryOptions): { secret: string; keys?: TestKeys } {
+  if (row.credential === 'keys') {
+    if (!options.keys) {
+      throw new TypeError(
+        `onceonly/testing: ${row.name} signs with its own private key: pass keys: testKeys('${row.name}') (and build the provider with ...keys.trust)`,
+      );
+    }
+    if (options.keys.provider !== row.name) {
+      throw new TypeError(
+        `onceonly/testing: these test keys are ${options.keys.provider}'s, not ${row.name}'s`,
+      );
+    }
+    return { secret: '', keys: options.keys };
+  }
+  if (typeof options.secret !== 'string' || options.secret === '') {
+    throw new TypeError(
+      `onceonly/testing: ${row.name} signs with a shared secret: pass secret (the value your provider is configured with)`,
+    );
+  }
+  return { secret: options.secret };
+}
+
+/**
+ * A delivery signed as `provider` signs it: method, URL, headers and the raw body, as a web
+ * `Request` (`request()`) and as plain parts. Give `secret` (or `keys` for the senders that sign
+ * with their own key), and optionally the `payload`, event `id`, `type` and signing time `at`.
+ */
+export function signedDelivery(provider: SenderName, options: SignedDeliveryOptions = {}): SignedDelivery {
+  const row = rowOf(provider);
+  const { secret, keys } = credentialOf(row, options);
+  const at = options.at ?? new Date();
+  const types = Object.keys(row.samples);
+  const type = options.type ?? types[0]!;
+  const id = options.id ?? row.newId();
+  const seconds = Math.floor(at.getTime() / 1000);
+  let body: Uint8Array;
+  const payload = options.payload;
+  if (payload === undefined) {
+    const sample = row.samples[type];
+    if (!sample) {
+      throw new TypeError(
+        `onceonly/testing: no sample ${row.name} event of type ${JSON.stringify(type)}; give a payload, or one of ${types.join(', ')}`,
+      );
+    }
+    const made = sample({ id, type, at, seconds, iso: at.toISOString() });
+    body = bytesOf(typeof made === 'string' ? made : (row.encode ?? JSON.stringify)(made));
+  } else if (typeof payload === 'string' || payload instanceof Uint8Array) {
+    body = bytesOf(payload);
+  } else {
+    body = bytesOf((row.encode ?? JSON.stringify)(payload as Record<string, unknown>));
+  }
+  const url = options.url ?? `http://localhost:3000/webhooks/${row.name}`;
+  const signed = row.sign({
+    body,
+    text: textOf(body),
+    secret,
+    keys,
+    at,
+    seconds: String(seconds),
+    url,
+    id,
+    type,
+  });
+  const finalBody = signed.body === undefined ? body : bytesOf(signed.body);
+  const headers: Record<string, string> = {
+    'content-type': row.contentType ?? 'application/json',
+    ...lowerCased(signed.headers),
+  };
+  return delivery(row.name, signed.url ?? url, headers, finalBody, id, type);
+}
+
+function lowerCased(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+function delivery(
+  provider: string,
+  url: string,
+  headers: Record<string, string>,
+  body: Uint8Array,
+  id: string,
+  type: string,
+): SignedDelivery {
+  const frozen = Object.freeze({ ...headers });
+  return Object.freeze({
+    provider,
+    method: 'POST' as const,
+    url,
+    headers: frozen,
+    body,
+    text: textOf(body),
+    id,
+    type,
+    request: (to?: string) =>
+      new Request(to ?? url, { method: 'POST', headers: { ...frozen }, body: new Uint8Array(body) }),
+    init: () => ({ method: 'POST' as const, headers: { ...frozen }, body: new Uint8Array(body) }),
+  });
+}
+
+/**
+ * The verification handshake `provider` makes (Slack's and Zoom's URL checks, Twitch's, Meta's and
+ * Dropbox's challenges, Asana's and Okta's), signed where the sender signs it.
+ */
+export function handshakeRequest(
+  provider: SenderName,
+  options: { secret?: string; challenge?: string; at?: Date; url?: string } = {},
+): HandshakeRequest {
+  const row = rowOf(provider);
+  if (!row.handshake) {
+    const have = senderRows.filter((r) => r.handshake).map((r) => r.name);
+    throw new TypeError(`onceonly/testing: ${row.name} makes no handshake; these do: ${have.join(', ')}`);
+  }
+  const at = options.at ?? new Date();
+  const challenge = options.challenge ?? randomBytes(16).toString('hex');
+  const base = options.url ?? `http://localhost:3000/webhooks/${row.name}`;
+  const parts = row.handshake({
+    secret: options.secret ?? '',
+    at,
+    seconds: String(Math.floor(at.getTime() / 1000)),
+    url: base,
+    challenge,
+  });
+  const url = parts.url ?? base;
+  const body = bytesOf(parts.body ?? '');
+  const headers = Object.freeze(lowerCased(parts.headers));
+  return Object.freeze({
+    provider: row.name,
+    method: parts.method,
+    url,
+    headers,
+    body,
+    text: textOf(body),
+    challenge: parts.challenge,
+    request: (to?: string) =>
+      new Request(to ?? url, {
+        method: parts.method,
+        headers: { ...headers },
+        ...(parts.method === 'POST' ? { body: new Uint8Array(body) } : {}),
+      }),
+  });
+}
+
+/**
+ * A fresh secret in the form `provider`'s dashboard shows it (`whsec_...` for Stripe), for tests
+ * and `onceonly sign`. Senders that sign with their own key have none: use `testKeys`.
+ */
+export function testSecret(provider: SenderName): string {
+  const row = rowOf(provider);
+  if (!row.newSecret) {
+    throw new TypeError(
+      `onceonly/testing: ${row.name} signs with its own private key: use testKeys('${row.name}')`,
+    );
+  }
+  return row.newSecret();
+}
+
+/**
+ * The options `provider`'s factory in `onceonly/providers` takes to accept the kit's deliveries
+ * signed with this credential and sent to `url` (most take `{ secret }`; Square its notification
+ * URL too, the key-signed senders `...keys.trust`).
+ */
+export function providerOptions(
+  provider: SenderName,
+  credential: { secret?: string; keys?: TestKeys; url?: string },
+): Record<string, unknown> {
+  const row = rowOf(provider);
+  const url = credential.url ?? `http://localhost:3000/webhooks/${row.name}`;
+  const secret = credential.secret ?? '';
+  return row.providerOptions
+    ? row.providerOptions({ secret, keys: credential.keys, url })
+    : row.credential === 'keys'
+      ? { ...credential.keys?.trust }
+      : { secret };
+}
+
+/**
+ * A local key pair for a sender that signs with its own private key, and `trust`: what its
+ * provider is built with to accept the kit's deliveries (`discord({ ...keys.trust })`). In tests
+ * only: a provider built with it says so.
+ */
+export function testKeys(provider: SenderName): TestKeys {
+  const row = rowOf(provider);
+  if (!row.testKeys) {
+    throw new TypeError(`onceonly/testing: ${row.name} signs with a shared secret, not keys: pass secret`);
+  }
+  return row.testKeys();
+}

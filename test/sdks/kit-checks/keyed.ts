@@ -1,0 +1,3 @@
+import type { Checks } from './types.js';
+
+export const checks: Checks = {};
