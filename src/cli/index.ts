@@ -18,6 +18,8 @@ const HELP = `usage: onceonly <command> [flags]
 commands:
   demo       prove effectively-once under at-least-once chaos (workers, crashes, duplicates, retries)
   simulate   fire the same delivery pattern at your own receiver
+  send       send one delivery signed as a provider signs it (stripe, github, shopify, ...)
+  sign       print the headers a provider would sign a body with, or a whole curl command
   inspect    show one key, counts by state and stuck leases in a store; purge expired rows
   inbox      counts, dead entries and the oldest due entry of a store's inbox; list, show, retry, purge
   example    the quick start over real HTTP; --serve then prints a signed curl to send by hand
@@ -32,6 +34,10 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./demo.js')).demo(rest);
     case 'simulate':
       return (await import('./simulate-command.js')).simulateCommand(rest);
+    case 'send':
+      return (await import('./send.js')).sendCommand(rest);
+    case 'sign':
+      return (await import('./send.js')).signCommand(rest);
     case 'inspect':
       return (await import('./inspect.js')).inspect(rest);
     case 'inbox':

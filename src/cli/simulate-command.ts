@@ -1,16 +1,33 @@
 /** `onceonly simulate`: the demo's delivery pattern fired at any receiver. */
 import { randomBytes } from 'node:crypto';
+import { senders, signedDelivery } from '../testing/deliveries/index.js';
+import type { SenderName } from '../testing/deliveries/names.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
+import { ensureListening, NothingListening, providerHelp, senderOf, urlOf } from './kit.js';
 import { progressBar, table } from './report.js';
 import { SIM_PROVIDERS, type SimProvider } from './sign.js';
-import { simulate } from './simulate.js';
+import { type SimSender, simulate } from './simulate.js';
+
+/** Any sender of the test kit as the simulator's sender: its sample events, re-signed every attempt. */
+function kitSender(name: SenderName, secret: string, url: string): SimSender {
+  return {
+    event: (_n, type) => {
+      const d = signedDelivery(name, { secret, url, ...(type ? { type } : {}) });
+      return { id: d.id ?? '', body: d.text };
+    },
+    sign: (id, body, type) => {
+      const d = signedDelivery(name, { secret, url, id, payload: body, ...(type ? { type } : {}) });
+      return { body: d.text, headers: { ...d.headers } };
+    },
+  };
+}
 
 export const simulateFlags = {
   url: { type: 'string', help: "your receiver's URL, e.g. http://localhost:3000/webhooks/stripe" },
   provider: {
     type: 'string',
     default: 'stripe',
-    help: 'signature scheme: stripe, standard-webhooks or github',
+    help: 'the sender to imitate: any of the list below (standard-webhooks for any Standard Webhooks sender)',
   },
   secret: { type: 'string', help: "the endpoint's signing secret (whsec_...)" },
   type: {
@@ -31,38 +48,46 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
   const flags = parseFlags(argv, simulateFlags);
   if (flags.help) {
     console.log(
-      usage(
+      `${usage(
         'simulate --url <url> --secret <secret> [flags]',
         'Sends signed events to your receiver the way an at-least-once provider does: duplicates, concurrent copies, retries with backoff.',
         simulateFlags,
-      ),
+      )}\n\n${providerHelp()}`,
     );
     return 0;
   }
-  if (!flags.url)
-    throw new UsageError('--url is required (your receiver, e.g. http://localhost:3000/webhooks)');
+  const url = urlOf(flags.url);
   if (!flags.secret)
     throw new UsageError('--secret is required (the signing secret your receiver verifies with)');
-  if (!SIM_PROVIDERS.includes(flags.provider as SimProvider)) {
-    throw new UsageError(
-      `--provider must be one of ${SIM_PROVIDERS.join(', ')}; got ${JSON.stringify(flags.provider)}`,
-    );
-  }
-  try {
-    new URL(flags.url);
-  } catch {
-    throw new UsageError(`--url is not a URL: ${JSON.stringify(flags.url)}`);
-  }
+  // The demo's three keep their own signer (the same schemes); every other sender signs with the kit.
+  const builtIn = SIM_PROVIDERS.includes(flags.provider as SimProvider);
+  const sender = builtIn ? undefined : kitSender(senderOf(flags.provider), flags.secret, url.href);
   const types = flags.type
     ?.split(',')
     .map((t) => t.trim())
     .filter((t) => t !== '');
   if (flags.type !== undefined && types?.length === 0)
     throw new UsageError(`--type needs at least one event type, e.g. --type invoice.paid,customer.created`);
+  if (sender && types) {
+    const known = senders.find((entry) => entry.name === senderOf(flags.provider))!.types;
+    const unknown = types.find((type) => !known.includes(type));
+    if (unknown !== undefined)
+      throw new UsageError(`no sample event of type ${JSON.stringify(unknown)}; one of ${known.join(', ')}`);
+  }
+  try {
+    await ensureListening(url);
+  } catch (error) {
+    if (error instanceof NothingListening) {
+      console.error(`onceonly: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
   const quiet = flags.json || !process.stderr.isTTY;
   const report = await simulate({
     url: flags.url,
-    provider: flags.provider as SimProvider,
+    provider: (builtIn ? flags.provider : 'stripe') as SimProvider,
+    ...(sender ? { sender } : {}),
     secret: flags.secret,
     events: flags.events,
     ...(types ? { types } : {}),

@@ -4,12 +4,21 @@
  * with exponential backoff after any non-2xx, timeout or dropped connection, re-signed each time.
  */
 import { setMaxListeners } from 'node:events';
-import { eventBody, type SimProvider, sign } from './sign.js';
+import { eventBody, type SignedDelivery, type SimProvider, sign } from './sign.js';
+
+/** How the simulated sender makes event `n` and signs each attempt (the demo's three, or the test kit's). */
+export interface SimSender {
+  event(n: number, type: string | undefined): { id: string; body: string };
+  /** Signs `body` now: every retry is signed afresh, as the providers do. */
+  sign(id: string, body: string, type: string | undefined): SignedDelivery;
+}
 
 export interface SimulateOptions {
   url: string;
   provider: SimProvider;
   secret: string;
+  /** Instead of `provider`'s built-in signer: any sender (`onceonly simulate --provider <any>`). */
+  sender?: SimSender;
   events: number;
   /** Requests in flight at once. */
   concurrency: number;
@@ -61,6 +70,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function simulate(options: SimulateOptions): Promise<SimulateReport> {
   const started = performance.now();
+  const sender: SimSender = options.sender ?? {
+    event: (n, type) => eventBody(options.provider, options.run, n, type),
+    sign: (id, body, type) => sign(options.provider, options.secret, id, body, type),
+  };
   // Every request in flight listens on the run's signal.
   if (options.signal) setMaxListeners(0, options.signal);
   const report: SimulateReport = {
@@ -103,7 +116,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
         const base = Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (attempt - 1));
         await sleep(base / 2 + Math.random() * base);
       }
-      const signed = sign(options.provider, options.secret, id, body, type);
+      const signed = sender.sign(id, body, type);
       await acquire();
       report.deliveries++;
       // One controller with a plain timer: on Node 20 a timeout signal combined through
@@ -151,7 +164,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
   let done = 0;
   async function deliverEvent(n: number): Promise<void> {
     const type = options.types?.length ? options.types[n % options.types.length] : undefined;
-    const { id, body } = eventBody(options.provider, options.run, n, type);
+    const { id, body } = sender.event(n, type);
     report.eventIds[n] = id;
     const copies: Promise<boolean>[] = [deliverCopy(id, body, type)];
     if (Math.random() < options.concurrentRate)

@@ -147,7 +147,7 @@ function delivery(
     type,
     request: (to?: string) =>
       new Request(to ?? url, { method: 'POST', headers: { ...frozen }, body: new Uint8Array(body) }),
-    init: () => ({ method: 'POST' as const, headers: { ...frozen }, body: new Uint8Array(body) }),
+    init: () => ({ method: 'POST' as const, headers: { ...frozen }, body: new Uint8Array(body).buffer }),
   });
 }
 

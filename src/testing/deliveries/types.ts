@@ -61,8 +61,8 @@ export interface SignedDelivery {
   readonly type: string;
   /** A fresh web `Request` for it each call (a body can be read once): `app.request(d.request())`. */
   request(url?: string): Request;
-  /** `fetch(url, d.init())`: method, headers and body for any HTTP client. */
-  init(): { method: 'POST'; headers: Record<string, string>; body: Uint8Array };
+  /** `fetch(url, d.init())`: method, headers and body (a fresh copy) for any HTTP client. */
+  init(): { method: 'POST'; headers: Record<string, string>; body: ArrayBuffer };
 }
 
 /** A verification handshake a sender makes before (or beside) its deliveries. */

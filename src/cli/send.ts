@@ -1,0 +1,137 @@
+/** `onceonly send` and `onceonly sign`: one signed delivery, sent to a receiver or printed for curl. */
+import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
+import { deliveryOf, ensureListening, NothingListening, providerHelp, urlOf } from './kit.js';
+
+const deliveryFlags = {
+  provider: { type: 'string', help: 'the sender to imitate, e.g. stripe, github, shopify (list below)' },
+  secret: { type: 'string', help: 'the signing secret your receiver verifies with' },
+  type: { type: 'string', help: "event type of the sender's sample event (its first by default)" },
+  payload: { type: 'string', help: 'a file (or - for stdin) whose bytes are the body, signed as they are' },
+  id: { type: 'string', help: "event id (in the sample body, or the sender's id header); fresh by default" },
+} satisfies FlagSpec;
+
+export const sendFlags = {
+  url: { type: 'string', help: "your receiver's URL, e.g. http://localhost:3000/webhooks/stripe" },
+  ...deliveryFlags,
+  repeat: {
+    type: 'number',
+    default: 1,
+    help: 'send the same signed delivery this many times (2 shows the duplicate)',
+  },
+  timeout: { type: 'number', default: 10000, help: 'request timeout in ms' },
+  json: { type: 'boolean', help: 'print the answers as JSON' },
+  help: { type: 'boolean', help: 'show this help' },
+} satisfies FlagSpec;
+
+export const signFlags = {
+  ...deliveryFlags,
+  url: { type: 'string', help: 'where it will be sent (signed by Twilio and Square); makes --curl complete' },
+  curl: { type: 'boolean', help: 'print a curl command instead of the header lines' },
+  help: { type: 'boolean', help: 'show this help' },
+} satisfies FlagSpec;
+
+interface Answer {
+  status: number;
+  outcome: string | null;
+  ms: number;
+  body: string;
+}
+
+/** `onceonly send`: one signed delivery to a receiver; its answer and outcome header. */
+export async function sendCommand(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, sendFlags);
+  if (flags.help) {
+    console.log(
+      `${usage('send --provider <name> --url <url> --secret <secret> [--type t | --payload file] [flags]', 'Sends one delivery signed as the provider signs it, and prints the answer and its Onceonly-Outcome header.', sendFlags)}\n\n${providerHelp()}`,
+    );
+    return 0;
+  }
+  if (!flags.provider) throw new UsageError('--provider is required (see --help for the list)');
+  const url = urlOf(flags.url);
+  if (!Number.isInteger(flags.repeat) || flags.repeat < 1) throw new UsageError('--repeat must be 1 or more');
+  const delivery = deliveryOf({ ...flags, url: url.href });
+  try {
+    await ensureListening(url);
+  } catch (error) {
+    if (error instanceof NothingListening) {
+      console.error(`onceonly: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+  const answers: Answer[] = [];
+  for (let i = 0; i < flags.repeat; i++) {
+    const started = performance.now();
+    try {
+      const res = await fetch(url, { ...delivery.init(), signal: AbortSignal.timeout(flags.timeout) });
+      const body = await res.text().catch(() => '');
+      answers.push({
+        status: res.status,
+        outcome: res.headers.get('onceonly-outcome'),
+        ms: performance.now() - started,
+        body,
+      });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      const why =
+        (error as Error).name === 'TimeoutError'
+          ? `no answer within ${flags.timeout} ms`
+          : (cause ?? (error as Error).message);
+      console.error(`onceonly: the request to ${url.host} failed: ${why}`);
+      return 1;
+    }
+  }
+  if (flags.json) {
+    console.log(
+      JSON.stringify(
+        { provider: delivery.provider, type: delivery.type, id: delivery.id, url: url.href, answers },
+        null,
+        2,
+      ),
+    );
+  } else {
+    console.log(
+      `POST ${url.href}  (${delivery.provider} ${delivery.type}${delivery.id ? `, id ${delivery.id}` : ''})`,
+    );
+    for (const a of answers) {
+      console.log(`→ ${a.status}  Onceonly-Outcome: ${a.outcome ?? '(none)'}  ${a.ms.toFixed(0)} ms`);
+      if (a.body) console.log(`  ${a.body.length > 500 ? `${a.body.slice(0, 500)}…` : a.body}`);
+    }
+    if (answers.every((a) => a.outcome === null)) {
+      console.log('note: no Onceonly-Outcome header: is this receiver onceonly?');
+    }
+  }
+  return answers.every((a) => a.status >= 200 && a.status < 300) ? 0 : 1;
+}
+
+/** Quotes a value for a POSIX shell. */
+const shell = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+
+/** `onceonly sign`: the headers for a body, as the provider signs it, for curl. */
+export async function signCommand(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, signFlags);
+  if (flags.help) {
+    console.log(
+      `${usage('sign --provider <name> --secret <secret> [--type t | --payload file] [--curl --url <url>]', "Prints the headers the provider would send with the body (its sample event, or --payload's bytes), signed now; --curl prints a whole curl command.", signFlags)}\n\n${providerHelp()}`,
+    );
+    return 0;
+  }
+  if (!flags.provider) throw new UsageError('--provider is required (see --help for the list)');
+  const url = flags.url === undefined ? undefined : urlOf(flags.url);
+  const delivery = deliveryOf({ ...flags, ...(url ? { url: url.href } : {}) });
+  if (!flags.curl) {
+    for (const [name, value] of Object.entries(delivery.headers)) console.log(`${name}: ${value}`);
+    if (flags.payload === undefined) console.log(`\n${delivery.text}`);
+    return 0;
+  }
+  const parts = [`curl -sS -i -X POST ${shell(url?.href ?? delivery.url)}`];
+  for (const [name, value] of Object.entries(delivery.headers))
+    parts.push(`-H ${shell(`${name}: ${value}`)}`);
+  parts.push(
+    flags.payload !== undefined && flags.payload !== '-'
+      ? `--data-binary @${shell(flags.payload)}`
+      : `--data-binary ${shell(delivery.text)}`,
+  );
+  console.log(parts.join(' \\\n  '));
+  return 0;
+}
