@@ -17,7 +17,7 @@
 // own child processes run on it too (they fork process.execPath), and the SQLite suites run on
 // node:sqlite there (test/support/sqlite-client.ts: the root's better-sqlite3 is built for its Node).
 //
-// Usage: npm test [-- [--node 22|24 [--line-suites]] [--list] file-or-folder ...]   (--list: print the files, run none)
+// Usage: npm test [-- [--node 22|24 [--line-suites] [--narrow]] [--list] file-or-folder ...]   (--list: print the files, run none)
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
@@ -34,8 +34,16 @@ import { install, workspaces } from './workspaces.mjs';
  * stores (test/package/standalone.test.ts runs the demo on each line, on node:sqlite).
  */
 const LINE_SUITES = {
-  roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package'],
+  roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package', 'test/testing'],
+  /**
+   * `--narrow` (.ci/run's Node 22, the line between the two others): only what depends on the line's
+   * own SQLite (node:sqlite, whose 22.x differs from 24's), its CLI and the installed package; the
+   * unit, provider and adapter suites run on 20 and 24 on either side of it.
+   */
+  narrow: [/^src\/stores\/sqlite/, /^test\/sqlite\//, /^test\/cli\//, /^test\/package\//],
   skip: [
+    // Static checks of the repository, the same on every line.
+    /^test\/(architecture|readme|runner)\.test\.ts$/,
     // The server stores (Redis, PostgreSQL, MySQL, DynamoDB): their suites run on the main line.
     /^src\/stores\/(redis|postgres|mysql|dynamodb)[.-]/,
     // Drizzle and Kysely over better-sqlite3; the CLI suites on the server stores and the examples (for time).
@@ -98,6 +106,7 @@ const line = nodeAt === -1 ? undefined : args.splice(nodeAt, 2)[1];
 const nodeBinary = line === undefined ? process.execPath : lineNode(line);
 // --line-suites: LINE_SUITES and the files named; --node alone: LINE_SUITES.
 const alsoLine = args.includes('--line-suites') && args.splice(args.indexOf('--line-suites'), 1).length > 0;
+const narrow = args.includes('--narrow') && args.splice(args.indexOf('--narrow'), 1).length > 0;
 const lineSelection = line !== undefined && (alsoLine || args.length === 0);
 const roots = lineSelection ? [...LINE_SUITES.roots, ...args] : args.length > 0 ? args : ['src', 'test'];
 // The long files first (cross-runtime, fault, CLI, race and adapter suites), then the rest in
@@ -134,7 +143,10 @@ const named = new Set(args.flatMap((root) => collect(root, [])));
 const files = [...new Set(selected)]
   .filter(
     (file) =>
-      !lineSelection || named.has(file) || !LINE_SUITES.skip.some((pattern) => pattern.test(posix(file))),
+      !lineSelection ||
+      named.has(file) ||
+      (!LINE_SUITES.skip.some((pattern) => pattern.test(posix(file))) &&
+        (!narrow || LINE_SUITES.narrow.some((pattern) => pattern.test(posix(file))))),
   )
   .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 if (listOnly) {
