@@ -16,9 +16,9 @@ import {
   parseDuration,
   VerificationError,
 } from '../receiver/adapter-kit.js';
-import { type Provider, type ReceiverInput, toReceiver } from './node-io.js';
+import { type Provider, type ReceiverInput, toReceiver } from './web-io.js';
 
-export type { ReceiverInput } from './node-io.js';
+export type { ReceiverInput } from './web-io.js';
 
 type Values<V> = Readonly<Record<string, V | undefined>> | null | undefined;
 

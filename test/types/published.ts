@@ -85,10 +85,18 @@ const route = hono.webhook({
   store: memory.memoryStore(),
   handler: async ({ event, type }) => void [event, type],
 });
+const handler = lambda.webhook(receiver);
 const own = o.hmac({ name: 'own', secret: 'own-secret', signatureHeader: 'x-signature', id: (e: { id: string }) => e.id });
 `;
-const webSpecifiers = ['onceonly', 'onceonly/memory', 'onceonly/providers', 'onceonly/hono', 'onceonly/next'];
-const webNames = ['o', 'memory', 'providers', 'hono', 'next'];
+const webSpecifiers = [
+  'onceonly',
+  'onceonly/memory',
+  'onceonly/providers',
+  'onceonly/hono',
+  'onceonly/next',
+  'onceonly/lambda',
+];
+const webNames = ['o', 'memory', 'providers', 'hono', 'next', 'lambda'];
 
 /** Every exported subpath, imported whole, and the web use: a Node app reaches every declaration. */
 const nodeSpecifiers = Object.keys(manifest.exports)
@@ -102,7 +110,7 @@ function source(specifiers: string[], names: string[], format: 'esm' | 'cjs'): s
     format === 'esm' ? `import * as ${names[i]} from '${s}';` : `import ${names[i]} = require('${s}');`,
   );
   const all = `[${names.join(', ')}].map((m) => Object.keys(m).length)`;
-  const exported = `{ fetchHandler, POST, route, own, counts: ${all} }`;
+  const exported = `{ fetchHandler, POST, route, own, handler, counts: ${all} }`;
   return `${imports.join('\n')}\n${webUse}\n${format === 'esm' ? `export default ${exported};` : `export = ${exported};`}\n`;
 }
 
