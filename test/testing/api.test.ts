@@ -1,0 +1,54 @@
+/** signedDelivery's own contract: what it returns, and a clear error for every mistake. */
+import { strict as assert } from 'node:assert';
+import { createHmac } from 'node:crypto';
+import { it } from 'node:test';
+import { signedDelivery, testSecret } from '../../src/testing/index.js';
+
+it('returns the parts and a fresh Request per call, each with the exact signed bytes', async () => {
+  const secret = testSecret('stripe');
+  const at = new Date('2026-12-01T10:00:00Z');
+  const d = signedDelivery('stripe', { secret, at, id: 'evt_fixed', type: 'payment_intent.succeeded' });
+  assert.equal(d.provider, 'stripe');
+  assert.equal(d.method, 'POST');
+  assert.equal(d.url, 'http://localhost:3000/webhooks/stripe');
+  assert.equal(d.id, 'evt_fixed');
+  assert.equal(d.type, 'payment_intent.succeeded');
+  const event = JSON.parse(d.text) as { id: string; type: string; created: number };
+  assert.deepEqual(
+    [event.id, event.type, event.created],
+    ['evt_fixed', 'payment_intent.succeeded', 1796119200],
+  );
+  const v1 = createHmac('sha256', secret).update(`1796119200.${d.text}`).digest('hex');
+  assert.equal(d.headers['stripe-signature'], `t=1796119200,v1=${v1}`);
+  assert.deepEqual(new TextEncoder().encode(d.text), d.body);
+  // Two requests, each with its own readable body; init() a copy the caller may change.
+  assert.equal(await d.request().text(), d.text);
+  assert.equal(await d.request('http://127.0.0.1:9/x').text(), d.text);
+  assert.equal(d.request('http://127.0.0.1:9/x').url, 'http://127.0.0.1:9/x');
+  const init = d.init();
+  new Uint8Array(init.body)[0] = 0;
+  assert.equal(new TextDecoder().decode(d.init().body), d.text);
+  assert.ok(Object.isFrozen(d.headers));
+  for (const name of Object.keys(d.headers)) assert.equal(name, name.toLowerCase());
+});
+
+it('signs a payload as given: bytes and text byte for byte, an object serialised as the sender does', () => {
+  const secret = testSecret('github');
+  const bytes = new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x20, 0x31, 0x7d, 0x0a]); // '{"a": 1}\n'
+  assert.deepEqual(signedDelivery('github', { secret, payload: bytes }).body, bytes);
+  assert.equal(signedDelivery('github', { secret, payload: '{"a": 1}\n' }).text, '{"a": 1}\n');
+  assert.equal(signedDelivery('github', { secret, payload: { a: 1 } }).text, '{"a":1}');
+});
+
+it('names every mistake: an unknown sender, no secret, an unknown sample type', () => {
+  assert.throws(
+    // @ts-expect-error: not a sender
+    () => signedDelivery('stripee', { secret: 's' }),
+    /no sender "stripee"; one of .*stripe/,
+  );
+  assert.throws(() => signedDelivery('stripe', {}), /stripe signs with a shared secret: pass secret/);
+  assert.throws(
+    () => signedDelivery('stripe', { secret: 's', type: 'no.such' }),
+    /no sample stripe event of type "no\.such"; give a payload, or one of invoice\.paid/,
+  );
+});
