@@ -13,8 +13,15 @@ const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const randomOf = (alphabet: string, length: number): string =>
   Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('');
 
-/** `length` random letters and digits: the typed-in or generated secrets of most dashboards. */
+/** `length` random letters and digits. */
 export const randomAlnum = (length: number): string => randomOf(ALNUM, length);
+
+/**
+ * A typed-in or generated secret: `length` lower-case letters and digits, so that it never starts
+ * like the API keys and tokens the providers refuse as lookalikes (`ATBB`, `ATATT`, `eyJ`...).
+ */
+export const randomSecret = (length: number): string =>
+  randomOf('abcdefghijklmnopqrstuvwxyz0123456789', length);
 
 /** `length` random decimal digits, never starting with 0. */
 export const randomDigits = (length: number): string =>
@@ -66,7 +73,7 @@ const bitbucket: SenderRow & { readonly name: SenderName } = {
   name: 'bitbucket',
   credential: 'secret',
   // The webhook form's "Generate secret" (or any text typed there).
-  newSecret: () => randomAlnum(32),
+  newSecret: () => randomSecret(32),
   // X-Request-UUID, unsigned; the body carries no event id.
   newId: uuid,
   samples: {
@@ -166,7 +173,7 @@ const calComBooking = (ctx: SampleContext, status: 'ACCEPTED' | 'CANCELLED') => 
 const calCom: SenderRow & { readonly name: SenderName } = {
   name: 'calCom',
   credential: 'secret',
-  newSecret: () => randomAlnum(32),
+  newSecret: () => randomSecret(32),
   // No event id: the booking's uid is what the delivery names.
   newId: () => randomAlnum(22),
   samples: {

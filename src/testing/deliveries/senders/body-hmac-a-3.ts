@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { SenderName } from '../names.js';
 import { bodyHmac, randomHex, uuid } from '../sign.js';
 import type { SampleContext, SenderRow } from '../types.js';
-import { randomAlnum, randomDigits, randomOf } from './body-hmac-a-2.js';
+import { randomAlnum, randomDigits, randomOf, randomSecret } from './body-hmac-a-2.js';
 
 type Row = SenderRow & { readonly name: SenderName };
 
@@ -96,7 +96,7 @@ const dropbox: Row = {
   name: 'dropbox',
   credential: 'secret',
   // The App Console's app secret: 15 lower-case letters and digits.
-  newSecret: () => randomOf('abcdefghijklmnopqrstuvwxyz0123456789', 15),
+  newSecret: () => randomSecret(15),
   // A notification carries no event id: the id is the account with changes (`dbid:...`).
   newId: () => `dbid:AA${randomOf('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', 33)}`,
   samples: {
@@ -243,7 +243,7 @@ const jira: Row = {
   name: 'jira',
   credential: 'secret',
   // The secret entered (or generated) for the webhook.
-  newSecret: () => randomAlnum(32),
+  newSecret: () => randomSecret(32),
   // X-Atlassian-Webhook-Identifier: the same on every retry, unsigned.
   newId: uuid,
   samples: {
@@ -356,7 +356,7 @@ const lemonSqueezy: Row = {
   name: 'lemonSqueezy',
   credential: 'secret',
   // The signing secret typed in when creating the webhook (6 to 40 characters).
-  newSecret: () => randomAlnum(24),
+  newSecret: () => randomSecret(24),
   // No event id: the id is the object's (`data.id`, numeric).
   newId: () => randomDigits(7),
   samples: {
