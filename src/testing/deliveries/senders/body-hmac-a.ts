@@ -182,7 +182,8 @@ const adyenNotification =
         NotificationRequestItem: {
           eventCode: ctx.type,
           success: 'true',
-          eventDate: ctx.iso.replace(/\.\d{3}Z$/, '+01:00'),
+          // Adyen's time, in CET.
+          eventDate: new Date(ctx.at.getTime() + 3_600_000).toISOString().replace(/\.\d{3}Z$/, '+01:00'),
           merchantAccountCode: 'AnalyticalEngineECOM',
           pspReference: ctx.id,
           ...(fields.originalReference ? { originalReference: pspReference() } : {}),
