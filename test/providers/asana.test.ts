@@ -1,17 +1,18 @@
 /**
- * Asana webhooks. The `asana` package on npm calls the API and signs no webhooks; the vectors
- * follow the documented algorithm over node:crypto:
+ * Asana webhooks. The `asana` package on npm calls the API and signs no webhooks; the test kit
+ * (onceonly/testing's signedDelivery) signs with the documented algorithm:
  * https://developers.asana.com/docs/webhooks-guide#security
  * (X-Hook-Signature: hex(HMAC-SHA256(hook secret, raw body))) and the handshake
  * https://developers.asana.com/docs/webhooks-guide#the-webhook-handshake
  * (a POST carrying X-Hook-Secret, answered 200 with the same X-Hook-Secret header).
  */
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { asana } from '../../src/providers/index.js';
 import type { HandshakeRequest } from '../../src/providers/types.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
 import { type Delivery, oneSecret, type ProviderSpec, providerCases, TRICKY_JSON, verifyAt } from './kit.js';
 
@@ -20,10 +21,8 @@ const body = () =>
   `{"events":[{"user":{"gid":"1199","resource_type":"user"},"created_at":"2026-11-30T05:00:00.000Z","action":"changed","resource":{"gid":"1200","resource_type":"task","name":${TRICKY_JSON}},"change":{"field":"name","action":"changed"}}]}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-hook-signature': createHmac('sha256', key).update(payload, 'utf8').digest('hex') },
-  };
+  const d = signedDelivery('asana', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 const noteOf = (event: unknown) =>
   (event as { events: { resource: { name: unknown } }[] }).events[0]!.resource.name;
@@ -45,7 +44,7 @@ const spec = (
   malformed,
 });
 
-describe('asana provider, secret given (signed with the documented algorithm over node:crypto)', () => {
+describe('asana provider, secret given (signed by the test kit, the documented algorithm)', () => {
   providerCases(
     spec(
       (config) => asana({ secret: config }),

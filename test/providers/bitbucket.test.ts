@@ -2,27 +2,27 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { bitbucket } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
 // Bitbucket's documented algorithm (https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/,
-// "Secure webhooks"): X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>.
+// "Secure webhooks"): X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>, signed by the test
+// kit (onceonly/testing's signedDelivery); the legacy sha1= form below by hand.
 const secret = () => randomBytes(20).toString('hex');
 const body = () =>
   `{"push": {"changes": []}, "repository": {"full_name": "team/repo", "description": ${TRICKY_JSON}}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-hub-signature': `sha256=${createHmac('sha256', key).update(payload).digest('hex')}`,
-      'x-event-key': 'repo:push',
-      'x-request-uuid': 'b7c8d1f2-0000-4000-8000-000000000001',
-      'x-hook-uuid': '{d2b7a6f4-0000-4000-8000-000000000002}',
-    },
-  };
+  const d = signedDelivery('bitbucket', {
+    payload,
+    secret: key,
+    type: 'repo:push',
+    id: 'b7c8d1f2-0000-4000-8000-000000000001',
+  });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('bitbucket provider (signed with the documented algorithm over node:crypto)', () => {
+describe('bitbucket provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'bitbucket',
     credential: oneSecret(secret),

@@ -1,23 +1,23 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { calCom } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Cal.com's documented algorithm (https://cal.com/docs/developing/guides/automation/webhooks,
-// "Verifying the authenticity"): X-Cal-Signature-256: <hex HMAC-SHA256 of the raw body>.
+// "Verifying the authenticity"): X-Cal-Signature-256: <hex HMAC-SHA256 of the raw body>, signed by
+// the test kit (onceonly/testing's signedDelivery).
 const secret = () => randomBytes(24).toString('hex');
 const body = () =>
   `{"triggerEvent": "BOOKING_CREATED", "createdAt": "2026-11-30T05:00:00.000Z", "payload": {"title": ${TRICKY_JSON}, "uid": "bk_1"}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-cal-signature-256': createHmac('sha256', key).update(payload).digest('hex') },
-  };
+  const d = signedDelivery('calCom', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('calCom provider (signed with the documented algorithm over node:crypto)', () => {
+describe('calCom provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'calcom',
     credential: oneSecret(secret),

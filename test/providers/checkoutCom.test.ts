@@ -1,24 +1,24 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { checkoutCom } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 // Checkout.com's documented algorithm
 // (https://www.checkout.com/docs/developer-resources/webhooks/manage-webhooks/set-up-your-webhook-receiver):
-// Cko-Signature: <hex HMAC-SHA256 of the raw body, keyed with the webhook's signature key>.
+// Cko-Signature: <hex HMAC-SHA256 of the raw body, keyed with the webhook's signature key>, signed
+// by the test kit (onceonly/testing's signedDelivery).
 const secret = () => randomUUID();
 const body = () =>
   `{"id": "evt_az5sblvku4ge3dwpztvyizgcau", "type": "payment_approved", "created_on": "2026-11-30T05:00:00Z", "data": {"id": "pay_1", "description": ${TRICKY_JSON}}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'cko-signature': createHmac('sha256', key).update(payload).digest('hex') },
-  };
+  const d = signedDelivery('checkoutCom', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('checkoutCom provider (signed with the documented algorithm over node:crypto)', () => {
+describe('checkoutCom provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'checkout-com',
     credential: oneSecret(secret),

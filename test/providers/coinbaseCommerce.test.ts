@@ -1,23 +1,23 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { coinbaseCommerce } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
 
 // Coinbase Commerce's documented algorithm (https://docs.cdp.coinbase.com/commerce/docs/webhooks-security):
-// X-CC-Webhook-Signature: <hex HMAC-SHA256 of the raw body, keyed with the shared secret>.
+// X-CC-Webhook-Signature: <hex HMAC-SHA256 of the raw body, keyed with the shared secret>, signed by
+// the test kit (onceonly/testing's signedDelivery).
 const secret = () => randomUUID();
 const body = (attempt = 1) =>
   `{"id": 1, "scheduled_for": "2026-11-30T05:0${attempt}:00Z", "attempt_number": ${attempt}, "event": {"id": "24934862-d980-46cb-9402-43c81b0cdba6", "type": "charge:confirmed", "api_version": "2018-03-22", "data": {"code": "66BEOV2A", "name": ${TRICKY_JSON}}}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-cc-webhook-signature': createHmac('sha256', key).update(payload).digest('hex') },
-  };
+  const d = signedDelivery('coinbaseCommerce', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('coinbaseCommerce provider (signed with the documented algorithm over node:crypto)', () => {
+describe('coinbaseCommerce provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'coinbase-commerce',
     credential: oneSecret(secret),

@@ -1,14 +1,15 @@
 /**
- * Dropbox webhooks. The Dropbox SDK on npm calls the API and signs no webhooks; the vectors follow
- * the documented algorithm over node:crypto: https://www.dropbox.com/developers/reference/webhooks
+ * Dropbox webhooks. The Dropbox SDK on npm calls the API and signs no webhooks; the test kit
+ * (onceonly/testing's signedDelivery) signs with the documented algorithm: https://www.dropbox.com/developers/reference/webhooks
  * (X-Dropbox-Signature: hex(HMAC-SHA256(app secret, raw body)); verification GET ?challenge=<c>
  * answered with <c>, Content-Type: text/plain and X-Content-Type-Options: nosniff).
  */
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { dropbox } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
 import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
@@ -17,13 +18,11 @@ const body = () =>
   `{"list_folder": {"accounts": ["dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", "dbid:AAD9z"]}, "delta": {"users": [12345678, 23456789]}, "note": ${TRICKY_JSON}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-dropbox-signature': createHmac('sha256', key).update(payload, 'utf8').digest('hex') },
-  };
+  const d = signedDelivery('dropbox', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('dropbox provider (signed with the documented algorithm over node:crypto)', () => {
+describe('dropbox provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'dropbox',
     credential: oneSecret(secret),

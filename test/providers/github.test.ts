@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sign, verify } from '@octokit/webhooks-methods';
 import { github } from '../../src/providers/index.js';
+import { senders, signedDelivery, testSecret } from '../../src/testing/index.js';
 import {
   type Delivery,
   NOT_JSON,
@@ -70,6 +71,17 @@ describe('github provider (signed by @octokit/webhooks-methods sign)', async () 
     const d = await signed(body(), key);
     assert.equal(await verify(key, d.body as string, d.headers['x-hub-signature-256']!), true);
     await verifyAt(github({ secret: key }), d);
+  });
+
+  it("the test kit's deliveries (every sample type) pass @octokit/webhooks-methods verify; one byte off does not", async () => {
+    for (const type of senders.find((s) => s.name === 'github')!.types) {
+      const key = testSecret('github');
+      const d = signedDelivery('github', { secret: key, type });
+      assert.equal(d.headers['x-github-event'], type);
+      assert.equal(await verify(key, d.text, d.headers['x-hub-signature-256']!), true);
+      const off = d.text.replace('"', "'");
+      assert.equal(await verify(key, off, d.headers['x-hub-signature-256']!), false);
+    }
   });
 
   it('verifies a form-encoded delivery (payload=...) over its raw bytes', async () => {

@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { intercom } from '../../src/providers/index.js';
 import type { Verified } from '../../src/providers/types.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
   oneSecret,
@@ -13,22 +14,18 @@ import {
   verifyAt,
 } from './kit.js';
 
-// Intercom's documented algorithm: X-Hub-Signature: sha1=hex(HMAC-SHA1(client secret, raw body)).
+// Intercom's documented algorithm: X-Hub-Signature: sha1=hex(HMAC-SHA1(client secret, raw body)),
+// signed by the test kit (onceonly/testing's signedDelivery).
 const secret = () => randomBytes(16).toString('hex');
 const body = (attempts = 1) =>
   `{"type": "notification_event", "app_id": "abc", "id": "notif_ccd8a4d0", "topic": "conversation.user.created", "delivery_attempts": ${attempts}, "first_sent_at": 1764478800, "data": {"item": {"body": ${TRICKY_JSON}}}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-hub-signature': `sha1=${createHmac('sha1', key).update(payload, 'utf8').digest('hex')}`,
-      'content-type': 'application/json',
-    },
-  };
+  const d = signedDelivery('intercom', { payload, secret: key });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('intercom provider (signed with the documented algorithm over node:crypto)', () => {
+describe('intercom provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'intercom',
     credential: oneSecret(secret),

@@ -1,26 +1,22 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { lemonSqueezy } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
 
-// Lemon Squeezy's documented algorithm: hex(HMAC-SHA256(signing secret, raw body)) in X-Signature.
+// Lemon Squeezy's documented algorithm: hex(HMAC-SHA256(signing secret, raw body)) in X-Signature,
+// signed by the test kit (onceonly/testing's signedDelivery), X-Event-Name: order_created.
 const secret = () => randomBytes(12).toString('base64url');
 const body = () =>
   `{"meta": {"event_name": "order_created", "custom_data": {"note": ${TRICKY_JSON}}}, "data": {"type": "orders", "id": "1"}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-signature': createHmac('sha256', key).update(payload, 'utf8').digest('hex'),
-      'x-event-name': 'order_created',
-      'content-type': 'application/json',
-    },
-  };
+  const d = signedDelivery('lemonSqueezy', { payload, secret: key, type: 'order_created' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('lemonSqueezy provider (signed with the documented algorithm over node:crypto)', () => {
+describe('lemonSqueezy provider (signed by the test kit, the documented algorithm)', () => {
   providerCases<string>({
     name: 'lemonsqueezy',
     credential: oneSecret(secret),
