@@ -1,26 +1,27 @@
 /**
  * Meta (WhatsApp Cloud API, Messenger, Instagram). Meta publishes no signing helper on npm, so the
- * vectors follow its documented algorithm over node:crypto:
+ * deliveries come from the test kit (signedDelivery), which signs with its documented algorithm:
  * https://developers.facebook.com/docs/graph-api/webhooks/getting-started#validate-payloads
  * (X-Hub-Signature-256: sha256=hex(HMAC-SHA256(app secret, raw body))) and the subscription check
  * https://developers.facebook.com/docs/graph-api/webhooks/getting-started#verification-requests
  * (GET ?hub.mode=subscribe&hub.challenge=<c>&hub.verify_token=<yours>, answered with <c>).
  */
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { meta } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
-import { type Delivery, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
+import { type Delivery, NOW, oneSecret, providerCases, TRICKY_JSON } from './kit.js';
 
 const secret = () => randomBytes(16).toString('hex');
 const body = () =>
   `{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","messages":[{"id":"wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA=","type":"text","text":{"body":${TRICKY_JSON}}}]}}]}]}`;
 
 function sign(payload: string, key: string): Delivery {
-  const sig = createHmac('sha256', key).update(payload, 'utf8').digest('hex');
-  return { body: payload, headers: { 'x-hub-signature-256': `sha256=${sig}` } };
+  const d = signedDelivery('meta', { payload, secret: key, at: NOW });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
 const noteOf = (event: unknown) =>
@@ -31,7 +32,7 @@ const URL_BASE = 'https://example.test/webhooks/meta';
 const subscribe = (token: string, challenge = '1158201444') =>
   `${URL_BASE}?hub.mode=subscribe&hub.challenge=${challenge}&hub.verify_token=${encodeURIComponent(token)}`;
 
-describe('meta provider (signed with the documented algorithm over node:crypto)', () => {
+describe('meta provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'meta',
     credential: oneSecret(secret),

@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { netlify } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   acceptsBoth,
   type Delivery,
@@ -14,9 +15,10 @@ import {
   withHeader,
 } from './kit.js';
 
-// Netlify's documented scheme (https://docs.netlify.com/site-deploys/deploy-notifications/#payload-signature):
-// X-Webhook-Signature is a JWS signed with the JWS secret token (HS256), claims { iss: 'netlify',
-// sha256: hex SHA-256 of the body }.
+// Signed by the test kit (signedDelivery), which signs with Netlify's documented scheme
+// (https://docs.netlify.com/site-deploys/deploy-notifications/#payload-signature): X-Webhook-Signature
+// is a JWS signed with the JWS secret token (HS256), claims { iss: 'netlify', sha256: hex SHA-256 of
+// the body }. The tokens with other claims (another issuer, exp, nbf, alg) are made by hand below.
 const secret = () => randomBytes(24).toString('base64url');
 const body = () =>
   `{"id": "5f5a5b5c5d5e5f0007a8b9c0", "site_id": "0d3a9d2f-ef94-4380-93df-27ee400e2048", "state": "ready", "branch": "main", "title": ${TRICKY_JSON}}`;
@@ -33,16 +35,11 @@ function jwt(
 const sha = (payload: string) => createHash('sha256').update(payload).digest('hex');
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-webhook-signature': jwt(key, { iss: 'netlify', sha256: sha(payload) }),
-      'x-netlify-event': 'deploy_created',
-    },
-  };
+  const d = signedDelivery('netlify', { payload, secret: key, at: NOW, type: 'deploy_created' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('netlify provider (JWS HS256, signed with the documented scheme over node:crypto)', () => {
+describe('netlify provider (JWS HS256, signed by the test kit)', () => {
   providerCases<string>({
     name: 'netlify',
     credential: oneSecret(secret),

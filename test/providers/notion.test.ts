@@ -1,25 +1,25 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createReceiver } from '../../src/index.js';
 import { notion } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
+import { signedDelivery } from '../../src/testing/index.js';
+import { type Delivery, NOW, oneSecret, providerCases, receiveAll, TRICKY_JSON, verifyAt } from './kit.js';
 import { countingStore } from './storeSpy.js';
 
-// Notion's documented algorithm (https://developers.notion.com/reference/webhooks#step-3-validating-event-payloads-recommended):
+// Signed by the test kit (signedDelivery), which signs as Notion documents
+// (https://developers.notion.com/reference/webhooks#step-3-validating-event-payloads-recommended):
 // X-Notion-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the verification_token>.
 const secret = () => `secret_${randomBytes(32).toString('base64url')}`;
 const body = (attempt = 1) =>
   `{"id": "367cba44-b6f3-4c92-81e7-6a2e9659efd4", "timestamp": "2026-11-30T05:00:00.000Z", "workspace_id": "w1", "subscription_id": "s1", "integration_id": "i1", "type": "page.created", "authors": [{"id": "u1", "type": "person"}], "entity": {"id": "153104cd-477e-809d-8dc4-ff2d96ae3090", "type": "page"}, "data": {"parent": {"id": "p1", "type": "space"}, "note": ${TRICKY_JSON}}, "attempt_number": ${attempt}}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-notion-signature': `sha256=${createHmac('sha256', key).update(payload).digest('hex')}` },
-  };
+  const d = signedDelivery('notion', { payload, secret: key, at: NOW });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('notion provider (signed with the documented algorithm over node:crypto)', () => {
+describe('notion provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'notion',
     credential: oneSecret(secret),

@@ -1,29 +1,25 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sentry } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
-// Sentry's documented algorithm (https://docs.sentry.io/organization/integrations/integration-platform/webhooks/,
-// "Verifying the signature"): Sentry-Hook-Signature: <hex HMAC-SHA256 of the body, client secret>.
+// Signed by the test kit (signedDelivery), which signs as Sentry documents
+// (https://docs.sentry.io/organization/integrations/integration-platform/webhooks/, "Verifying the
+// signature"): Sentry-Hook-Signature: <hex HMAC-SHA256 of the body, client secret>; the resource,
+// Request-ID and Sentry-Hook-Timestamp are sent, but not signed.
 const secret = () => randomBytes(32).toString('hex');
 const body = () =>
   `{"action": "created", "installation": {"uuid": "a8e5d37a"}, "data": {"issue": {"id": "1170820242", "title": ${TRICKY_JSON}}}, "actor": {"type": "application"}}`;
 
 function sign(payload: string, key: string, at: Date): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'sentry-hook-signature': createHmac('sha256', key).update(payload).digest('hex'),
-      'sentry-hook-resource': 'issue',
-      // Sent, but not signed.
-      'sentry-hook-timestamp': String(Math.floor(at.getTime() / 1000)),
-      'request-id': 'f3a1b2c4-0000-4000-8000-000000000004',
-    },
-  };
+  const id = 'f3a1b2c4-0000-4000-8000-000000000004';
+  const d = signedDelivery('sentry', { payload, secret: key, at, id, type: 'issue' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('sentry provider (signed with the documented algorithm over node:crypto)', () => {
+describe('sentry provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'sentry',
     credential: oneSecret(secret),

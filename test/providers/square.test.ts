@@ -1,24 +1,24 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { square } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
+import { signedDelivery } from '../../src/testing/index.js';
+import { type Delivery, NOW, oneSecret, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
-// Square's documented algorithm: base64(HMAC-SHA256(signature key, notification URL + raw body)).
+// Signed by the test kit (signedDelivery), which signs as Square documents:
+// x-square-hmacsha256-signature: base64(HMAC-SHA256(signature key, notification URL + raw body)).
 const URL = 'https://example.com/webhooks/square';
 const secret = () => randomBytes(16).toString('base64url');
 const body = () =>
   `{"merchant_id": "6SSW7HV8K2ST5", "type": "payment.updated", "event_id": "13b867cf-db3d-4b1c-90b6-2f32a9d78124", "created_at": "2026-11-30T05:00:00Z", "data": {"type": "payment", "id": "KkAkhdMs", "object": {"note": ${TRICKY_JSON}}}}`;
 
 function sign(payload: string, key: string, url = URL): Delivery {
-  const sig = createHmac('sha256', key)
-    .update(url + payload, 'utf8')
-    .digest('base64');
-  return { body: payload, url, headers: { 'x-square-hmacsha256-signature': sig } };
+  const d = signedDelivery('square', { payload, secret: key, url, at: NOW });
+  return { body: d.text, url: d.url, headers: { ...d.headers } };
 }
 
-describe('square provider (signed with the documented algorithm over node:crypto)', () => {
+describe('square provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'square',
     credential: oneSecret(secret),

@@ -2,21 +2,21 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { typeform } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { signedDelivery } from '../../src/testing/index.js';
+import { type Delivery, NOW, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
-// Typeform's documented algorithm (https://www.typeform.com/developers/webhooks/secure-your-webhooks/):
+// Signed by the test kit (signedDelivery), which signs as Typeform documents
+// (https://www.typeform.com/developers/webhooks/secure-your-webhooks/):
 // Typeform-Signature: sha256=<base64 HMAC-SHA256 of the raw body>.
 const secret = () => randomBytes(24).toString('base64url');
 const body = () =>
   `{"event_id": "01JQ8ZP6N6G0TQ3R2S1Q0P9N8M", "event_type": "form_response", "form_response": {"form_id": "lT4Z3j", "answers": [{"type": "text", "text": ${TRICKY_JSON}}]}}`;
-const sig = (payload: string, key: string) =>
-  `sha256=${createHmac('sha256', key).update(payload).digest('base64')}`;
-
-function sign(payload: string, key: string): Delivery {
-  return { body: payload, headers: { 'typeform-signature': sig(payload, key) } };
+function sign(payload: string, key: string, at = NOW): Delivery {
+  const d = signedDelivery('typeform', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('typeform provider (signed with the documented algorithm over node:crypto)', () => {
+describe('typeform provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'typeform',
     credential: oneSecret(secret),

@@ -2,22 +2,22 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { vercel } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
+import { signedDelivery } from '../../src/testing/index.js';
+import { type Delivery, NOW, oneSecret, providerCases, rejectsBoth, TRICKY_JSON, withHeader } from './kit.js';
 
-// Vercel's documented algorithm (https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks):
+// Signed by the test kit (signedDelivery), which signs as Vercel documents
+// (https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks):
 // x-vercel-signature: <hex HMAC-SHA1 of the raw body>.
 const secret = () => randomBytes(24).toString('base64url');
 const body = () =>
   `{"id": "uQHYrLEnJE2jvR", "type": "deployment.succeeded", "createdAt": 1764478800000, "payload": {"name": ${TRICKY_JSON}}, "region": "sfo1"}`;
 
-function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: { 'x-vercel-signature': createHmac('sha1', key).update(payload).digest('hex') },
-  };
+function sign(payload: string, key: string, at = NOW): Delivery {
+  const d = signedDelivery('vercel', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('vercel provider (signed with the documented algorithm over node:crypto)', () => {
+describe('vercel provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'vercel',
     credential: oneSecret(secret),

@@ -1,32 +1,24 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createReceiver } from '../../src/index.js';
 import { woocommerce } from '../../src/providers/index.js';
-import { type Delivery, oneSecret, providerCases, TRICKY_JSON, withHeader } from './kit.js';
+import { signedDelivery } from '../../src/testing/index.js';
+import { type Delivery, NOW, oneSecret, providerCases, TRICKY_JSON, withHeader } from './kit.js';
 import { countingStore } from './storeSpy.js';
 
-// WooCommerce's algorithm (WC_Webhook::generate_signature, https://woocommerce.com/document/webhooks/):
-// X-WC-Webhook-Signature: base64(HMAC-SHA256(secret, raw body)).
+// Signed by the test kit (signedDelivery), which signs as WooCommerce does (WC_Webhook::generate_signature,
+// https://woocommerce.com/document/webhooks/): X-WC-Webhook-Signature: base64(HMAC-SHA256(secret, raw
+// body)); the topic, resource, event, webhook and delivery ids travel unsigned.
 const secret = () => randomBytes(24).toString('base64url');
 const body = () => `{"id": 727, "status": "processing", "customer_note": ${TRICKY_JSON}, "total": "29.35"}`;
 
-function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-wc-webhook-signature': createHmac('sha256', key).update(payload).digest('base64'),
-      'x-wc-webhook-topic': 'order.created',
-      'x-wc-webhook-resource': 'order',
-      'x-wc-webhook-event': 'created',
-      'x-wc-webhook-id': '12',
-      'x-wc-webhook-delivery-id': '8a3b1c',
-      'x-wc-webhook-source': 'https://shop.example.com/',
-    },
-  };
+function sign(payload: string, key: string, at = NOW): Delivery {
+  const d = signedDelivery('woocommerce', { payload, secret: key, at, id: '8a3b1c', type: 'order.created' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('woocommerce provider (signed with the documented algorithm over node:crypto)', () => {
+describe('woocommerce provider (signed by the test kit)', () => {
   providerCases<string>({
     name: 'woocommerce',
     credential: oneSecret(secret),

@@ -1,10 +1,12 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import Razorpay from 'razorpay';
 import { razorpay } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
+  NOW,
   oneSecret,
   providerCases,
   TRICKY_JSON,
@@ -12,24 +14,20 @@ import {
   withHeader,
 } from '../providers/kit.js';
 
-// Razorpay's documented algorithm (https://razorpay.com/docs/webhooks/validate-test/):
-// X-Razorpay-Signature: <hex HMAC-SHA256 of the raw body>; checked below against the SDK's own
-// Razorpay.validateWebhookSignature (the razorpay package offers no signing helper).
+// Signed by the test kit (signedDelivery), which signs with Razorpay's documented algorithm
+// (https://razorpay.com/docs/webhooks/validate-test/): X-Razorpay-Signature: <hex HMAC-SHA256 of the
+// raw body>; checked below against the SDK's own Razorpay.validateWebhookSignature (the razorpay
+// package offers no signing helper).
 const secret = () => randomBytes(16).toString('base64url');
 const body = () =>
   `{"entity": "event", "account_id": "acc_BFQ7uQEaa7j2z7", "event": "payment.captured", "contains": ["payment"], "payload": {"payment": {"entity": {"id": "pay_DESlfW9H8K9uqM", "description": ${TRICKY_JSON}}}}, "created_at": 1764478800}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'x-razorpay-signature': createHmac('sha256', key).update(payload).digest('hex'),
-      'x-razorpay-event-id': 'NuXFYbOaUksQGe',
-    },
-  };
+  const d = signedDelivery('razorpay', { payload, secret: key, at: NOW, id: 'NuXFYbOaUksQGe' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('razorpay provider (signed with the documented algorithm, agreed by the razorpay SDK)', () => {
+describe('razorpay provider (signed by the test kit, agreed by the razorpay SDK)', () => {
   providerCases<string>({
     name: 'razorpay',
     credential: oneSecret(secret),

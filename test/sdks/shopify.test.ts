@@ -5,6 +5,7 @@ import '@shopify/shopify-api/adapters/web-api';
 import { ApiVersion, shopifyApi } from '@shopify/shopify-api';
 import { getHmac } from '@shopify/shopify-api/test-helpers';
 import { shopify } from '../../src/providers/index.js';
+import { senders, signedDelivery, testSecret } from '../../src/testing/index.js';
 import {
   type Delivery,
   oneSecret,
@@ -85,6 +86,35 @@ describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper
     await verifyAt(shopify({ secret: key }), d);
     const tampered = { ...d, body: (d.body as string).replace('caf', 'cof') };
     assert.equal(await check(tampered), false);
+  });
+
+  it("the test kit's deliveries of every sample topic pass @shopify/shopify-api's webhooks.validate; one byte off does not", async () => {
+    // webhooks.validate is async, so it runs here rather than among test/sdks/kit.test.ts's checks.
+    const key = testSecret('shopify');
+    const api = shopifyApi({
+      apiKey: 'test-key',
+      apiSecretKey: key,
+      apiVersion: ApiVersion.January25,
+      hostName: 'example.com',
+      isEmbeddedApp: false,
+      logger: { log: () => {} },
+    });
+    const validate = (text: string, headers: Record<string, string>) =>
+      api.webhooks.validate({
+        rawBody: text,
+        rawRequest: new Request('https://example.com/webhooks', { method: 'POST', headers, body: text }),
+      });
+    const { types } = senders.find((s) => s.name === 'shopify')!;
+    for (const type of types) {
+      const d = signedDelivery('shopify', { secret: key, type });
+      const result = await validate(d.text, { ...d.headers });
+      assert.equal(result.valid, true, `${type}: ${JSON.stringify(result)}`);
+      assert.equal(result.valid && result.topic, type.replace('/', '_').toUpperCase());
+      assert.equal(result.valid && 'eventId' in result && result.eventId, d.id);
+      const off = d.text.replace('"id":', '"id":1');
+      assert.notEqual(off, d.text);
+      assert.equal((await validate(off, { ...d.headers })).valid, false);
+    }
   });
 
   it('keys a retry with a new X-Shopify-Webhook-Id on the body: a duplicate', async () => {
