@@ -33,11 +33,15 @@ const declaration = bodyHmac({
     ],
     expected: "the app's client secret (API secret key)",
   },
-  signature: { header: 'x-shopify-hmac-sha256', encoding: 'base64' },
+  // Webhooks send X-Shopify-*; the newer Events deliveries the same headers without the X- prefix.
+  signature: { header: 'x-shopify-hmac-sha256', alsoIn: ['shopify-hmac-sha256'], encoding: 'base64' },
   event: {
-    id: { header: ['x-shopify-event-id', 'x-shopify-webhook-id'], signed: false },
-    // X-Shopify-Topic is not signed: the receiver binds it into the fingerprint.
-    type: { header: 'x-shopify-topic' },
+    id: {
+      header: ['x-shopify-event-id', 'x-shopify-webhook-id', 'shopify-event-id', 'shopify-webhook-id'],
+      signed: false,
+    },
+    // The topic is not signed: the receiver binds it into the fingerprint.
+    type: { header: ['x-shopify-topic', 'shopify-topic'] },
     typeSigned: false,
   },
 });

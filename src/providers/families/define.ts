@@ -28,6 +28,7 @@ import type {
   DeliveryInput,
   HandshakeAnswer,
   HandshakeRequest,
+  HeaderReader,
   Verified,
 } from '../types.js';
 
@@ -80,7 +81,7 @@ export interface EventSpec {
   /**
    * The event type, used for `on` routing: a field of the signed body, or a header.
    */
-  readonly type?: FieldPath | { readonly header: string } | undefined;
+  readonly type?: FieldPath | { readonly header: string | readonly string[] } | undefined;
   /**
    * Whether the signature covers the type's source. Say `false` for a header outside the signature
    * (GitHub's `X-GitHub-Event`): the receiver then binds the type into the fingerprint.
@@ -224,7 +225,7 @@ export function describeEvent<E>(
       typeField !== undefined
         ? fieldAt(event, typeField)
         : typeHeader !== undefined
-          ? header(headers, typeHeader)
+          ? firstHeader(headers, typeHeader)
           : undefined;
     let id: string | undefined;
     let signedId = false;
@@ -239,8 +240,7 @@ export function describeEvent<E>(
       }
     } else if (idHeader !== undefined) {
       const names = idHeader.header;
-      if (typeof names === 'string') id = header(headers, names);
-      else for (let i = 0; id === undefined && i < names.length; i++) id = header(headers, names[i]!);
+      id = firstHeader(headers, names);
       if (idHeader.signed) {
         if (id === undefined) requireHeader(headers, typeof names === 'string' ? names : (names[0] ?? ''));
         signedId = true;
@@ -344,4 +344,14 @@ const PAYLOAD_FIELD = Buffer.from('payload=');
 
 function startsWithPayloadField(body: Buffer): boolean {
   return body.length >= PAYLOAD_FIELD.length && body.subarray(0, PAYLOAD_FIELD.length).equals(PAYLOAD_FIELD);
+}
+
+/** The first of `names` the delivery carries (several: the sender's older and newer header names). */
+function firstHeader(headers: HeaderReader, names: string | readonly string[]): string | undefined {
+  if (typeof names === 'string') return header(headers, names);
+  for (const name of names) {
+    const value = header(headers, name);
+    if (value !== undefined) return value;
+  }
+  return undefined;
 }
