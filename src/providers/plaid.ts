@@ -2,6 +2,7 @@ import type { Duration } from '../core/duration.js';
 import { ConfigError, VerificationError } from '../errors.js';
 import { asymmetric } from './families/asymmetric.js';
 import { type FetchedKeyOptions, type KeyFetch, readBounded } from './families/fetchedKeys.js';
+import { isTestKeys, markTestKeys } from './families/testKeys.js';
 import { namedIdentity, parseJsonObject, stringField } from './shared.js';
 import type { AuthenticatingProvider, DeliveryInput, Verified } from './types.js';
 
@@ -176,7 +177,10 @@ export function plaid<E extends PlaidEvent = PlaidEvent>(options: PlaidOptions):
     describe,
   });
   // The keys are Plaid's, the same for every endpoint: the client id and environment name this one.
-  const provider = declaration({ ...trimmed, fetch: keyRequest(trimmed, host) });
+  const request = keyRequest(trimmed, host);
+  // The kit's test fetch stays recognisable through the wrapper (the provider says it trusts it).
+  if (isTestKeys(options.fetch)) markTestKeys(request);
+  const provider = declaration({ ...trimmed, fetch: request });
   return {
     ...provider,
     identity: namedIdentity('plaid', `${environment}:${trimmed.clientId}`),

@@ -125,6 +125,12 @@ export interface Provider<E = unknown, M extends Record<string, unknown> = Recor
    */
   readonly identity?: string | undefined;
   /**
+   * True when the provider was built with `onceonly/testing`'s test keys (`...testKeys(name).trust`):
+   * it accepts deliveries the kit signs, so it is for tests only. Such a provider also warns once
+   * at construction. Absent otherwise.
+   */
+  readonly testKeys?: true | undefined;
+  /**
    * Verifies a delivery over its raw bytes; throws a `VerificationError` with a stable code when it
    * fails. `verify` is `authenticate` (headers, timestamp tolerance, signature) followed by parsing
    * the body and reading the event id, type and dedup key from it.

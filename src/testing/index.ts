@@ -21,6 +21,7 @@ export { conformanceCases } from './cases.js';
 export {
   type HandshakeRequest,
   handshakeRequest,
+  type KeyTrust,
   providerOptions,
   SENDER_NAMES,
   type SenderName,
@@ -28,7 +29,9 @@ export {
   type SignedDeliveryOptions,
   senders,
   signedDelivery,
+  type TestKeyFetch,
   type TestKeys,
+  type TrustOf,
   testKeys,
   testSecret,
 } from './deliveries/index.js';

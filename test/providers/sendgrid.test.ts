@@ -1,38 +1,29 @@
 import { strict as assert } from 'node:assert';
-import { sign as ecSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createReceiver, type DeliveryResult, memoryStore } from '../../src/index.js';
 import { sendgrid } from '../../src/providers/index.js';
+import { signedDelivery, type TestKeys, testKeys } from '../../src/testing/index.js';
 import { type Delivery, NOW, providerCases, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 
-// SendGrid's documented algorithm: base64(DER(ECDSA-P256-SHA256(private key, timestamp + raw body))).
+// SendGrid's documented algorithm, signed by the test kit: base64(DER(ECDSA-P256-SHA256(private key,
+// timestamp + raw body))); the provider takes the kit's public key as base64 DER (its trust).
 function credential() {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  return { signer: privateKey, config: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+  const keys = testKeys('sendgrid');
+  return { signer: keys, config: keys.trust.publicKey };
 }
 
 const event = (id: string, type = 'delivered') =>
   `{"email": "jon@example.com", "timestamp": 1764478800, "event": "${type}", "sg_event_id": "${id}", "sg_message_id": "m1", "note": ${TRICKY_JSON}}`;
 const body = () => `[${event('sg_ev_1')}]`;
 
-function sign(payload: string, key: KeyObject, at: Date): Delivery {
-  const ts = String(Math.floor(at.getTime() / 1000));
-  return {
-    body: payload,
-    headers: {
-      'x-twilio-email-event-webhook-signature': ecSign(
-        'sha256',
-        Buffer.from(ts + payload, 'utf8'),
-        key,
-      ).toString('base64'),
-      'x-twilio-email-event-webhook-timestamp': ts,
-      'content-type': 'application/json',
-    },
-  };
+function sign(payload: string, keys: TestKeys, at: Date): Delivery {
+  const d = signedDelivery('sendgrid', { payload, keys, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () => {
-  providerCases<KeyObject>({
+describe('sendgrid provider (ECDSA P-256, signed by the test kit with its test keys)', () => {
+  providerCases<TestKeys>({
     name: 'sendgrid',
     credential,
     make: (config) => sendgrid({ publicKey: config }),
@@ -53,9 +44,13 @@ describe('sendgrid provider (ECDSA P-256, key pair generated in the test)', () =
   });
 
   it('accepts the public key as PEM too', async () => {
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-    const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-    await verifyAt(sendgrid({ publicKey: pem }), sign(body(), privateKey, NOW));
+    const { signer, config } = credential();
+    const der = Buffer.from(config, 'base64');
+    const pem = createPublicKey({ key: der, format: 'der', type: 'spki' }).export({
+      type: 'spki',
+      format: 'pem',
+    });
+    await verifyAt(sendgrid({ publicKey: pem.toString() }), sign(body(), signer, NOW));
   });
 
   it('verifies a batch as one item per event, each with its signed sg_event_id and type', async () => {

@@ -33,6 +33,7 @@ import {
 } from './fetchedKeys.js';
 import { checkValidityClaims, readCompactJws, requireBodyHash } from './jws.js';
 import { type AsymmetricAlgorithm, fits, JWS, type JwsAlgorithm, SCHEMES, verifyWith } from './signatures.js';
+import { flagTestKeys } from './testKeys.js';
 
 export type { AsymmetricAlgorithm, JwsAlgorithm } from './signatures.js';
 export { verifyWith } from './signatures.js';
@@ -253,7 +254,7 @@ export function asymmetric<E>(
     const authenticate = d.jws
       ? (input: DeliveryInput) => verifier.compact(input)
       : (input: DeliveryInput) => verifier.detached(input);
-    return assemble({
+    const provider = assemble({
       name: d.name,
       retention: options.retention,
       defaultRetention: d.retention,
@@ -264,6 +265,7 @@ export function asymmetric<E>(
       handshake: d.handshake,
       options,
     });
+    return flagTestKeys(plan.label, provider, options);
   };
 }
 

@@ -16,10 +16,19 @@ import type {
   SignedDelivery,
   SignedDeliveryOptions,
   TestKeys,
+  TrustOf,
 } from './types.js';
 
 export { SENDER_NAMES, type SenderName } from './names.js';
-export type { HandshakeRequest, SignedDelivery, SignedDeliveryOptions, TestKeys } from './types.js';
+export type {
+  HandshakeRequest,
+  KeyTrust,
+  SignedDelivery,
+  SignedDeliveryOptions,
+  TestKeyFetch,
+  TestKeys,
+  TrustOf,
+} from './types.js';
 
 const byName = new Map<string, SenderRow>(senderRows.map((row) => [row.name, row]));
 
@@ -157,7 +166,7 @@ function delivery(
  */
 export function handshakeRequest(
   provider: SenderName,
-  options: { secret?: string; challenge?: string; at?: Date; url?: string } = {},
+  options: { secret?: string; keys?: TestKeys; challenge?: string; at?: Date; url?: string } = {},
 ): HandshakeRequest {
   const row = rowOf(provider);
   if (!row.handshake) {
@@ -169,6 +178,7 @@ export function handshakeRequest(
   const base = options.url ?? `http://localhost:3000/webhooks/${row.name}`;
   const parts = row.handshake({
     secret: options.secret ?? '',
+    keys: row.credential === 'keys' ? credentialOf(row, options).keys : undefined,
     at,
     seconds: String(Math.floor(at.getTime() / 1000)),
     url: base,
@@ -232,10 +242,10 @@ export function providerOptions(
  * provider is built with to accept the kit's deliveries (`discord({ ...keys.trust })`). In tests
  * only: a provider built with it says so.
  */
-export function testKeys(provider: SenderName): TestKeys {
+export function testKeys<P extends SenderName>(provider: P): TestKeys<TrustOf<P>> {
   const row = rowOf(provider);
   if (!row.testKeys) {
     throw new TypeError(`onceonly/testing: ${row.name} signs with a shared secret, not keys: pass secret`);
   }
-  return row.testKeys();
+  return row.testKeys() as TestKeys<TrustOf<P>>;
 }

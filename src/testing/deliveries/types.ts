@@ -85,13 +85,51 @@ export interface HandshakeRequest {
  * explicitly: there is no switch to leave on. A provider built with it says so (`testKeys: true`
  * on the provider, and one warning at construction).
  */
-export interface TestKeys {
+export interface TestKeys<Trust extends object = Readonly<Record<string, unknown>>> {
   readonly provider: string;
-  /** Spread into the provider's options: `awsSns({ topics, ...keys.trust })`. */
-  readonly trust: Readonly<Record<string, unknown>>;
+  /** Spread into the provider's options: `awsSns({ topicArn, ...keys.trust })`. */
+  readonly trust: Trust;
   /** @internal the private half, read by the kit's signers only. */
   readonly signer: unknown;
 }
+
+/**
+ * The `fetch` a test key set is trusted through: it answers the sender's own key and certificate
+ * URLs (and SNS's subscription confirmations) with the test material, and 404 anything else.
+ */
+export type TestKeyFetch = (
+  url: string,
+  init?: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    signal?: AbortSignal;
+    redirect?: string;
+  },
+) => Promise<Response>;
+
+/** What each key-signed sender's provider is built with to accept the kit's deliveries. */
+export type KeyTrust = {
+  /** The application's public key, 64 hex characters. */
+  readonly discord: { readonly publicKey: string };
+  /** The verification key, base64 of its DER (as Mail Settings shows it). */
+  readonly sendgrid: { readonly publicKey: string };
+  /** SNS's certificate URLs answered with a test certificate, and the test root it chains to. */
+  readonly awsSns: { readonly fetch: TestKeyFetch; readonly certificateRoots: readonly string[] };
+  /** The webhook id signed into every delivery, PayPal's certificate URLs, and the test root. */
+  readonly paypal: {
+    readonly webhookId: string;
+    readonly fetch: TestKeyFetch;
+    readonly certificateRoots: readonly string[];
+  };
+  /** Plaid's `/webhook_verification_key/get` answered with the test key. */
+  readonly plaid: { readonly fetch: TestKeyFetch };
+};
+
+/** The `trust` of a sender's test keys. */
+export type TrustOf<P extends string> = P extends keyof KeyTrust
+  ? KeyTrust[P]
+  : Readonly<Record<string, unknown>>;
 
 /** What a sender row's signer gets. */
 export interface SignContext {
@@ -163,6 +201,8 @@ export interface SenderRow {
 
 export interface HandshakeContext {
   readonly secret: string;
+  /** The test keys, for a sender that signs its handshake with its own key (AWS SNS). */
+  readonly keys: TestKeys | undefined;
   readonly at: Date;
   readonly seconds: string;
   readonly url: string;
