@@ -11,6 +11,7 @@ import {
   oneSecret,
   providerCases,
   receiveAll,
+  rejects,
   TRICKY_JSON,
   verifyAt,
   withHeader,
@@ -115,6 +116,39 @@ describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper
       assert.notEqual(off, d.text);
       assert.equal((await validate(off, { ...d.headers })).valid, false);
     }
+  });
+
+  it("reads the Events deliveries' headers (shopify-*, no X-) that @shopify/shopify-api's validate accepts", async () => {
+    const key = secret();
+    const d = sign(body(), key);
+    // The same delivery under the Events header names: shopify-hmac-sha256, shopify-topic, ...
+    const events: Record<string, string> = {};
+    for (const [name, value] of Object.entries(d.headers))
+      events[name.toLowerCase().replace(/^x-shopify-/, 'shopify-')] = value;
+    events['shopify-event-id'] = 'evt-events-1';
+    assert.ok(!Object.keys(events).some((name) => name.startsWith('x-shopify-')));
+    const api = shopifyApi({
+      apiKey: 'test-key',
+      apiSecretKey: key,
+      apiVersion: ApiVersion.January25,
+      hostName: 'example.com',
+      isEmbeddedApp: false,
+      logger: { log: () => {} },
+    });
+    const raw = new Request('https://example.com/webhooks', {
+      method: 'POST',
+      headers: events,
+      body: d.body as string,
+    });
+    assert.equal((await api.webhooks.validate({ rawBody: d.body as string, rawRequest: raw })).valid, true);
+    const verified = await verifyAt(shopify({ secret: key }), { ...d, headers: events });
+    assert.equal(verified.type, events['shopify-topic']);
+    assert.equal(verified.id, 'evt-events-1');
+    await rejects(
+      shopify({ secret: key }),
+      { ...d, headers: { ...events, 'shopify-hmac-sha256': 'AAAA' } },
+      'invalid_signature',
+    );
   });
 
   it('keys a retry with a new X-Shopify-Webhook-Id on the body: a duplicate', async () => {
