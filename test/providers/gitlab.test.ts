@@ -2,25 +2,24 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { gitlab } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, receiveAll, TRICKY_JSON, verifyAt, withHeader } from './kit.js';
 import { tokenProviderCases } from './tokenCases.js';
 
 // GitLab's documented scheme (https://docs.gitlab.com/user/project/integrations/webhooks/#secret-token):
-// the secret token sent as it is in X-Gitlab-Token; X-Gitlab-Event and X-Gitlab-Event-UUID beside it.
+// the secret token sent as it is in X-Gitlab-Token; X-Gitlab-Event and X-Gitlab-Event-UUID beside it
+// (the kit's signedDelivery sends them as GitLab does).
 const token = () => randomBytes(18).toString('base64url');
 const BODY = `{"object_kind": "push", "ref": "refs/heads/main", "commits": [{"message": ${TRICKY_JSON}}]}`;
 
 function deliver(t: string, body = BODY): Delivery {
-  return {
-    body,
-    headers: {
-      'x-gitlab-token': t,
-      'x-gitlab-event': 'Push Hook',
-      'x-gitlab-event-uuid': '13792a34-cac6-4fda-95a8-c58e00a3954e',
-      'x-gitlab-webhook-uuid': '9c4c3c41-0000-4000-8000-000000000005',
-      'x-gitlab-instance': 'https://gitlab.example.com',
-    },
-  };
+  const d = signedDelivery('gitlab', {
+    payload: body,
+    secret: t,
+    type: 'Push Hook',
+    id: '13792a34-cac6-4fda-95a8-c58e00a3954e',
+  });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
 describe('gitlab provider (shared token, as GitLab sends it)', () => {

@@ -3,13 +3,14 @@
  * the documented protocol: https://developer.okta.com/docs/concepts/event-hooks/
  * (the authentication field and secret sent as a header on every request, System Log events in
  * data.events, and the one-time verification: a GET with X-Okta-Verification-Challenge, answered
- * {"verification": <challenge>}).
+ * {"verification": <challenge>}), as the kit's signedDelivery and handshakeRequest send it.
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { okta } from '../../src/providers/index.js';
+import { handshakeRequest, signedDelivery } from '../../src/testing/index.js';
 import { assertHandshake, assertRefused, handshakeReceiver } from './handshakeKit.js';
 import { acceptsBoth, receiveAll, rejects, rejectsBoth, TRICKY_JSON, TRICKY_TEXT } from './kit.js';
 
@@ -19,10 +20,16 @@ const event = (uuid: string, eventType: string) =>
 const body = (...events: string[]) =>
   `{"eventType":"com.okta.event_hook","eventTypeVersion":"1.0","cloudEventsVersion":"0.1","source":"https://example.okta.com/api/v1/eventHooks/who8","eventId":"b5a188b9-5ece-4636-b041-482ffda96311","eventTime":"2026-11-30T05:00:00.000Z","contentType":"application/json","data":{"events":[${events.join(',')}]}}`;
 const one = () => body(event('5e2a2a39-d3a4-11ee-9b8b-3b4d1f0a5c11', 'user.session.start'));
-const deliver = (payload: string, value: string, name = 'authorization') => ({
-  body: payload,
-  headers: { [name]: value, 'content-type': 'application/json' },
-});
+/** A delivery from the kit; the hook's authentication field renamed by hand when it is not Authorization. */
+function deliver(payload: string, value: string, name = 'authorization') {
+  const { authorization, ...headers } = signedDelivery('okta', { payload, secret: value }).headers;
+  return { body: payload, headers: { ...headers, [name]: authorization! } };
+}
+/** The one-time verification GET from the kit, as the handshake receiver takes it. */
+function verification(secret: string, challenge: string) {
+  const h = handshakeRequest('okta', { secret, challenge });
+  return { method: h.method, headers: { ...h.headers }, url: h.url };
+}
 
 describe('okta provider (the documented event hook protocol)', () => {
   it('accepts a delivery carrying the authentication secret, keyed and routed per event', async () => {
@@ -104,10 +111,7 @@ describe('okta one-time verification (X-Okta-Verification-Challenge GET)', () =>
   it('answers {"verification"} once the authentication secret checks out: outcome handshake, store and handler untouched', async () => {
     const s = secret();
     const { send, ran, touched } = handshakeReceiver(okta({ secret: s }));
-    const result = await send({
-      method: 'GET',
-      headers: { authorization: s, 'x-okta-verification-challenge': 'f0MLQRY7PzWiCSpX2gBUGVGFqIbAbj9hn3u6' },
-    });
+    const result = await send(verification(s, 'f0MLQRY7PzWiCSpX2gBUGVGFqIbAbj9hn3u6'));
     await assertHandshake(result, { json: { verification: 'f0MLQRY7PzWiCSpX2gBUGVGFqIbAbj9hn3u6' } });
     assert.equal(ran(), 0);
     assert.deepEqual(touched, []);
@@ -118,17 +122,8 @@ describe('okta one-time verification (X-Okta-Verification-Challenge GET)', () =>
     const { send, touched } = handshakeReceiver(okta({ secret: s }));
     const challenge = { 'x-okta-verification-challenge': 'abc' };
     assertRefused(await send({ method: 'GET', headers: challenge }), 'missing_header');
-    assertRefused(
-      await send({ method: 'GET', headers: { ...challenge, authorization: secret() } }),
-      'invalid_token',
-    );
-    assertRefused(
-      await send({
-        method: 'GET',
-        headers: { authorization: s, 'x-okta-verification-challenge': '<b>x</b>' },
-      }),
-      'malformed_header',
-    );
+    assertRefused(await send(verification(secret(), 'abc')), 'invalid_token');
+    assertRefused(await send(verification(s, '<b>x</b>')), 'malformed_header');
     assertRefused(await send({ method: 'GET', headers: { authorization: s } }), 'method_not_allowed');
     assert.deepEqual(touched, []);
   });

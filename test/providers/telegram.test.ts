@@ -2,16 +2,19 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { telegram } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, rejects, TRICKY_JSON, verifyAt } from './kit.js';
 import { tokenProviderCases } from './tokenCases.js';
 
 // Telegram's documented scheme (https://core.telegram.org/bots/api#setwebhook): the secret_token
-// given to setWebhook, sent as it is in X-Telegram-Bot-Api-Secret-Token.
+// given to setWebhook, sent as it is in X-Telegram-Bot-Api-Secret-Token (as the kit's signedDelivery
+// sends it).
 const token = () => randomBytes(24).toString('base64url');
 const BODY = `{"update_id": 10000, "message": {"message_id": 1365, "date": 1764478800, "chat": {"id": 1111111, "type": "private"}, "text": ${TRICKY_JSON}}}`;
 
 function deliver(t: string, body = BODY): Delivery {
-  return { body, headers: { 'x-telegram-bot-api-secret-token': t, 'content-type': 'application/json' } };
+  const d = signedDelivery('telegram', { payload: body, secret: t });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
 describe('telegram provider (secret token, as the Bot API sends it)', () => {

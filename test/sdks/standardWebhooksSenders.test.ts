@@ -16,6 +16,8 @@ const MSG = 'msg_2ZgJkP9qBq3d1vX0';
 
 interface Sender {
   name: string;
+  /** What the suite is called, when the name alone does not say it. */
+  title?: string;
   make: (secret: string | string[]) => Provider<any, any>;
   prefix: 'svix' | 'webhook';
   /** A fresh secret as the dashboard shows it. */
@@ -63,11 +65,24 @@ const senders: Sender[] = [
   },
   {
     name: 'polar',
+    title: 'polar, an older secret (polar_whs_...: keyed with its UTF-8 bytes)',
     make: (secret) => polar({ secret }),
     prefix: 'webhook',
     secret: () => `polar_whs_${randomBytes(24).toString('base64url')}`,
     // @polar-sh/sdk's validateEvent: `new Webhook(Buffer.from(secret, 'utf-8').toString('base64'))`.
     signingKey: (s) => Buffer.from(s, 'utf8').toString('base64'),
+    type: 'order.paid',
+    retentionMs: 4 * DAY,
+    lookalikes: ['polar_oat_abc123', 'polar_pat_abc123'],
+  },
+  {
+    name: 'polar',
+    title: 'polar, a secret made since 2026-09-08 (whsec_ + base64 of 32 bytes: signed per the spec)',
+    make: (secret) => polar({ secret }),
+    prefix: 'webhook',
+    secret: () => `whsec_${randomBytes(32).toString('base64')}`,
+    // Polar signs these with standardwebhooks given the secret as it is (polar/webhook/tasks.py).
+    signingKey: (s) => s,
     type: 'order.paid',
     retentionMs: 4 * DAY,
     lookalikes: ['polar_oat_abc123', 'polar_pat_abc123'],
@@ -94,7 +109,7 @@ for (const sender of senders) {
     };
   };
 
-  describe(`${sender.name} provider (Standard Webhooks, signed by ${sender.prefix === 'svix' ? 'svix' : 'standardwebhooks'} Webhook.sign)`, () => {
+  describe(`${sender.title ?? sender.name} provider (Standard Webhooks, signed by ${sender.prefix === 'svix' ? 'svix' : 'standardwebhooks'} Webhook.sign)`, () => {
     providerCases<string>({
       name: sender.name,
       credential: () => {
@@ -144,26 +159,54 @@ for (const sender of senders) {
   });
 }
 
-describe('polar keys with the UTF-8 bytes of its secret, as its SDK does', () => {
-  it('refuses a delivery signed with the base64 decoding of the secret instead', async () => {
-    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+/** A Polar delivery of `body` signed by standardwebhooks with `key` (what it is given for the secret). */
+function polarDelivery(key: string, body: string, at: Date): Delivery {
+  return {
+    body,
+    headers: {
+      'webhook-id': MSG,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new StandardWebhook(key).sign(MSG, at, body),
+    },
+  };
+}
+
+const utf8Key = (secret: string) => Buffer.from(secret, 'utf8').toString('base64');
+
+describe('polar keys as Polar signs: per the spec for its secrets since 2026-09-08, with the UTF-8 bytes before', () => {
+  it('accepts a whsec_ + base64 secret keyed either way (Polar picks by when the secret was made, which the secret does not say)', async () => {
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const now = new Date();
-    // Signed as a generic Standard Webhooks sender would (the secret's base64 decoded): not Polar's key.
-    const signature = new StandardWebhook(secret).sign(MSG, now, '{"type":"order.paid"}');
-    await assert.rejects(
-      verifyAt(
-        polar({ secret }),
-        {
-          body: '{"type":"order.paid"}',
-          headers: {
-            'webhook-id': MSG,
-            'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-            'webhook-signature': signature,
-          },
-        },
-        now,
-      ),
-      /invalid|no polar signature/,
-    );
+    const body = '{"type":"order.paid"}';
+    // Since 2026-09-08: the spec's key, the base64 after whsec_.
+    await verifyAt(polar({ secret }), polarDelivery(secret, body, now), now);
+    // Before: the secret's UTF-8 bytes (as @polar-sh/sdk keyed, base64-encoding the whole secret).
+    await verifyAt(polar({ secret }), polarDelivery(utf8Key(secret), body, now), now);
+    // Another secret's key, either way, is refused.
+    const other = `whsec_${randomBytes(32).toString('base64')}`;
+    for (const key of [other, utf8Key(other)]) {
+      await assert.rejects(
+        verifyAt(polar({ secret }), polarDelivery(key, body, now), now),
+        /no polar signature|invalid/,
+      );
+    }
+  });
+
+  it('keys an older secret (polar_whs_..., whsec_ + a 43-character token) with its UTF-8 bytes only', async () => {
+    const now = new Date();
+    const body = '{"type":"order.paid"}';
+    for (const secret of [
+      `polar_whs_${randomBytes(32).toString('base64url')}`,
+      `whsec_${randomBytes(32).toString('base64url')}`,
+    ]) {
+      await verifyAt(polar({ secret }), polarDelivery(utf8Key(secret), body, now), now);
+      // The spec's reading of it (the base64 of its tail, decoded leniently) is no key of Polar's.
+      const tail = secret.replace(/^(polar_whs_|whsec_)/, '');
+      const lenient = Buffer.from(tail, 'base64').toString('base64');
+      await assert.rejects(
+        verifyAt(polar({ secret }), polarDelivery(lenient, body, now), now),
+        /no polar signature|invalid/,
+      );
+    }
   });
 });

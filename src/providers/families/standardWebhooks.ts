@@ -9,6 +9,7 @@
  * prefixes it sends, where its type lives.
  */
 
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { Duration } from '../../core/duration.js';
 import { ConfigError, VerificationError } from '../../errors.js';
 import {
@@ -51,6 +52,12 @@ export interface StandardWebhooksDeclaration<E> extends Omit<BaseDeclaration<E, 
    * @default decode: `whsec_` + base64 (the prefix optional), no look-alikes
    */
   readonly secret?: SecretSpec | undefined;
+  /**
+   * A second key the sender may sign with under the same secret, tried beside the first (each
+   * secret's, while rotating): Polar signs endpoints whose secret was made since 2026-09-08 per the
+   * spec, and older ones with the secret's UTF-8 bytes. `undefined` when the secret gives none.
+   */
+  readonly alternateKey?: ((secret: string) => Uint8Array | undefined) | undefined;
 }
 
 export interface StandardWebhooksFamilyOptions {
@@ -100,6 +107,19 @@ export function standardWebhooksKey(name: string): (secret: string) => Uint8Arra
   };
 }
 
+/** The declaration's second keys for the configured secrets (already checked by `readSecrets`). */
+function alternateKeys(
+  input: SecretInput,
+  alternate: (secret: string) => Uint8Array | undefined,
+): KeyObject[] {
+  const out: KeyObject[] = [];
+  for (const secret of typeof input === 'string' ? [input] : input) {
+    const key = alternate(secret.trim());
+    if (key !== undefined && key.length > 0) out.push(createSecretKey(key));
+  }
+  return out;
+}
+
 /**
  * A Standard Webhooks provider factory from its declaration.
  *
@@ -127,6 +147,7 @@ export function standardWebhooksFamily<E>(
       ...d.secret,
       decode: d.secret?.decode ?? standardWebhooksKey(name),
     });
+    const signing = d.alternateKey ? [...keys, ...alternateKeys(options.secret, d.alternateKey)] : keys;
     const tolerance = toleranceMs(options.tolerance ?? d.tolerance);
 
     function required(headers: HeaderReader, headerName: string): string {
@@ -166,7 +187,7 @@ export function standardWebhooksFamily<E>(
         );
       }
       checkTolerance(parseTimestamp(f.timestamp, timestamp), receivedAt, tolerance);
-      requireBodyHmac(name, 'sha256', keys, `${id}.${timestamp}.`, rawBody, candidates);
+      requireBodyHmac(name, 'sha256', signing, `${id}.${timestamp}.`, rawBody, candidates);
       return id;
     }
 
