@@ -37,11 +37,14 @@ export const senders: readonly {
   readonly name: string;
   readonly credential: 'secret' | 'keys';
   readonly types: readonly string[];
+  /** Whether the credential covers the body (false: a shared token in a header). */
+  readonly signsBody: boolean;
   readonly handshake: boolean;
 }[] = senderRows.map((row) => ({
   name: row.name,
   credential: row.credential,
   types: Object.keys(row.samples),
+  signsBody: row.signsBody !== false,
   handshake: row.handshake !== undefined,
 }));
 

@@ -181,6 +181,12 @@ export interface SenderRow {
   readonly providerOptions?:
     | ((credential: { secret: string; keys: TestKeys | undefined; url: string }) => Record<string, unknown>)
     | undefined;
+  /**
+   * Whether the credential covers the body. `false` for the token senders (GitLab, Postmark,
+   * Telegram, Okta): they send a shared token, so a changed body still authenticates.
+   * @default true
+   */
+  readonly signsBody?: boolean | undefined;
   /** A fresh event id in the sender's form. */
   readonly newId: () => string;
   /**

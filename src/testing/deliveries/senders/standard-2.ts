@@ -177,6 +177,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     // GitLab: the secret token as it is in X-Gitlab-Token, the event name in X-Gitlab-Event; nothing
     // is signed. The kit's id is X-Gitlab-Event-UUID.
     name: 'gitlab',
+    signsBody: false,
     credential: 'secret',
     newSecret: token,
     newId: uuid,
@@ -326,6 +327,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     // Postmark: basic auth credentials put in the webhook URL (`https://user:password@...`), sent
     // as `Authorization: Basic`; the secret is `user:password`. The kit's id is the MessageID.
     name: 'postmark',
+    signsBody: false,
     credential: 'secret',
     newSecret: () => `postmark:${token()}`,
     newId: uuid,
@@ -399,6 +401,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     // Telegram: the secret_token given to setWebhook, as it is in X-Telegram-Bot-Api-Secret-Token.
     // The kit's id is the update_id (digits).
     name: 'telegram',
+    signsBody: false,
     credential: 'secret',
     newSecret: token,
     newId: () => String(100_000_000 + Math.floor(Math.random() * 800_000_000)),
@@ -455,6 +458,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     // Okta event hooks: the authentication secret as it is in the Authorization header (the
     // hook's default "Authentication field"); one System Log event per sample, its uuid the id.
     name: 'okta',
+    signsBody: false,
     credential: 'secret',
     newSecret: token,
     newId: uuid,
