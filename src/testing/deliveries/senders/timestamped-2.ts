@@ -206,9 +206,9 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 /**
  * Mailgun signs `timestamp + token` with the webhook signing key and sends the signature object in
- * the body, before `event-data`. A body that already holds `signature.timestamp` and `.token` keeps
- * them (and its bytes, but for the signature's value); otherwise they are filled with `at` and a
- * fresh 50-character token.
+ * the body, before `event-data`. A body that already holds `signature.timestamp`, `.token` and
+ * `.signature` (empty to be filled) keeps them and its bytes, but for the signature's value;
+ * otherwise the signature object is written first, with `at` and a fresh 50-character token.
  */
 function mailgunSign({ secret, text, seconds }: SignContext): Signed {
   let parsed: unknown;
@@ -226,10 +226,12 @@ function mailgunSign({ secret, text, seconds }: SignContext): Signed {
   const token = filled(given.token) ?? randomHex(50);
   const signature = hmac('sha256', secret, [timestamp, token], 'hex');
   if (filled(given.timestamp) && filled(given.token) && typeof given.signature === 'string') {
-    const old = JSON.stringify(given.signature);
     if (given.signature === signature) return { headers: {} };
-    if (given.signature !== '' && text.split(old).length === 2) {
-      return { headers: {}, body: text.replace(old, JSON.stringify(signature)) };
+    // Only the signature's value changes (an empty one is filled): the rest keeps its bytes.
+    const old = JSON.stringify(given.signature).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const member = new RegExp(`("signature"\\s*:\\s*)${old}`, 'g');
+    if (text.match(member)?.length === 1) {
+      return { headers: {}, body: text.replace(member, `$1"${signature}"`) };
     }
   }
   const { signature: _, ...rest } = parsed;

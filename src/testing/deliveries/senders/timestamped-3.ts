@@ -13,13 +13,15 @@ const slackTeam = { id: 'T0123ABCD', domain: 'acme' };
 const slackApp = 'A0123EFGH';
 const upperAlnum = (length: number) => randomFrom('ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', length);
 
-/** Slack's headers: `v0=` HMAC of `v0:<seconds>:body`; the content type follows the body (JSON or form). */
+/**
+ * Slack's headers: `v0=` HMAC of `v0:<seconds>:body`; the content type follows the body: a form
+ * (`name=value&...`: slash commands, interactivity) or JSON (Events API, anything else).
+ */
 function slackHeaders(secret: string, seconds: string, body: string | Uint8Array): Record<string, string> {
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
+  const form = /^[\w.%-]+=/.test(text);
   return {
-    'content-type': text.trimStart().startsWith('{')
-      ? 'application/json'
-      : 'application/x-www-form-urlencoded',
+    'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
     'x-slack-request-timestamp': seconds,
     'x-slack-signature': v0(secret, seconds, body),
     'user-agent': 'Slackbot 1.0 (+https://api.slack.com/robots)',
