@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { box } from '../../src/providers/index.js';
+import { providerOptions, signedDelivery } from '../../src/testing/index.js';
 import {
   acceptsBoth,
   type Delivery,
@@ -15,31 +16,25 @@ import {
 
 // Box's documented algorithm (https://developer.box.com/guides/webhooks/v2/signatures-v2/):
 // BOX-SIGNATURE-PRIMARY / -SECONDARY: base64(HMAC-SHA256(key, body bytes + BOX-DELIVERY-TIMESTAMP)),
-// one under each of the app's two keys; the SDKs allow a 10-minute message age.
+// one under each of the app's two keys; the SDKs allow a 10-minute message age. Signed by the test
+// kit: the secret is the primary key, and the kit signs the secondary header under a secondary key
+// derived from it (providerOptions('box', { secret }) gives both).
 const key = () => randomBytes(24).toString('base64url');
 const body = () =>
   `{"type": "webhook_event", "id": "0f46a6ca-86bf-44ab-8cf5-f08e1e02876b", "created_at": "2026-11-30T05:00:00-08:00", "trigger": "FILE.UPLOADED", "webhook": {"id": "53", "type": "webhook"}, "source": {"id": "73835521473", "type": "file", "name": ${TRICKY_JSON}}}`;
-const mac = (k: string, payload: string, t: string) =>
-  createHmac('sha256', k).update(payload).update(t).digest('base64');
 const rfc3339 = (at: Date) => at.toISOString().replace(/\.\d{3}Z$/, '+00:00');
 
-/** Signs with `primary`; the secondary header is signed with a key this endpoint does not hold. */
-function sign(payload: string, primary: string, at: Date, secondary = key()): Delivery {
-  const t = rfc3339(at);
-  return {
-    body: payload,
-    headers: {
-      'box-delivery-id': '462fc1b2-7bc5-4e50-a4bc-5f6c2a6a1c7c',
-      'box-delivery-timestamp': t,
-      'box-signature-algorithm': 'HmacSHA256',
-      'box-signature-primary': mac(primary, payload, t),
-      'box-signature-secondary': mac(secondary, payload, t),
-      'box-signature-version': '1',
-    },
-  };
+/** Signs with `primary`; the secondary header under the kit's secondary key for it. */
+function sign(payload: string, primary: string, at: Date): Delivery {
+  const d = signedDelivery('box', { payload, secret: primary, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('box provider (signed with the documented algorithm over node:crypto)', () => {
+/** The secondary key the kit signs `BOX-SIGNATURE-SECONDARY` with, for `primary`. */
+const secondaryOf = (primary: string): string =>
+  (providerOptions('box', { secret: primary }).secret as [string, string])[1];
+
+describe('box provider (signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'box',
     credential: oneSecret(key),
@@ -58,8 +53,9 @@ describe('box provider (signed with the documented algorithm over node:crypto)',
   });
 
   it('verifies through the secondary key when the primary key is the one being rotated', async () => {
-    const [primary, secondary] = [key(), key()];
-    const d = sign(body(), primary, NOW, secondary);
+    const primary = key();
+    const secondary = secondaryOf(primary);
+    const d = sign(body(), primary, NOW);
     await acceptsBoth(box({ secret: [primary, secondary] }), d);
     await acceptsBoth(box({ secret: secondary }), d);
     // Primary header gone (a proxy dropped it): the secondary still verifies.

@@ -1,6 +1,7 @@
 /**
  * The handshakes of the existing providers, answered by the receiver itself: Slack's Events API
  * `url_verification` and Zoom's `endpoint.url_validation`, each only once its own signature checks out.
+ * The bodies are written here (some deliberately hostile) and signed by the test kit.
  */
 import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -8,6 +9,7 @@ import { describe, it } from 'node:test';
 import { createReceiver, type DeliveryResult, memoryStore } from '../../src/index.js';
 import { slack, zoom, zoomUrlValidation } from '../../src/providers/index.js';
 import type { Provider } from '../../src/providers/types.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { NOW } from './kit.js';
 
 const ts = (at: Date) => String(Math.floor(at.getTime() / 1000));
@@ -39,10 +41,7 @@ function receiverFor(provider: Provider<any, any>) {
 describe('Slack url_verification', () => {
   const secret = () => randomBytes(16).toString('hex');
   const sign = (key: string, body: string, at = NOW) => ({
-    'x-slack-request-timestamp': ts(at),
-    'x-slack-signature': `v0=${createHmac('sha256', key)
-      .update(`v0:${ts(at)}:${body}`)
-      .digest('hex')}`,
+    ...signedDelivery('slack', { payload: body, secret: key, at }).headers,
   });
   const verification =
     '{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}';
@@ -95,10 +94,7 @@ describe('Slack url_verification', () => {
 describe('Zoom endpoint.url_validation', () => {
   const secret = () => randomBytes(16).toString('base64url');
   const sign = (key: string, body: string, at = NOW) => ({
-    'x-zm-request-timestamp': ts(at),
-    'x-zm-signature': `v0=${createHmac('sha256', key)
-      .update(`v0:${ts(at)}:${body}`)
-      .digest('hex')}`,
+    ...signedDelivery('zoom', { payload: body, secret: key, at }).headers,
   });
   const validation = (plainToken: string) =>
     JSON.stringify({ payload: { plainToken }, event_ts: NOW.getTime(), event: 'endpoint.url_validation' });

@@ -1,9 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/index.js';
 import { hubspotUri } from '../../src/providers/hubspot.js';
 import { hubspot } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
   NOW,
@@ -19,7 +20,7 @@ import {
 // (https://developers.hubspot.com/docs/guides/apps/authentication/validating-requests):
 // X-HubSpot-Signature-v3 = base64(HMAC-SHA256(client secret, method + URI + body + timestamp)),
 // X-HubSpot-Request-Timestamp in ms, requests older than 5 minutes refused; the URI with
-// %3A %2F %3F %40 %21 %24 %27 %28 %29 %2A %2C %3B decoded.
+// %3A %2F %3F %40 %21 %24 %27 %28 %29 %2A %2C %3B decoded. Signed by the test kit.
 const URL = 'https://example.com/webhooks/hubspot?portal=62515';
 const secret = () => randomUUID();
 const body = () =>
@@ -28,22 +29,11 @@ const batch = () =>
   `${body().slice(0, -1)}, {"eventId": 101, "subscriptionType": "contact.deletion", "objectId": 124, "attemptNumber": 0}]`;
 
 function sign(payload: string, key: string, at: Date, url = URL): Delivery {
-  const t = String(at.getTime());
-  const v3 = createHmac('sha256', key)
-    .update(`POST${hubspotUri(url)}${payload}${t}`)
-    .digest('base64');
-  return {
-    body: payload,
-    url,
-    headers: {
-      'x-hubspot-signature-v3': v3,
-      'x-hubspot-request-timestamp': t,
-      'content-type': 'application/json',
-    },
-  };
+  const d = signedDelivery('hubspot', { payload, secret: key, at, url });
+  return { body: d.text, url: d.url, headers: { ...d.headers } };
 }
 
-describe('hubspot provider (signature v3, signed with the documented algorithm over node:crypto)', () => {
+describe('hubspot provider (signature v3, signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'hubspot',
     credential: oneSecret(secret),

@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { linear } from '../../src/providers/index.js';
 import type { Verified } from '../../src/providers/types.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
   NOW,
@@ -16,23 +17,17 @@ import {
 } from './kit.js';
 
 // Linear's documented algorithm: Linear-Signature: hex(HMAC-SHA256(secret, raw body)); freshness
-// from webhookTimestamp (ms) inside the signed body.
+// from webhookTimestamp (ms) inside the signed body. Signed by the test kit.
 const secret = () => `lin_wh_${randomBytes(20).toString('base64url')}`;
 const body = (at: Date) =>
   `{"action": "create", "type": "Issue", "data": {"id": "2174add1", "title": ${TRICKY_JSON}}, "url": "https://linear.app/x", "createdAt": "2026-11-30T05:00:00.000Z", "organizationId": "org1", "webhookTimestamp": ${at.getTime()}, "webhookId": "wh1"}`;
 
 function sign(payload: string, key: string): Delivery {
-  return {
-    body: payload,
-    headers: {
-      'linear-signature': createHmac('sha256', key).update(payload, 'utf8').digest('hex'),
-      'linear-delivery': '234d1a4e-b617-4388-90fe-adc3633d6b72',
-      'linear-event': 'Issue',
-    },
-  };
+  const d = signedDelivery('linear', { payload, secret: key, id: '234d1a4e-b617-4388-90fe-adc3633d6b72' });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('linear provider (signed with the documented algorithm over node:crypto)', () => {
+describe('linear provider (signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'linear',
     credential: oneSecret(secret),

@@ -2,9 +2,11 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { paddle } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import { type Delivery, NOW, oneSecret, providerCases, rejects, TRICKY_JSON, withHeader } from './kit.js';
 
 // Paddle's documented algorithm: Paddle-Signature: ts=<ts>;h1=hex(HMAC-SHA256(secret, ts + ":" + raw body)).
+// Signed by the test kit; the header with several h1= (one per active key) by hand.
 const secret = () => `pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_${randomBytes(24).toString('base64url')}`;
 const body = () =>
   `{"event_id": "evt_01hv8wptq8987qeep44cyrewp9", "event_type": "subscription.created", "occurred_at": "2026-11-30T05:00:00.000Z", "notification_id": "ntf_01", "data": {"note": ${TRICKY_JSON}}}`;
@@ -13,11 +15,11 @@ const h1 = (payload: string, key: string, ts: string) =>
   createHmac('sha256', key).update(`${ts}:${payload}`, 'utf8').digest('hex');
 
 function sign(payload: string, key: string, at: Date): Delivery {
-  const ts = String(Math.floor(at.getTime() / 1000));
-  return { body: payload, headers: { 'paddle-signature': `ts=${ts};h1=${h1(payload, key, ts)}` } };
+  const d = signedDelivery('paddle', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('paddle provider (signed with the documented algorithm over node:crypto)', () => {
+describe('paddle provider (signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'paddle',
     credential: oneSecret(secret),

@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { persona } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   acceptsBoth,
   type Delivery,
@@ -14,7 +15,8 @@ import {
 
 // Persona's documented algorithm (https://docs.withpersona.com/webhooks#checking-signatures):
 // Persona-Signature: t=<seconds>,v1=<hex HMAC-SHA256 of `t.body`>; while a secret rotates, two
-// such lists separated by a space, one per secret.
+// such lists separated by a space, one per secret. Signed by the test kit; the rotation header
+// (several lists) by hand.
 const secret = () => `wbhsec_${randomBytes(18).toString('hex')}`;
 const body = () =>
   `{"data": {"type": "event", "id": "evt_XGuYWp6PsTbMYvAqdMWk6Ktm", "attributes": {"name": "inquiry.completed", "payload": {"data": {"id": "inq_1", "note": ${TRICKY_JSON}}}, "created_at": "2026-11-30T05:00:00.000Z"}}}`;
@@ -24,10 +26,11 @@ const list = (payload: string, key: string, at: Date) => {
 };
 
 function sign(payload: string, key: string, at: Date): Delivery {
-  return { body: payload, headers: { 'persona-signature': list(payload, key, at) } };
+  const d = signedDelivery('persona', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('persona provider (signed with the documented algorithm over node:crypto)', () => {
+describe('persona provider (signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'persona',
     credential: oneSecret(secret),

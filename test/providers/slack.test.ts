@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { slack } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
   NOW,
@@ -14,24 +15,18 @@ import {
 } from './kit.js';
 
 // Slack's documented algorithm: v0=hex(HMAC-SHA256(signing secret, "v0:" + ts + ":" + raw body)).
+// Signed by the test kit, which sends a JSON object as application/json and a form as
+// application/x-www-form-urlencoded, as Slack does.
 const secret = () => randomBytes(16).toString('hex');
 const body = () =>
   `{"token": "x", "team_id": "T1", "type": "event_callback", "event_id": "Ev08MFMKH6", "event_time": 1764478800, "event": {"type": "app_mention", "text": ${TRICKY_JSON}}}`;
 
-function sign(payload: string, key: string, at: Date, contentType = 'application/json'): Delivery {
-  const ts = String(Math.floor(at.getTime() / 1000));
-  const sig = createHmac('sha256', key).update(`v0:${ts}:${payload}`, 'utf8').digest('hex');
-  return {
-    body: payload,
-    headers: {
-      'x-slack-signature': `v0=${sig}`,
-      'x-slack-request-timestamp': ts,
-      'content-type': contentType,
-    },
-  };
+function sign(payload: string, key: string, at: Date): Delivery {
+  const d = signedDelivery('slack', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('slack provider (signed with the documented algorithm over node:crypto)', () => {
+describe('slack provider (signed by the test kit, signedDelivery)', () => {
   providerCases<string>({
     name: 'slack',
     credential: oneSecret(secret),
@@ -60,10 +55,9 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
   it('verifies a slash command (form fields) and keys it on the body digest', async () => {
     const key = secret();
     const form = 'command=%2Fdeploy&text=caf%C3%A9+%F0%9F%98%80&user_id=U1';
-    const verified = await verifyAt(
-      slack({ secret: key }),
-      sign(form, key, NOW, 'application/x-www-form-urlencoded'),
-    );
+    const d = sign(form, key, NOW);
+    assert.equal(d.headers['content-type'], 'application/x-www-form-urlencoded');
+    const verified = await verifyAt(slack({ secret: key }), d);
     assert.equal(verified.type, 'slash_command');
     assert.equal(
       verified.typeSigned,
@@ -77,10 +71,7 @@ describe('slack provider (signed with the documented algorithm over node:crypto)
   it('verifies an interactivity payload and types it by the payload type', async () => {
     const key = secret();
     const form = `payload=${encodeURIComponent('{"type":"block_actions","actions":[]}')}`;
-    const verified = await verifyAt(
-      slack({ secret: key }),
-      sign(form, key, NOW, 'application/x-www-form-urlencoded'),
-    );
+    const verified = await verifyAt(slack({ secret: key }), sign(form, key, NOW));
     assert.equal(verified.type, 'block_actions');
     assert.equal(verified.typeSigned, true);
   });

@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Signature } from '@hubspot/api-client';
 import { hubspot } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   acceptsBoth,
   type Delivery,
@@ -64,17 +65,10 @@ function sdkValid(d: Delivery, clientSecret: string, url = d.url!): boolean {
   });
 }
 
-/** onceonly's own test signer (the documented algorithm over node:crypto), as test/providers/hubspot.test.ts signs. */
+/** onceonly's test kit (signedDelivery), as test/providers/hubspot.test.ts signs. */
 function testSign(payload: string, key: string, at: Date, url = URL): Delivery {
-  const t = String(at.getTime());
-  return {
-    body: payload,
-    url,
-    headers: {
-      'x-hubspot-signature-v3': createHmac('sha256', key).update(`POST${url}${payload}${t}`).digest('base64'),
-      'x-hubspot-request-timestamp': t,
-    },
-  };
+  const d = signedDelivery('hubspot', { payload, secret: key, at, url });
+  return { body: d.text, url: d.url, headers: { ...d.headers } };
 }
 
 describe('hubspot provider (signature v3 signed by @hubspot/api-client Signature.getSignature, checked against Signature.isValid)', () => {
@@ -91,7 +85,7 @@ describe('hubspot provider (signature v3 signed by @hubspot/api-client Signature
     assert.equal(runs, 1);
   });
 
-  it("agrees with Signature.isValid both ways: on what the SDK signed and on what onceonly's test signer signed", async () => {
+  it("agrees with Signature.isValid both ways: on what the SDK signed and on what onceonly's test kit signed", async () => {
     const key = secret();
     const now = new Date();
     const signed = sdkSign(body(), key, now);

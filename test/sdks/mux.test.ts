@@ -1,8 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import Mux from '@mux/mux-node';
 import { mux } from '../../src/providers/index.js';
+import { signedDelivery } from '../../src/testing/index.js';
 import {
   type Delivery,
   oneSecret,
@@ -15,19 +16,19 @@ import {
 
 // Mux's algorithm (https://docs.mux.com/core/verify-webhook-signatures): Mux-Signature:
 // t=<seconds>,v1=<hex HMAC-SHA256 of `t.body`>. Cross-checked below against @mux/mux-node's own
-// webhooks.computeSignature (its signing helper, async) and webhooks.verifySignature.
+// webhooks.computeSignature (its signing helper, async) and webhooks.verifySignature. Signed by the
+// test kit (signedDelivery); the header with several v1= by hand.
 const client = new Mux({ tokenId: 'test-token-id', tokenSecret: 'test-token-secret' });
 const secret = () => randomBytes(24).toString('base64url');
 const body = (attempts = 0) =>
   `{"type": "video.asset.ready", "id": "3a56ac3d-33da-4366-855b-f592d898409d", "object": {"type": "asset", "id": "a1"}, "data": {"passthrough": ${TRICKY_JSON}}, "attempts": [${Array.from({ length: attempts }, (_, i) => `{"id": "att${i}"}`).join(', ')}], "created_at": "2026-11-30T05:00:00.000Z"}`;
 
 function sign(payload: string, key: string, at: Date): Delivery {
-  const t = Math.floor(at.getTime() / 1000);
-  const v1 = createHmac('sha256', key).update(`${t}.${payload}`).digest('hex');
-  return { body: payload, headers: { 'mux-signature': `t=${t},v1=${v1}` } };
+  const d = signedDelivery('mux', { payload, secret: key, at });
+  return { body: d.text, headers: { ...d.headers } };
 }
 
-describe('mux provider (signed as @mux/mux-node computes it)', () => {
+describe('mux provider (signed by the test kit, as @mux/mux-node computes it)', () => {
   providerCases<string>({
     name: 'mux',
     credential: oneSecret(secret),
