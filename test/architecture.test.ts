@@ -18,7 +18,7 @@ const allowed: Record<string, readonly string[]> = {
   receiver: ['core', 'receiver', 'errors', 'providers/types'],
   adapters: ['receiver', 'adapters'],
   consumers: ['once', 'consumers', 'errors'],
-  testing: ['core', 'testing'],
+  testing: ['core', 'testing', 'providers'],
   otel: ['core', 'otel'],
   console: ['core', 'console'],
 };
