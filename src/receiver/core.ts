@@ -125,6 +125,14 @@ export function createCore(
   }
   // Last, once every option is known good: a refused receiver must not keep its space.
   takeSpace(store, space, provider, named, site);
+  // A provider built with onceonly/testing's test keys: the operator's own log hears it too.
+  if (provider.testKeys === true && logger) {
+    emit(
+      logger,
+      'warn',
+      `onceonly: the ${provider.name} receiver trusts onceonly/testing's test keys: for tests only, never in production`,
+    );
+  }
   const runInfo: TelemetryRunInfo | undefined = telemetry && {
     kind: 'delivery',
     provider: provider.name,

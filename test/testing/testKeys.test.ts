@@ -115,6 +115,35 @@ describe("providers built with onceonly/testing's test keys", () => {
   });
 });
 
+describe("a receiver over a provider built with the kit's test keys", () => {
+  it("warns on the receiver's own logger, and a receiver over a real key does not", () => {
+    const lines: string[] = [];
+    const logger = { warn: (message: string) => void lines.push(message), error: () => {}, info: () => {} };
+    createReceiver({
+      provider: discord({ ...testKeys('discord').trust }),
+      store: memoryStore(),
+      handler: () => {},
+      logger,
+    });
+    assert.equal(lines.length, 1);
+    assert.match(
+      lines[0]!,
+      /the discord receiver trusts onceonly\/testing's test keys: for tests only, never in production/,
+    );
+    const own = generateKeyPairSync('ed25519')
+      .publicKey.export({ format: 'der', type: 'spki' })
+      .subarray(-32)
+      .toString('hex');
+    createReceiver({
+      provider: discord({ publicKey: own }),
+      store: memoryStore(),
+      handler: () => {},
+      logger,
+    });
+    assert.equal(lines.length, 1);
+  });
+});
+
 describe("nothing but the kit's values makes a provider accept the kit's deliveries", () => {
   it('a provider with its own key, or served the kit certificate without the test root, refuses them', async () => {
     // Prepare: the kit's keys and deliveries, and providers that were not given the kit's trust.
