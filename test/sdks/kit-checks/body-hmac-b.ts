@@ -11,7 +11,7 @@ import { getHmac } from '@shopify/shopify-api/test-helpers';
 import Razorpay from 'razorpay';
 import type { Checks } from './types.js';
 
-// jsonwebtoken ships no types (it is here as twilio's dependency): the one call Netlify's docs make.
+// jsonwebtoken ships no types (a devDependency of this workspace; no @types package here): the one call Netlify's docs make.
 const jwt = createRequire(import.meta.url)('jsonwebtoken') as {
   verify(token: string, secret: string, options: { issuer: string; algorithms: string[] }): unknown;
 };
