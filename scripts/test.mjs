@@ -34,7 +34,16 @@ import { install, workspaces } from './workspaces.mjs';
  * stores (test/package/standalone.test.ts runs the demo on each line, on node:sqlite).
  */
 const LINE_SUITES = {
-  roots: ['src', 'test', 'test/providers', 'test/adapters', 'test/sqlite', 'test/cli', 'test/package', 'test/testing'],
+  roots: [
+    'src',
+    'test',
+    'test/providers',
+    'test/adapters',
+    'test/sqlite',
+    'test/cli',
+    'test/package',
+    'test/testing',
+  ],
   /**
    * `--narrow` (.ci/run's Node 22, the line between the two others): only what depends on the line's
    * own SQLite (node:sqlite, whose 22.x differs from 24's), its CLI and the installed package; the
