@@ -104,13 +104,13 @@ export function urlOf(url: string | undefined): URL {
 }
 
 /** Thrown when nothing accepts connections at the URL's host and port. */
-export class NothingListening extends Error {}
+class NothingListening extends Error {}
 
 /**
  * Connects to the URL's host and port once, within `timeoutMs`: a refused connection is
  * `NothingListening` at once, instead of a run of retries that ends a minute later.
  */
-export async function ensureListening(url: URL, timeoutMs = 3_000): Promise<void> {
+async function ensureListening(url: URL, timeoutMs = 3_000): Promise<void> {
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   const host = url.hostname.replace(/^\[|\]$/g, '');
   await new Promise<void>((resolve, reject) => {
@@ -138,4 +138,19 @@ export async function ensureListening(url: URL, timeoutMs = 3_000): Promise<void
       } else resolve();
     });
   });
+}
+
+/**
+ * `ensureListening` for a command: true when something may be listening; otherwise says why on
+ * stderr and returns false, for the command to exit 1.
+ */
+export async function listeningOrSaySo(url: URL): Promise<boolean> {
+  try {
+    await ensureListening(url);
+    return true;
+  } catch (error) {
+    if (!(error instanceof NothingListening)) throw error;
+    console.error(`onceonly: ${error.message}`);
+    return false;
+  }
 }

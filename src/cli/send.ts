@@ -1,6 +1,6 @@
 /** `onceonly send` and `onceonly sign`: one signed delivery, sent to a receiver or printed for curl. */
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { deliveryOf, ensureListening, NothingListening, providerHelp, urlOf } from './kit.js';
+import { deliveryOf, listeningOrSaySo, providerHelp, urlOf } from './kit.js';
 
 const deliveryFlags = {
   provider: { type: 'string', help: 'the sender to imitate, e.g. stripe, github, shopify (list below)' },
@@ -50,15 +50,7 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
   const url = urlOf(flags.url);
   if (!Number.isInteger(flags.repeat) || flags.repeat < 1) throw new UsageError('--repeat must be 1 or more');
   const delivery = deliveryOf({ ...flags, url: url.href });
-  try {
-    await ensureListening(url);
-  } catch (error) {
-    if (error instanceof NothingListening) {
-      console.error(`onceonly: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
+  if (!(await listeningOrSaySo(url))) return 1;
   const answers: Answer[] = [];
   for (let i = 0; i < flags.repeat; i++) {
     const started = performance.now();

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { senders, signedDelivery } from '../testing/deliveries/index.js';
 import type { SenderName } from '../testing/deliveries/names.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { ensureListening, NothingListening, providerHelp, senderOf, urlOf } from './kit.js';
+import { listeningOrSaySo, providerHelp, senderOf, urlOf } from './kit.js';
 import { progressBar, table } from './report.js';
 import { SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { type SimSender, simulate } from './simulate.js';
@@ -74,15 +74,7 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     if (unknown !== undefined)
       throw new UsageError(`no sample event of type ${JSON.stringify(unknown)}; one of ${known.join(', ')}`);
   }
-  try {
-    await ensureListening(url);
-  } catch (error) {
-    if (error instanceof NothingListening) {
-      console.error(`onceonly: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
+  if (!(await listeningOrSaySo(url))) return 1;
   const quiet = flags.json || !process.stderr.isTTY;
   const report = await simulate({
     url: flags.url,

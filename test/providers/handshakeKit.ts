@@ -37,18 +37,19 @@ export interface Sent {
 }
 
 /**
- * A receiver for `provider`: `send` delivers a request; `ran()` counts handler runs; `touched` lists
- * store calls (a strict store throws on the first, so a handshake that touched it fails loudly).
+ * A receiver for `provider`: `send` delivers a request (or `receiver.fetch` a `Request`); `ran()`
+ * counts handler runs and `events` holds the events it got; `touched` lists store calls (a strict
+ * store throws on the first, so a handshake that touched it fails loudly).
  */
 export function handshakeReceiver(provider: Provider<any, any>, options: { strict?: boolean } = {}) {
   const { store, touched } = watchedStore(options.strict ?? true);
-  let ran = 0;
+  const events: unknown[] = [];
   const outcomes: DeliveryResult[] = [];
   const receiver = createReceiver({
     provider,
     store,
-    handler: () => {
-      ran += 1;
+    handler: (event) => {
+      events.push(event);
     },
     onOutcome: (r) => {
       outcomes.push(r);
@@ -63,7 +64,7 @@ export function handshakeReceiver(provider: Provider<any, any>, options: { stric
       url: s.url,
       receivedAt: s.at ?? NOW,
     });
-  return { send, ran: () => ran, touched, outcomes };
+  return { receiver, send, ran: () => events.length, events, touched, outcomes };
 }
 
 /** The result is a handshake answer with `status` and, when given, `body` as its text. */

@@ -36,6 +36,23 @@ function sign(payload: string, key: string): Delivery {
   };
 }
 
+/** @shopify/shopify-api's own webhooks.validate, set up with `key` as the app's secret. */
+function shopifyValidate(key: string) {
+  const api = shopifyApi({
+    apiKey: 'test-key',
+    apiSecretKey: key,
+    apiVersion: ApiVersion.January25,
+    hostName: 'example.com',
+    isEmbeddedApp: false,
+    logger: { log: () => {} },
+  });
+  return (text: string, headers: Record<string, string>) =>
+    api.webhooks.validate({
+      rawBody: text,
+      rawRequest: new Request('https://example.com/webhooks', { method: 'POST', headers, body: text }),
+    });
+}
+
 describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper)", () => {
   providerCases<string>({
     name: 'shopify',
@@ -64,25 +81,9 @@ describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper
   it("agrees with @shopify/shopify-api's own webhooks.validate on the same request", async () => {
     const key = secret();
     const d = sign(body(), key);
-    const api = shopifyApi({
-      apiKey: 'test-key',
-      apiSecretKey: key,
-      apiVersion: ApiVersion.January25,
-      hostName: 'example.com',
-      isEmbeddedApp: false,
-      logger: { log: () => {} },
-    });
+    const validate = shopifyValidate(key);
     const check = async (delivery: Delivery) =>
-      (
-        await api.webhooks.validate({
-          rawBody: delivery.body as string,
-          rawRequest: new Request('https://example.com/webhooks', {
-            method: 'POST',
-            headers: delivery.headers,
-            body: delivery.body as string,
-          }),
-        })
-      ).valid;
+      (await validate(delivery.body as string, delivery.headers)).valid;
     assert.equal(await check(d), true);
     await verifyAt(shopify({ secret: key }), d);
     const tampered = { ...d, body: (d.body as string).replace('caf', 'cof') };
@@ -92,19 +93,7 @@ describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper
   it("the test kit's deliveries of every sample topic pass @shopify/shopify-api's webhooks.validate; one byte off does not", async () => {
     // webhooks.validate is async, so it runs here rather than among test/sdks/kit.test.ts's checks.
     const key = testSecret('shopify');
-    const api = shopifyApi({
-      apiKey: 'test-key',
-      apiSecretKey: key,
-      apiVersion: ApiVersion.January25,
-      hostName: 'example.com',
-      isEmbeddedApp: false,
-      logger: { log: () => {} },
-    });
-    const validate = (text: string, headers: Record<string, string>) =>
-      api.webhooks.validate({
-        rawBody: text,
-        rawRequest: new Request('https://example.com/webhooks', { method: 'POST', headers, body: text }),
-      });
+    const validate = shopifyValidate(key);
     const { types } = senders.find((s) => s.name === 'shopify')!;
     for (const type of types) {
       const d = signedDelivery('shopify', { secret: key, type });
@@ -127,20 +116,7 @@ describe("shopify provider (signed by @shopify/shopify-api's getHmac test helper
       events[name.toLowerCase().replace(/^x-shopify-/, 'shopify-')] = value;
     events['shopify-event-id'] = 'evt-events-1';
     assert.ok(!Object.keys(events).some((name) => name.startsWith('x-shopify-')));
-    const api = shopifyApi({
-      apiKey: 'test-key',
-      apiSecretKey: key,
-      apiVersion: ApiVersion.January25,
-      hostName: 'example.com',
-      isEmbeddedApp: false,
-      logger: { log: () => {} },
-    });
-    const raw = new Request('https://example.com/webhooks', {
-      method: 'POST',
-      headers: events,
-      body: d.body as string,
-    });
-    assert.equal((await api.webhooks.validate({ rawBody: d.body as string, rawRequest: raw })).valid, true);
+    assert.equal((await shopifyValidate(key)(d.body as string, events)).valid, true);
     const verified = await verifyAt(shopify({ secret: key }), { ...d, headers: events });
     assert.equal(verified.type, events['shopify-topic']);
     assert.equal(verified.id, 'evt-events-1');

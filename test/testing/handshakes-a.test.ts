@@ -5,26 +5,13 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { createReceiver, type DeliveryResult, memoryStore, type Provider } from '../../src/index.js';
+import type { Provider } from '../../src/index.js';
 import { asana, dropbox } from '../../src/providers/index.js';
 import { handshakeRequest, signedDelivery, testSecret } from '../../src/testing/index.js';
+import { handshakeReceiver } from '../providers/handshakeKit.js';
 
-function receiverOf(provider: Provider<any, any>) {
-  const outcomes: DeliveryResult[] = [];
-  let ran = 0;
-  const receiver = createReceiver({
-    provider,
-    store: memoryStore(),
-    handler: () => {
-      ran += 1;
-    },
-    onOutcome: (r) => {
-      outcomes.push(r);
-    },
-    logger: false,
-  });
-  return { receiver, outcomes, ran: () => ran };
-}
+/** A receiver over a store the deliveries that follow a handshake may use. */
+const receiverOf = (provider: Provider<any, any>) => handshakeReceiver(provider, { strict: false });
 
 describe("handshakeRequest('asana')", () => {
   it('posts X-Hook-Secret; the receiver hands it to onHookSecret and echoes it; deliveries signed with it then verify', async () => {

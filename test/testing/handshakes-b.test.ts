@@ -7,29 +7,9 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { createReceiver, type DeliveryResult, memoryStore, type Provider } from '../../src/index.js';
 import { meta, notion, woocommerce } from '../../src/providers/index.js';
 import { handshakeRequest, senders, signedDelivery, testSecret } from '../../src/testing/index.js';
-import { watchedStore } from '../providers/handshakeKit.js';
-
-/** A receiver whose store fails the test when touched, counting handler runs and outcomes. */
-function receiverOf(provider: Provider<any, any>) {
-  const { store, touched } = watchedStore(true);
-  const outcomes: DeliveryResult[] = [];
-  let ran = 0;
-  const receiver = createReceiver({
-    provider,
-    store,
-    handler: () => {
-      ran += 1;
-    },
-    onOutcome: (r) => {
-      outcomes.push(r);
-    },
-    logger: false,
-  });
-  return { receiver, touched, outcomes, ran: () => ran };
-}
+import { handshakeReceiver } from '../providers/handshakeKit.js';
 
 it('the senders of this group with a handshake say so', () => {
   for (const name of ['meta', 'notion', 'woocommerce']) {
@@ -47,7 +27,7 @@ describe("handshakeRequest('meta')", () => {
     const query = new URL(h.url).searchParams;
     assert.equal(query.get('hub.mode'), 'subscribe');
     assert.equal(query.get('hub.verify_token'), verifyToken);
-    const { receiver, touched, outcomes, ran } = receiverOf(
+    const { receiver, touched, outcomes, ran } = handshakeReceiver(
       meta({ secret: testSecret('meta'), verifyToken }),
     );
     const response = await receiver.fetch(h.request());
@@ -63,7 +43,9 @@ describe("handshakeRequest('meta')", () => {
   });
 
   it('echoes a fresh challenge when none is given; another verify token is refused as invalid_token', async () => {
-    const { receiver, outcomes } = receiverOf(meta({ secret: testSecret('meta'), verifyToken: 'mine' }));
+    const { receiver, outcomes } = handshakeReceiver(
+      meta({ secret: testSecret('meta'), verifyToken: 'mine' }),
+    );
     const h = handshakeRequest('meta', { secret: 'mine' });
     assert.ok(h.challenge);
     assert.equal(await (await receiver.fetch(h.request())).text(), h.challenge);
@@ -84,7 +66,7 @@ describe("handshakeRequest('notion')", () => {
   it('is the unsigned verification-token POST: answered 200, the token handed to onVerificationToken', async () => {
     const token = testSecret('notion');
     const seen: string[] = [];
-    const { receiver, touched, outcomes, ran } = receiverOf(
+    const { receiver, touched, outcomes, ran } = handshakeReceiver(
       notion({ secret: 'pending', onVerificationToken: (t) => void seen.push(t) }),
     );
     const h = handshakeRequest('notion', { secret: token });
@@ -104,17 +86,15 @@ describe("handshakeRequest('notion')", () => {
 
   it('carries a fresh token of Notion shape when none is given, which then signs the deliveries', async () => {
     const seen: string[] = [];
-    const setup = receiverOf(notion({ secret: 'pending', onVerificationToken: (t) => void seen.push(t) }));
+    const setup = handshakeReceiver(
+      notion({ secret: 'pending', onVerificationToken: (t) => void seen.push(t) }),
+    );
     assert.equal((await setup.receiver.fetch(handshakeRequest('notion').request())).status, 200);
     assert.equal(seen.length, 1);
     const token = seen[0]!;
     assert.match(token, /^secret_[A-Za-z0-9]{43}$/);
     // The operator pastes it into `secret`: the deliveries it signs are then processed.
-    const receiver = createReceiver({
-      provider: notion({ secret: token }),
-      store: memoryStore(),
-      handler: () => {},
-    });
+    const { receiver } = handshakeReceiver(notion({ secret: token }), { strict: false });
     const processed = await receiver.fetch(signedDelivery('notion', { secret: token }).request());
     assert.equal(processed.headers.get('onceonly-outcome'), 'processed');
   });
@@ -122,7 +102,7 @@ describe("handshakeRequest('notion')", () => {
 
 describe("handshakeRequest('woocommerce')", () => {
   it('is the unsigned webhook_id ping sent on save: answered 200, store and handler untouched', async () => {
-    const { receiver, touched, outcomes, ran } = receiverOf(
+    const { receiver, touched, outcomes, ran } = handshakeReceiver(
       woocommerce({ secret: testSecret('woocommerce') }),
     );
     const h = handshakeRequest('woocommerce');

@@ -8,23 +8,16 @@
 import { strict as assert } from 'node:assert';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createReceiver, memoryStore, type Provider } from '../../src/index.js';
+import type { Provider } from '../../src/index.js';
 import { slack, twitch, zoom, zoomUrlValidation } from '../../src/providers/index.js';
 import { handshakeRequest, providerOptions, type SenderName, testSecret } from '../../src/testing/index.js';
+import { handshakeReceiver } from '../providers/handshakeKit.js';
 
 const factories: Partial<Record<SenderName, (options: any) => Provider<any, any>>> = { slack, twitch, zoom };
 
+/** A receiver for the provider of `name` verifying with `secret`, counting handler runs. */
 function receiverFor(name: SenderName, secret: string) {
-  let ran = 0;
-  const receiver = createReceiver({
-    provider: factories[name]!(providerOptions(name, { secret })),
-    store: memoryStore(),
-    handler: () => {
-      ran += 1;
-    },
-    logger: false,
-  });
-  return { receiver, ran: () => ran };
+  return handshakeReceiver(factories[name]!(providerOptions(name, { secret })), { strict: false });
 }
 
 /** The answer to a handshake the kit made with `secret`; asserts it was answered as a handshake. */

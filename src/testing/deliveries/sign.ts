@@ -31,6 +31,23 @@ export const randomHex = (length = 12): string =>
 /** A fresh UUID v4. */
 export const uuid = (): string => crypto.randomUUID();
 
+/**
+ * The payload `text` as the JSON object a sender that rewrites or reads its body needs (AWS SNS,
+ * Mailgun); anything else is a TypeError saying `what` it must be.
+ */
+export function jsonObject(text: string, what: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new TypeError(`onceonly/testing: ${what}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
 export interface BodyHmac {
   /** The header the signature travels in. */
   readonly header: string;

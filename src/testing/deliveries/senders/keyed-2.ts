@@ -7,7 +7,7 @@
  */
 import { createHash, type KeyObject, randomInt, sign } from 'node:crypto';
 import type { SenderName } from '../names.js';
-import { randomHex, uuid } from '../sign.js';
+import { jsonObject, randomHex, uuid } from '../sign.js';
 import type {
   HandshakeContext,
   HandshakeParts,
@@ -141,22 +141,14 @@ function snsHeaders(m: Record<string, unknown>, signer: SnsSigner): Record<strin
   };
 }
 
-function parseMessage(text: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new TypeError('onceonly/testing: an awsSns payload is an SNS message, a JSON object');
-  }
-  return parsed as Record<string, unknown>;
-}
-
 function snsSign(ctx: SignContext) {
   const signer = signerOf<SnsSigner>(ctx.keys, 'awsSns');
-  const { text, message } = signSnsMessage(parseMessage(ctx.text), signer, ctx.id, ctx.at);
+  const { text, message } = signSnsMessage(
+    jsonObject(ctx.text, 'an awsSns payload is an SNS message, a JSON object'),
+    signer,
+    ctx.id,
+    ctx.at,
+  );
   return { body: text, headers: snsHeaders(message, signer) };
 }
 

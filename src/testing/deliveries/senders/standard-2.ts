@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SenderName } from '../names.js';
 import { randomHex, uuid } from '../sign.js';
-import type { HandshakeContext, HandshakeParts, SenderRow } from '../types.js';
+import type { HandshakeContext, HandshakeParts, SampleContext, SenderRow } from '../types.js';
 import { rows as twilio } from './standard-3.js';
 
 /** A token as the senders' settings take one: 32 characters of A-Z a-z 0-9 _ - (Telegram's alphabet). */
@@ -47,6 +47,14 @@ const gitlabCommit = (iso: string) => {
     url: `${GITLAB}/mike/diaspora/-/commit/${id}`,
     author: { name: 'Jordi Mallach', email: 'jordi@softcatala.org' },
   };
+};
+
+/** The `repository` of merge request and issue events (push events carry a longer one). */
+const gitlabRepository = {
+  name: 'Diaspora',
+  url: gitlabProject.url,
+  description: '',
+  homepage: gitlabProject.homepage,
 };
 
 /** A time as GitLab writes it in merge request, issue and pipeline events: `2026-12-04 14:48:06 UTC`. */
@@ -147,6 +155,11 @@ const oktaEvent = (id: string, iso: string, eventType: string, displayMessage: s
   securityContext: { asNumber: null, asOrg: null, isp: null, domain: null, isProxy: null },
   insertionTimestamp: null,
 });
+/** An Okta sample: one System Log event of the sample's type, about `target`, in a hook delivery. */
+const oktaSample =
+  (displayMessage: string, target: unknown) =>
+  ({ id, iso, type }: SampleContext) =>
+    oktaDelivery(iso, oktaEvent(id, iso, type, displayMessage, target));
 const oktaUser = {
   id: '00u1qw1mqitPHM8AJ0g7',
   type: 'User',
@@ -219,12 +232,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
         event_type: 'merge_request',
         user: gitlabUser,
         project: gitlabProject,
-        repository: {
-          name: 'Diaspora',
-          url: gitlabProject.url,
-          description: '',
-          homepage: gitlabProject.homepage,
-        },
+        repository: gitlabRepository,
         object_attributes: {
           id: 99,
           iid: 1,
@@ -270,12 +278,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
           action: 'open',
           labels: [],
         },
-        repository: {
-          name: 'Diaspora',
-          url: gitlabProject.url,
-          description: '',
-          homepage: gitlabProject.homepage,
-        },
+        repository: gitlabRepository,
         assignees: [],
         labels: [],
         changes: {},
@@ -463,28 +466,13 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     newSecret: token,
     newId: uuid,
     samples: {
-      'user.session.start': ({ id, iso }) =>
-        oktaDelivery(iso, oktaEvent(id, iso, 'user.session.start', 'User login to Okta', null)),
-      'user.lifecycle.create': ({ id, iso }) =>
-        oktaDelivery(iso, oktaEvent(id, iso, 'user.lifecycle.create', 'Create Okta user', [oktaUser])),
-      'user.lifecycle.deactivate': ({ id, iso }) =>
-        oktaDelivery(
-          iso,
-          oktaEvent(id, iso, 'user.lifecycle.deactivate', 'Deactivate Okta user', [oktaUser]),
-        ),
-      'group.user_membership.add': ({ id, iso }) =>
-        oktaDelivery(
-          iso,
-          oktaEvent(id, iso, 'group.user_membership.add', 'Add user to group membership', [
-            oktaUser,
-            {
-              id: '00g1emaKYZTWRYYRRTSK',
-              type: 'UserGroup',
-              alternateId: 'unknown',
-              displayName: 'Engineering',
-            },
-          ]),
-        ),
+      'user.session.start': oktaSample('User login to Okta', null),
+      'user.lifecycle.create': oktaSample('Create Okta user', [oktaUser]),
+      'user.lifecycle.deactivate': oktaSample('Deactivate Okta user', [oktaUser]),
+      'group.user_membership.add': oktaSample('Add user to group membership', [
+        oktaUser,
+        { id: '00g1emaKYZTWRYYRRTSK', type: 'UserGroup', alternateId: 'unknown', displayName: 'Engineering' },
+      ]),
     },
     sign: (ctx) => ({ headers: { authorization: ctx.secret } }),
     handshake: oktaHandshake,

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SenderName } from '../names.js';
 import { hmac, randomHex, standardWebhooks, uuid } from '../sign.js';
-import type { SenderRow, SignContext, Signed } from '../types.js';
+import type { SampleContext, SenderRow, SignContext, Signed } from '../types.js';
 import { rows as more } from './standard-2.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -98,7 +98,32 @@ const clerkEvent = (type: string, ms: number, data: Record<string, unknown>) => 
   type,
 });
 
-const LIVEBLOCKS_PROJECT = '605a50b01a36d5ea7a2e9104';
+/** A Resend email event of the sample's type: the email sent to `to`, with `more` of that event's fields. */
+const resendEmail =
+  (to: string, more: Record<string, unknown> = {}) =>
+  ({ type, iso }: SampleContext) => ({
+    type,
+    created_at: iso,
+    data: {
+      created_at: iso,
+      email_id: crypto.randomUUID(),
+      from: 'Acme <onboarding@resend.dev>',
+      to: [to],
+      subject: 'Sending this example',
+      ...more,
+    },
+  });
+
+/** A Liveblocks event of the sample's type: `{ type, data }`, about the room `my-room-id` and `fields`. */
+const liveblocksEvent =
+  (fields: (iso: string) => Record<string, unknown>) =>
+  ({ type, iso }: SampleContext) => ({
+    type,
+    data: { projectId: '605a50b01a36d5ea7a2e9104', roomId: 'my-room-id', ...fields(iso) },
+  });
+
+/** Who enters and leaves the room in the Liveblocks samples. */
+const liveblocksVisitor = { connectionId: 7, userId: 'user-42', userInfo: { name: 'Charlie Layne' } };
 
 /** A Polar customer (the `customer` of an order or subscription). */
 const polarCustomer = (iso: string) => ({
@@ -135,7 +160,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
   {
     name: 'standardWebhooks',
     credential: 'secret',
-    newSecret: () => `whsec_${Buffer.from(randomHex(48), 'hex').toString('base64')}`,
+    newSecret: svixSecret,
     newId: svixId,
     samples: {
       'invoice.paid': ({ iso, id }) => ({
@@ -149,45 +174,16 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
   {
     name: 'resend',
     credential: 'secret',
-    newSecret: () => `whsec_${Buffer.from(randomHex(48), 'hex').toString('base64')}`,
+    newSecret: svixSecret,
     newId: svixId,
     samples: {
-      'email.sent': ({ iso }) => ({
-        type: 'email.sent',
-        created_at: iso,
-        data: {
-          created_at: iso,
-          email_id: crypto.randomUUID(),
-          from: 'Acme <onboarding@resend.dev>',
-          to: ['delivered@resend.dev'],
-          subject: 'Sending this example',
-        },
-      }),
-      'email.delivered': ({ iso }) => ({
-        type: 'email.delivered',
-        created_at: iso,
-        data: {
-          created_at: iso,
-          email_id: crypto.randomUUID(),
-          from: 'Acme <onboarding@resend.dev>',
-          to: ['delivered@resend.dev'],
-          subject: 'Sending this example',
-        },
-      }),
-      'email.bounced': ({ iso }) => ({
-        type: 'email.bounced',
-        created_at: iso,
-        data: {
-          created_at: iso,
-          email_id: crypto.randomUUID(),
-          from: 'Acme <onboarding@resend.dev>',
-          to: ['bounced@resend.dev'],
-          subject: 'Sending this example',
-          bounce: {
-            message: 'The recipient mailbox does not exist.',
-            subType: 'Suppressed',
-            type: 'Permanent',
-          },
+      'email.sent': resendEmail('delivered@resend.dev'),
+      'email.delivered': resendEmail('delivered@resend.dev'),
+      'email.bounced': resendEmail('bounced@resend.dev', {
+        bounce: {
+          message: 'The recipient mailbox does not exist.',
+          subType: 'Suppressed',
+          type: 'Permanent',
         },
       }),
     },
@@ -237,45 +233,15 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
     newSecret: svixSecret,
     newId: svixId,
     samples: {
-      storageUpdated: ({ iso }) => ({
-        type: 'storageUpdated',
-        data: { projectId: LIVEBLOCKS_PROJECT, roomId: 'my-room-id', updatedAt: iso },
-      }),
-      userEntered: ({ iso }) => ({
-        type: 'userEntered',
-        data: {
-          projectId: LIVEBLOCKS_PROJECT,
-          roomId: 'my-room-id',
-          connectionId: 7,
-          userId: 'user-42',
-          userInfo: { name: 'Charlie Layne' },
-          enteredAt: iso,
-          numActiveUsers: 2,
-        },
-      }),
-      userLeft: ({ iso }) => ({
-        type: 'userLeft',
-        data: {
-          projectId: LIVEBLOCKS_PROJECT,
-          roomId: 'my-room-id',
-          connectionId: 7,
-          userId: 'user-42',
-          userInfo: { name: 'Charlie Layne' },
-          leftAt: iso,
-          numActiveUsers: 1,
-        },
-      }),
-      commentCreated: ({ iso }) => ({
-        type: 'commentCreated',
-        data: {
-          projectId: LIVEBLOCKS_PROJECT,
-          roomId: 'my-room-id',
-          threadId: `th_${base62(21)}`,
-          commentId: `cm_${base62(21)}`,
-          createdAt: iso,
-          createdBy: 'user-42',
-        },
-      }),
+      storageUpdated: liveblocksEvent((iso) => ({ updatedAt: iso })),
+      userEntered: liveblocksEvent((iso) => ({ ...liveblocksVisitor, enteredAt: iso, numActiveUsers: 2 })),
+      userLeft: liveblocksEvent((iso) => ({ ...liveblocksVisitor, leftAt: iso, numActiveUsers: 1 })),
+      commentCreated: liveblocksEvent((iso) => ({
+        threadId: `th_${base62(21)}`,
+        commentId: `cm_${base62(21)}`,
+        createdAt: iso,
+        createdBy: 'user-42',
+      })),
     },
     sign: standardWebhooks('webhook'),
   },

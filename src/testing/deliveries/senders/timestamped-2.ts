@@ -1,7 +1,7 @@
 /** Timestamped-HMAC senders (second part): Box, HubSpot, Linear, Mailgun, Mux. */
 import { createHash } from 'node:crypto';
 import type { SenderName } from '../names.js';
-import { hmac, randomHex, uuid } from '../sign.js';
+import { hmac, jsonObject, randomHex, uuid } from '../sign.js';
 import type { SampleContext, SenderRow, SignContext, Signed } from '../types.js';
 import { pacific, randomAlnum, randomDigits, tV1 } from './timestamped-common.js';
 
@@ -211,15 +211,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * otherwise the signature object is written first, with `at` and a fresh 50-character token.
  */
 function mailgunSign({ secret, text, seconds }: SignContext): Signed {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (!isObject(parsed)) {
-    throw new TypeError('onceonly/testing: a mailgun payload is a JSON object (its signature goes inside)');
-  }
+  const parsed = jsonObject(text, 'a mailgun payload is a JSON object (its signature goes inside)');
   const given = isObject(parsed.signature) ? parsed.signature : {};
   const filled = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
   const timestamp = filled(given.timestamp) ?? seconds;
