@@ -33,6 +33,22 @@ async function cli(args: string[], timeout = 60_000) {
 }
 
 const secretSenders = senders.filter((s) => s.credential === 'secret');
+/**
+ * One sender of each way of signing, through the CLI (a process each): every sender's delivery is
+ * checked in-process by test/testing/deliveries.test.ts, and the CLI only picks the row by name.
+ */
+const throughCli = [
+  'github', // body HMAC, hex, type in a header
+  'shopify', // body HMAC, base64
+  'stripe', // timestamped HMAC
+  'resend', // Standard Webhooks (svix-*)
+  'square', // URL + body (the --url is signed)
+  'twilio', // form body, URL and sorted parameters
+  'mailgun', // the signature inside the body
+  'hubspot', // v3: method, URL, body, timestamp
+  'slack', // timestamped, v0=
+  'gitlab', // a token, no signature
+];
 
 describe('onceonly send / sign / simulate against a receiver for every sender', () => {
   let server: Server;
@@ -71,8 +87,9 @@ describe('onceonly send / sign / simulate against a receiver for every sender', 
 
   after(() => server.close());
 
-  it('send --repeat 2: every sender processed, then a duplicate, its handler once', async () => {
-    const queue = [...secretSenders];
+  it('send --repeat 2: a sender of each scheme processed, then a duplicate, its handler once', async () => {
+    const queue = secretSenders.filter((s) => throughCli.includes(s.name));
+    assert.equal(queue.length, throughCli.length);
     const lanes = Array.from({ length: 3 }, async () => {
       for (let s = queue.shift(); s; s = queue.shift()) {
         const url = `${base}/webhooks/${s.name}`;
