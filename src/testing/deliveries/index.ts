@@ -8,6 +8,7 @@
  * ```
  */
 import { randomBytes } from 'node:crypto';
+import type * as factories from '../../providers/index.js';
 import type { SenderName } from './names.js';
 import { senderRows } from './senders/index.js';
 import type {
@@ -29,6 +30,16 @@ export type {
   TestKeys,
   TrustOf,
 } from './types.js';
+
+/**
+ * The options `provider`'s factory in `onceonly/providers` takes (`StripeOptions` for `'stripe'`):
+ * what `providerOptions` returns, so `stripe(providerOptions('stripe', { secret }))` type-checks.
+ */
+export type ProviderOptionsOf<P extends SenderName> = P extends keyof typeof factories
+  ? (typeof factories)[P] extends (options: infer O, ...rest: never[]) => unknown
+    ? O
+    : never
+  : never;
 
 const byName = new Map<string, SenderRow>(senderRows.map((row) => [row.name, row]));
 
@@ -58,7 +69,9 @@ function rowOf(provider: string): SenderRow {
   return row;
 }
 
-const textOf = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+// ignoreBOM: a leading byte-order mark stays in the text (as U+FEFF), so `text` is the body's
+// bytes exactly wherever they are UTF-8.
+const textOf = (bytes: Uint8Array): string => new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
 const bytesOf = (body: string | Uint8Array): Uint8Array =>
   typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);
 
@@ -128,14 +141,28 @@ export function signedDelivery(provider: SenderName, options: SignedDeliveryOpti
   const finalBody = signed.body === undefined ? body : bytesOf(signed.body);
   const headers: Record<string, string> = {
     'content-type': row.contentType ?? 'application/json',
-    ...lowerCased(signed.headers),
+    ...lowerCased(row.name, signed.headers),
   };
   return delivery(row.name, signed.url ?? url, headers, finalBody, id, type);
 }
 
-function lowerCased(headers: Record<string, string>): Record<string, string> {
+/**
+ * The headers with lower-case names. A value HTTP cannot carry (a line break, a NUL, a character
+ * past U+00FF: from a secret or id given with one) is refused here, naming the header but never
+ * its value: the web `Headers` would refuse it later with the value (perhaps the secret) in the
+ * message.
+ */
+function lowerCased(provider: string, headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(headers)) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: these are what HTTP refuses
+    if (/[\r\n\0]|[^\u0000-\u00ff]/.test(value)) {
+      throw new TypeError(
+        `onceonly/testing: the ${provider} delivery's ${name} header would hold a line break, a NUL or a character past U+00FF, which HTTP cannot carry: check the secret or id given`,
+      );
+    }
+    out[name.toLowerCase()] = value;
+  }
   return out;
 }
 
@@ -176,6 +203,11 @@ export function handshakeRequest(
     const have = senderRows.filter((r) => r.handshake).map((r) => r.name);
     throw new TypeError(`onceonly/testing: ${row.name} makes no handshake; these do: ${have.join(', ')}`);
   }
+  if (row.handshakeNeedsSecret && !options.secret) {
+    throw new TypeError(
+      `onceonly/testing: ${row.name}'s handshake is made with its secret: pass secret (the value your provider is configured with)`,
+    );
+  }
   const at = options.at ?? new Date();
   const challenge = options.challenge ?? randomBytes(16).toString('hex');
   const base = options.url ?? `http://localhost:3000/webhooks/${row.name}`;
@@ -189,7 +221,7 @@ export function handshakeRequest(
   });
   const url = parts.url ?? base;
   const body = bytesOf(parts.body ?? '');
-  const headers = Object.freeze(lowerCased(parts.headers));
+  const headers = Object.freeze(lowerCased(row.name, parts.headers));
   return Object.freeze({
     provider: row.name,
     method: parts.method,
@@ -226,18 +258,20 @@ export function testSecret(provider: SenderName): string {
  * signed with this credential and sent to `url` (most take `{ secret }`; Square its notification
  * URL too, the key-signed senders `...keys.trust`).
  */
-export function providerOptions(
-  provider: SenderName,
+export function providerOptions<P extends SenderName>(
+  provider: P,
   credential: { secret?: string; keys?: TestKeys; url?: string },
-): Record<string, unknown> {
+): ProviderOptionsOf<P> {
   const row = rowOf(provider);
   const url = credential.url ?? `http://localhost:3000/webhooks/${row.name}`;
   const secret = credential.secret ?? '';
-  return row.providerOptions
-    ? row.providerOptions({ secret, keys: credential.keys, url })
-    : row.credential === 'keys'
-      ? { ...credential.keys?.trust }
-      : { secret };
+  return (
+    row.providerOptions
+      ? row.providerOptions({ secret, keys: credential.keys, url })
+      : row.credential === 'keys'
+        ? { ...credential.keys?.trust }
+        : { secret }
+  ) as ProviderOptionsOf<P>;
 }
 
 /**

@@ -203,6 +203,11 @@ export interface SenderRow {
   readonly testKeys?: (() => TestKeys) | undefined;
   /** Its verification handshake, where it has one. */
   readonly handshake?: ((ctx: HandshakeContext) => HandshakeParts) | undefined;
+  /**
+   * Whether the handshake is made with the secret (signed with it, or carrying Meta's verify
+   * token): `handshakeRequest` then refuses to make one without it. @default false
+   */
+  readonly handshakeNeedsSecret?: boolean | undefined;
 }
 
 export interface HandshakeContext {
