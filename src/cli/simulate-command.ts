@@ -17,7 +17,8 @@ function kitSender(name: SenderName, secret: string, url: string): SimSender {
     },
     sign: (id, body, type) => {
       const d = signedDelivery(name, { secret, url, id, payload: body, ...(type ? { type } : {}) });
-      return { body: d.text, headers: { ...d.headers } };
+      // The delivery's own URL: Twilio signs a JSON body's hash into it (bodySHA256).
+      return { body: d.text, headers: { ...d.headers }, url: d.url };
     },
   };
 }
