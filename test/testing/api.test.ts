@@ -102,3 +102,14 @@ it("providerOptions is typed as the provider's options: stripe(providerOptions('
   const response = await receiver.fetch(signedDelivery('stripe', { secret }).request());
   assert.equal(response.headers.get('onceonly-outcome'), 'processed');
 });
+
+it("reports an id only where the delivery holds it: a payload of one's own keeps the id header's, not a body id it lacks", () => {
+  const secret = testSecret('stripe');
+  assert.equal(signedDelivery('stripe', { secret, id: 'evt_given', payload: { a: 1 } }).id, undefined);
+  assert.equal(signedDelivery('stripe', { secret, payload: { a: 1 } }).id, undefined);
+  const own = signedDelivery('stripe', { secret, id: 'evt_given', payload: { id: 'evt_given', a: 1 } });
+  assert.equal(own.id, 'evt_given');
+  const github = signedDelivery('github', { secret, id: 'a-delivery-guid', payload: { a: 1 } });
+  assert.equal(github.id, 'a-delivery-guid');
+  assert.equal(github.headers['x-github-delivery'], 'a-delivery-guid');
+});

@@ -143,7 +143,18 @@ export function signedDelivery(provider: SenderName, options: SignedDeliveryOpti
     'content-type': row.contentType ?? 'application/json',
     ...lowerCased(row.name, signed.headers),
   };
-  return delivery(row.name, signed.url ?? url, headers, finalBody, id, type);
+  const to = signed.url ?? url;
+  // A sample carries the id where the provider reads it. A payload of the caller's carries it only
+  // where the sender put it beside the body (its id header): else the delivery has no id to report.
+  const carried = payload === undefined || carries(id, textOf(finalBody), headers, to);
+  return delivery(row.name, to, headers, finalBody, carried ? id : undefined, type);
+}
+
+/** Whether the delivery holds `id`: in a header, the URL or the body (as is, JSON- or URL-encoded). */
+function carries(id: string, text: string, headers: Record<string, string>, url: string): boolean {
+  const forms = [id, JSON.stringify(id).slice(1, -1), encodeURIComponent(id)];
+  const places = [text, url, ...Object.values(headers)];
+  return forms.some((form) => places.some((place) => place.includes(form)));
 }
 
 /**
@@ -171,7 +182,7 @@ function delivery(
   url: string,
   headers: Record<string, string>,
   body: Uint8Array,
-  id: string,
+  id: string | undefined,
   type: string,
 ): SignedDelivery {
   const frozen = Object.freeze({ ...headers });

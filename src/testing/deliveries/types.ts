@@ -55,7 +55,10 @@ export interface SignedDelivery {
   readonly body: Uint8Array;
   /** The body as text (UTF-8). */
   readonly text: string;
-  /** The event id the delivery carries, where the sender gives one. */
+  /**
+   * The event id the delivery carries, where the sender gives one: in the sample event, or in the
+   * sender's id header. With a `payload` of your own, `undefined` unless the delivery holds it.
+   */
   readonly id: string | undefined;
   /** The event type it carries. */
   readonly type: string;
