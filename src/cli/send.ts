@@ -157,6 +157,10 @@ export async function signCommand(argv: readonly string[]): Promise<number> {
   const url = flags.url === undefined ? undefined : urlOf(flags.url);
   const delivery = deliveryOf({ ...flags, ...(url ? { url: url.href } : {}) });
   if (!flags.curl) {
+    // Signing changed the URL (Twilio binds a JSON body by its hash in the query): say where to send.
+    const asked = url?.href ?? `http://localhost:3000/webhooks/${delivery.provider}`; // the kit's default
+    if (delivery.url !== asked)
+      console.error(`onceonly: ${delivery.provider} signed the URL: send it to ${delivery.url}`);
     for (const [name, value] of Object.entries(delivery.headers)) console.log(`${name}: ${value}`);
     if (flags.payload === undefined) console.log(`\n${delivery.text}`);
     return 0;

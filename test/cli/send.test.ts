@@ -216,6 +216,18 @@ describe('onceonly send / sign / simulate against a receiver for every sender', 
     assert.match(printed.stdout, /bodySHA256=[0-9a-f]{64}/);
     const { stdout } = await exec('bash', ['-c', printed.stdout]);
     assert.match(stdout, /onceonly-outcome: processed/i);
+    const lines = await cli([
+      'sign',
+      '--provider',
+      'twilio',
+      '--secret',
+      secret,
+      '--type',
+      type,
+      '--url',
+      url,
+    ]);
+    assert.match(lines.stderr, /twilio signed the URL: send it to http:\S+\?bodySHA256=[0-9a-f]{64}$/m);
     const simulated = await cli(
       [
         'simulate',
