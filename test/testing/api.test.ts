@@ -4,7 +4,13 @@ import { createHmac } from 'node:crypto';
 import { it } from 'node:test';
 import { createReceiver, memoryStore } from '../../src/index.js';
 import { stripe } from '../../src/providers/index.js';
-import { handshakeRequest, providerOptions, signedDelivery, testSecret } from '../../src/testing/index.js';
+import {
+  handshakeRequest,
+  providerOptions,
+  senders,
+  signedDelivery,
+  testSecret,
+} from '../../src/testing/index.js';
 
 it('returns the parts and a fresh Request per call, each with the exact signed bytes', async () => {
   const secret = testSecret('stripe');
@@ -112,4 +118,11 @@ it("reports an id only where the delivery holds it: a payload of one's own keeps
   const github = signedDelivery('github', { secret, id: 'a-delivery-guid', payload: { a: 1 } });
   assert.equal(github.id, 'a-delivery-guid');
   assert.equal(github.headers['x-github-delivery'], 'a-delivery-guid');
+});
+
+it("senders' names are SenderNames: a loop over them needs no cast", () => {
+  for (const sender of senders.filter((s) => s.credential === 'secret')) {
+    const d = signedDelivery(sender.name, { secret: testSecret(sender.name) });
+    assert.equal(d.provider, sender.name);
+  }
 });

@@ -45,7 +45,8 @@ const byName = new Map<string, SenderRow>(senderRows.map((row) => [row.name, row
 
 /** Every sender the kit signs for, with the event types it has samples of (the first is the default). */
 export const senders: readonly {
-  readonly name: string;
+  /** A name `signedDelivery` takes as it is: `senders.map((s) => signedDelivery(s.name, ...))`. */
+  readonly name: SenderName;
   readonly credential: 'secret' | 'keys';
   readonly types: readonly string[];
   /** Whether the credential covers the body (false: a shared token in a header). */
