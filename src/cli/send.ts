@@ -1,6 +1,6 @@
 /** `onceonly send` and `onceonly sign`: one signed delivery, sent to a receiver or printed for curl. */
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { deliveryOf, ensureListening, NothingListening, providerHelp, urlOf } from './kit.js';
+import { deliveryOf, ensureListening, NothingListening, providerHelp, timeoutOf, urlOf } from './kit.js';
 
 const deliveryFlags = {
   provider: { type: 'string', help: 'the sender to imitate, e.g. stripe, github, shopify (list below)' },
@@ -49,6 +49,7 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
   if (!flags.provider) throw new UsageError('--provider is required (see --help for the list)');
   const url = urlOf(flags.url);
   if (!Number.isInteger(flags.repeat) || flags.repeat < 1) throw new UsageError('--repeat must be 1 or more');
+  const timeout = timeoutOf(flags.timeout);
   const delivery = deliveryOf({ ...flags, url: url.href });
   try {
     await ensureListening(url);
@@ -66,7 +67,7 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
       // delivery.url is --url, or what signing made of it (Twilio adds bodySHA256 to a JSON body's).
       const res = await fetch(delivery.url, {
         ...delivery.init(),
-        signal: AbortSignal.timeout(flags.timeout),
+        signal: AbortSignal.timeout(timeout),
       });
       const body = await answerText(res);
       answers.push({

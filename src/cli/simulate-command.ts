@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { senders, signedDelivery } from '../testing/deliveries/index.js';
 import type { SenderName } from '../testing/deliveries/names.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { ensureListening, NothingListening, providerHelp, senderOf, urlOf } from './kit.js';
+import { ensureListening, NothingListening, providerHelp, senderOf, timeoutOf, urlOf } from './kit.js';
 import { progressBar, table } from './report.js';
 import { SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { type SimSender, simulate } from './simulate.js';
@@ -58,6 +58,7 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     return 0;
   }
   const url = urlOf(flags.url);
+  const requestTimeoutMs = timeoutOf(flags.timeout);
   if (!flags.secret)
     throw new UsageError('--secret is required (the signing secret your receiver verifies with)');
   // The demo's three keep their own signer (the same schemes); every other sender signs with the kit.
@@ -95,7 +96,7 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     concurrency: flags.concurrency,
     duplicateRate: flags['duplicate-rate'],
     concurrentRate: flags['concurrent-rate'],
-    requestTimeoutMs: flags.timeout,
+    requestTimeoutMs,
     maxAttempts: flags['max-attempts'],
     backoffMs: 200,
     maxBackoffMs: 5_000,
