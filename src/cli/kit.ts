@@ -89,6 +89,13 @@ export function deliveryOf(flags: DeliveryFlags): SignedDelivery {
   }
 }
 
+/** A `--timeout` in ms, checked: a timer holds a whole number up to 2^31 - 1 (past it, it fires at once). */
+export function timeoutOf(ms: number): number {
+  if (!Number.isInteger(ms) || ms < 1 || ms > 2_147_483_647)
+    throw new UsageError(`--timeout must be a whole number of ms from 1 to 2147483647, got ${ms}`);
+  return ms;
+}
+
 /** A URL flag, checked: http(s) only. */
 export function urlOf(url: string | undefined): URL {
   if (!url) throw new UsageError('--url is required (your receiver, e.g. http://localhost:3000/webhooks)');

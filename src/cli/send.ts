@@ -1,6 +1,6 @@
 /** `onceonly send` and `onceonly sign`: one signed delivery, sent to a receiver or printed for curl. */
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { deliveryOf, listeningOrSaySo, providerHelp, urlOf } from './kit.js';
+import { deliveryOf, listeningOrSaySo, providerHelp, timeoutOf, urlOf } from './kit.js';
 
 const deliveryFlags = {
   provider: { type: 'string', help: 'the sender to imitate, e.g. stripe, github, shopify (list below)' },
@@ -49,14 +49,19 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
   if (!flags.provider) throw new UsageError('--provider is required (see --help for the list)');
   const url = urlOf(flags.url);
   if (!Number.isInteger(flags.repeat) || flags.repeat < 1) throw new UsageError('--repeat must be 1 or more');
+  const timeout = timeoutOf(flags.timeout);
   const delivery = deliveryOf({ ...flags, url: url.href });
   if (!(await listeningOrSaySo(url))) return 1;
   const answers: Answer[] = [];
   for (let i = 0; i < flags.repeat; i++) {
     const started = performance.now();
     try {
-      const res = await fetch(url, { ...delivery.init(), signal: AbortSignal.timeout(flags.timeout) });
-      const body = await res.text().catch(() => '');
+      // delivery.url is --url, or what signing made of it (Twilio adds bodySHA256 to a JSON body's).
+      const res = await fetch(delivery.url, {
+        ...delivery.init(),
+        signal: AbortSignal.timeout(timeout),
+      });
+      const body = await answerText(res);
       answers.push({
         status: res.status,
         outcome: res.headers.get('onceonly-outcome'),
@@ -76,14 +81,14 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
   if (flags.json) {
     console.log(
       JSON.stringify(
-        { provider: delivery.provider, type: delivery.type, id: delivery.id, url: url.href, answers },
+        { provider: delivery.provider, type: delivery.type, id: delivery.id, url: delivery.url, answers },
         null,
         2,
       ),
     );
   } else {
     console.log(
-      `POST ${url.href}  (${delivery.provider} ${delivery.type}${delivery.id ? `, id ${delivery.id}` : ''})`,
+      `POST ${delivery.url}  (${delivery.provider} ${delivery.type}${delivery.id ? `, id ${delivery.id}` : ''})`,
     );
     for (const a of answers) {
       console.log(`→ ${a.status}  Onceonly-Outcome: ${a.outcome ?? '(none)'}  ${a.ms.toFixed(0)} ms`);
@@ -95,6 +100,39 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
   }
   return answers.every((a) => a.status >= 200 && a.status < 300) ? 0 : 1;
 }
+
+/** The most of an answer's body `send` reads: a receiver's answer is short; a stream never ends. */
+const ANSWER_BYTES = 64 * 1024;
+
+/** The answer's body as text, at most ANSWER_BYTES of it (the rest is not read); '' if it fails. */
+async function answerText(res: Response): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < ANSWER_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } catch {
+    // A body cut short (the timeout, a dropped connection): what arrived is shown.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes.subarray(0, ANSWER_BYTES));
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) =>
+  a.length === b.length && a.every((byte, i) => byte === b[i]) && !a.includes(0);
 
 /** Quotes a value for a POSIX shell. */
 const shell = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
@@ -112,18 +150,28 @@ export async function signCommand(argv: readonly string[]): Promise<number> {
   const url = flags.url === undefined ? undefined : urlOf(flags.url);
   const delivery = deliveryOf({ ...flags, ...(url ? { url: url.href } : {}) });
   if (!flags.curl) {
+    // Signing changed the URL (Twilio binds a JSON body by its hash in the query): say where to send.
+    const asked = url?.href ?? `http://localhost:3000/webhooks/${delivery.provider}`; // the kit's default
+    if (delivery.url !== asked)
+      console.error(`onceonly: ${delivery.provider} signed the URL: send it to ${delivery.url}`);
     for (const [name, value] of Object.entries(delivery.headers)) console.log(`${name}: ${value}`);
     if (flags.payload === undefined) console.log(`\n${delivery.text}`);
     return 0;
   }
-  const parts = [`curl -sS -i -X POST ${shell(url?.href ?? delivery.url)}`];
+  const fromFile = flags.payload !== undefined && flags.payload !== '-';
+  // Inline, the body must be exactly its text: a shell argument holds no NUL, and bytes that are
+  // not UTF-8 would reach curl as other bytes than the ones signed.
+  if (!fromFile && !sameBytes(new TextEncoder().encode(delivery.text), delivery.body)) {
+    throw new UsageError(
+      '--curl: the body is not plain UTF-8 text (a NUL, or bytes that are not UTF-8): save it to a file and give --payload <file>',
+    );
+  }
+  // --globoff: [ ] { } in a URL are not curl's ranges. --data-raw: a body starting with @ is
+  // sent as it is, never read as a file name.
+  const parts = [`curl -sS -i --globoff -X POST ${shell(delivery.url)}`];
   for (const [name, value] of Object.entries(delivery.headers))
     parts.push(`-H ${shell(`${name}: ${value}`)}`);
-  parts.push(
-    flags.payload !== undefined && flags.payload !== '-'
-      ? `--data-binary @${shell(flags.payload)}`
-      : `--data-binary ${shell(delivery.text)}`,
-  );
+  parts.push(fromFile ? `--data-binary @${shell(flags.payload!)}` : `--data-raw ${shell(delivery.text)}`);
   console.log(parts.join(' \\\n  '));
   return 0;
 }

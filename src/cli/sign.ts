@@ -8,6 +8,8 @@ export const SIM_PROVIDERS: readonly SimProvider[] = ['stripe', 'standard-webhoo
 export interface SignedDelivery {
   body: string;
   headers: Record<string, string>;
+  /** Where it goes, when signing changed the URL (Twilio's bodySHA256): else the run's URL. */
+  url?: string | undefined;
 }
 
 /** The event type a provider's simulated events carry when none is asked for. */

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { senders, signedDelivery } from '../testing/deliveries/index.js';
 import type { SenderName } from '../testing/deliveries/names.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
-import { listeningOrSaySo, providerHelp, senderOf, urlOf } from './kit.js';
+import { listeningOrSaySo, providerHelp, senderOf, timeoutOf, urlOf } from './kit.js';
 import { progressBar, table } from './report.js';
 import { SIM_PROVIDERS, type SimProvider } from './sign.js';
 import { type SimSender, simulate } from './simulate.js';
@@ -17,7 +17,8 @@ function kitSender(name: SenderName, secret: string, url: string): SimSender {
     },
     sign: (id, body, type) => {
       const d = signedDelivery(name, { secret, url, id, payload: body, ...(type ? { type } : {}) });
-      return { body: d.text, headers: { ...d.headers } };
+      // The delivery's own URL: Twilio signs a JSON body's hash into it (bodySHA256).
+      return { body: d.text, headers: { ...d.headers }, url: d.url };
     },
   };
 }
@@ -57,6 +58,7 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     return 0;
   }
   const url = urlOf(flags.url);
+  const requestTimeoutMs = timeoutOf(flags.timeout);
   if (!flags.secret)
     throw new UsageError('--secret is required (the signing secret your receiver verifies with)');
   // The demo's three keep their own signer (the same schemes); every other sender signs with the kit.
@@ -86,7 +88,7 @@ export async function simulateCommand(argv: readonly string[]): Promise<number> 
     concurrency: flags.concurrency,
     duplicateRate: flags['duplicate-rate'],
     concurrentRate: flags['concurrent-rate'],
-    requestTimeoutMs: flags.timeout,
+    requestTimeoutMs,
     maxAttempts: flags['max-attempts'],
     backoffMs: 200,
     maxBackoffMs: 5_000,

@@ -129,7 +129,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
       const stop = () => request.abort(options.signal?.reason);
       options.signal?.addEventListener('abort', stop, { once: true });
       try {
-        const res = await fetch(options.url, {
+        const res = await fetch(signed.url ?? options.url, {
           method: 'POST',
           body: signed.body,
           headers: signed.headers,

@@ -22,6 +22,7 @@ export {
   type HandshakeRequest,
   handshakeRequest,
   type KeyTrust,
+  type ProviderOptionsOf,
   providerOptions,
   SENDER_NAMES,
   type SenderName,

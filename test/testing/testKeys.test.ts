@@ -76,6 +76,8 @@ describe("providers built with onceonly/testing's test keys", () => {
       const base64 = testKeys('sendgrid').trust.publicKey;
       const pem = `-----BEGIN PUBLIC KEY-----\n${base64.replace(/.{1,64}/g, '$&\n')}-----END PUBLIC KEY-----\n`;
       assert.equal(sendgrid({ publicKey: pem }).testKeys, true);
+      // Discord's hex key in capitals is the same key (the provider accepts it): still recognised.
+      assert.equal(discord({ publicKey: testKeys('discord').trust.publicKey.toUpperCase() }).testKeys, true);
       const sns = testKeys('awsSns');
       const wrapped = awsSns({
         topicArn: TOPIC,

@@ -18,7 +18,7 @@ const REGISTRY = Symbol.for('onceonly.testKeys');
 interface Registry {
   /** The `fetch` functions and arrays the kit handed out. */
   readonly objects: WeakSet<object>;
-  /** The public keys and root certificates the kit made, without whitespace. */
+  /** The public keys and root certificates the kit made, as `normal` writes them. */
   readonly values: Set<string>;
   /** The providers that warned already. */
   readonly warned: Set<string>;
@@ -32,7 +32,11 @@ function registry(): Registry {
   return holder[REGISTRY];
 }
 
-const normal = (text: string) => text.replace(/\s+/g, '');
+/** A key's text as compared: without whitespace, and hex (Discord's key) in one case. */
+const normal = (text: string) => {
+  const bare = text.replace(/\s+/g, '');
+  return /^[0-9A-Fa-f]+$/.test(bare) ? bare.toLowerCase() : bare;
+};
 
 /**
  * Marks a value the kit hands out in a `trust`: a `fetch`, an array of roots, a public key or a

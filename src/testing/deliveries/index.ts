@@ -8,6 +8,7 @@
  * ```
  */
 import { randomBytes } from 'node:crypto';
+import type * as factories from '../../providers/index.js';
 import type { SenderName } from './names.js';
 import { senderRows } from './senders/index.js';
 import type {
@@ -30,11 +31,22 @@ export type {
   TrustOf,
 } from './types.js';
 
+/**
+ * The options `provider`'s factory in `onceonly/providers` takes (`StripeOptions` for `'stripe'`):
+ * what `providerOptions` returns, so `stripe(providerOptions('stripe', { secret }))` type-checks.
+ */
+export type ProviderOptionsOf<P extends SenderName> = P extends keyof typeof factories
+  ? (typeof factories)[P] extends (options: infer O, ...rest: never[]) => unknown
+    ? O
+    : never
+  : never;
+
 const byName = new Map<string, SenderRow>(senderRows.map((row) => [row.name, row]));
 
 /** Every sender the kit signs for, with the event types it has samples of (the first is the default). */
 export const senders: readonly {
-  readonly name: string;
+  /** A name `signedDelivery` takes as it is: `senders.map((s) => signedDelivery(s.name, ...))`. */
+  readonly name: SenderName;
   readonly credential: 'secret' | 'keys';
   readonly types: readonly string[];
   /** Whether the credential covers the body (false: a shared token in a header). */
@@ -58,7 +70,9 @@ function rowOf(provider: string): SenderRow {
   return row;
 }
 
-const textOf = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+// ignoreBOM: a leading byte-order mark stays in the text (as U+FEFF), so `text` is the body's
+// bytes exactly wherever they are UTF-8.
+const textOf = (bytes: Uint8Array): string => new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes);
 const bytesOf = (body: string | Uint8Array): Uint8Array =>
   typeof body === 'string' ? new TextEncoder().encode(body) : new Uint8Array(body);
 
@@ -128,14 +142,39 @@ export function signedDelivery(provider: SenderName, options: SignedDeliveryOpti
   const finalBody = signed.body === undefined ? body : bytesOf(signed.body);
   const headers: Record<string, string> = {
     'content-type': row.contentType ?? 'application/json',
-    ...lowerCased(signed.headers),
+    ...lowerCased(row.name, signed.headers),
   };
-  return delivery(row.name, signed.url ?? url, headers, finalBody, id, type);
+  const to = signed.url ?? url;
+  // A sample carries the id where the provider reads it. A payload of the caller's carries it only
+  // where the sender put it beside the body (its id header): else the delivery has no id to report.
+  const carried = payload === undefined || carries(id, textOf(finalBody), headers, to);
+  return delivery(row.name, to, headers, finalBody, carried ? id : undefined, type);
 }
 
-function lowerCased(headers: Record<string, string>): Record<string, string> {
+/** Whether the delivery holds `id`: in a header, the URL or the body (as is, JSON- or URL-encoded). */
+function carries(id: string, text: string, headers: Record<string, string>, url: string): boolean {
+  const forms = [id, JSON.stringify(id).slice(1, -1), encodeURIComponent(id)];
+  const places = [text, url, ...Object.values(headers)];
+  return forms.some((form) => places.some((place) => place.includes(form)));
+}
+
+/**
+ * The headers with lower-case names. A value HTTP cannot carry (a line break, a NUL, a character
+ * past U+00FF: from a secret or id given with one) is refused here, naming the header but never
+ * its value: the web `Headers` would refuse it later with the value (perhaps the secret) in the
+ * message.
+ */
+function lowerCased(provider: string, headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(headers)) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: these are what HTTP refuses
+    if (/[\r\n\0]|[^\u0000-\u00ff]/.test(value)) {
+      throw new TypeError(
+        `onceonly/testing: the ${provider} delivery's ${name} header would hold a line break, a NUL or a character past U+00FF, which HTTP cannot carry: check the secret or id given`,
+      );
+    }
+    out[name.toLowerCase()] = value;
+  }
   return out;
 }
 
@@ -144,7 +183,7 @@ function delivery(
   url: string,
   headers: Record<string, string>,
   body: Uint8Array,
-  id: string,
+  id: string | undefined,
   type: string,
 ): SignedDelivery {
   const frozen = Object.freeze({ ...headers });
@@ -176,6 +215,11 @@ export function handshakeRequest(
     const have = senderRows.filter((r) => r.handshake).map((r) => r.name);
     throw new TypeError(`onceonly/testing: ${row.name} makes no handshake; these do: ${have.join(', ')}`);
   }
+  if (row.handshakeNeedsSecret && !options.secret) {
+    throw new TypeError(
+      `onceonly/testing: ${row.name}'s handshake is made with its secret: pass secret (the value your provider is configured with)`,
+    );
+  }
   const at = options.at ?? new Date();
   const challenge = options.challenge ?? randomBytes(16).toString('hex');
   const base = options.url ?? `http://localhost:3000/webhooks/${row.name}`;
@@ -189,7 +233,7 @@ export function handshakeRequest(
   });
   const url = parts.url ?? base;
   const body = bytesOf(parts.body ?? '');
-  const headers = Object.freeze(lowerCased(parts.headers));
+  const headers = Object.freeze(lowerCased(row.name, parts.headers));
   return Object.freeze({
     provider: row.name,
     method: parts.method,
@@ -226,18 +270,20 @@ export function testSecret(provider: SenderName): string {
  * signed with this credential and sent to `url` (most take `{ secret }`; Square its notification
  * URL too, the key-signed senders `...keys.trust`).
  */
-export function providerOptions(
-  provider: SenderName,
+export function providerOptions<P extends SenderName>(
+  provider: P,
   credential: { secret?: string; keys?: TestKeys; url?: string },
-): Record<string, unknown> {
+): ProviderOptionsOf<P> {
   const row = rowOf(provider);
   const url = credential.url ?? `http://localhost:3000/webhooks/${row.name}`;
   const secret = credential.secret ?? '';
-  return row.providerOptions
-    ? row.providerOptions({ secret, keys: credential.keys, url })
-    : row.credential === 'keys'
-      ? { ...credential.keys?.trust }
-      : { secret };
+  return (
+    row.providerOptions
+      ? row.providerOptions({ secret, keys: credential.keys, url })
+      : row.credential === 'keys'
+        ? { ...credential.keys?.trust }
+        : { secret }
+  ) as ProviderOptionsOf<P>;
 }
 
 /**

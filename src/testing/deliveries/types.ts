@@ -55,7 +55,10 @@ export interface SignedDelivery {
   readonly body: Uint8Array;
   /** The body as text (UTF-8). */
   readonly text: string;
-  /** The event id the delivery carries, where the sender gives one. */
+  /**
+   * The event id the delivery carries, where the sender gives one: in the sample event, or in the
+   * sender's id header. With a `payload` of your own, `undefined` unless the delivery holds it.
+   */
   readonly id: string | undefined;
   /** The event type it carries. */
   readonly type: string;
@@ -203,6 +206,11 @@ export interface SenderRow {
   readonly testKeys?: (() => TestKeys) | undefined;
   /** Its verification handshake, where it has one. */
   readonly handshake?: ((ctx: HandshakeContext) => HandshakeParts) | undefined;
+  /**
+   * Whether the handshake is made with the secret (signed with it, or carrying Meta's verify
+   * token): `handshakeRequest` then refuses to make one without it. @default false
+   */
+  readonly handshakeNeedsSecret?: boolean | undefined;
 }
 
 export interface HandshakeContext {

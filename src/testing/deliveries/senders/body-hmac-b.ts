@@ -228,6 +228,7 @@ const firstRows: readonly (SenderRow & { readonly name: SenderName })[] = [
         'user-agent': 'facebookexternalua',
       }),
     }),
+    handshakeNeedsSecret: true,
     // The subscription check: GET <url>?hub.mode=subscribe&hub.challenge=<c>&hub.verify_token=<t>,
     // answered with <c>. Unsigned: `secret` here is the verify token typed into the webhook settings
     // (the provider's `verifyToken`), not the app secret.

@@ -275,6 +275,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
         }).toString(),
     },
     sign: ({ secret, seconds, body }) => ({ headers: slackHeaders(secret, seconds, body) }),
+    handshakeNeedsSecret: true,
     // Events API URL verification: a signed POST answered with { challenge }.
     handshake: ({ secret, seconds, challenge }) => {
       const body = JSON.stringify({ token: SLACK_TOKEN, challenge, type: 'url_verification' });
@@ -320,6 +321,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
       }),
     },
     sign: ({ secret, at, id, body, type }) => ({ headers: twitchHeaders(secret, at, id, body, type) }),
+    handshakeNeedsSecret: true,
     // The subscription check: a signed POST holding `challenge`, answered with it as text.
     handshake: ({ secret, at, challenge }) => {
       const body = JSON.stringify({
@@ -363,6 +365,7 @@ export const rows: readonly (SenderRow & { readonly name: SenderName })[] = [
       })),
     },
     sign: ({ secret, seconds, body }) => ({ headers: zoomHeaders(secret, seconds, body) }),
+    handshakeNeedsSecret: true,
     // Endpoint URL validation: a signed POST answered with the plain token and its HMAC.
     handshake: ({ secret, seconds, at, challenge }) => {
       const body = JSON.stringify({
