@@ -1,4 +1,5 @@
 /** `onceonly send` and `onceonly sign`: one signed delivery, sent to a receiver or printed for curl. */
+import { answerText } from './answer.js';
 import { type FlagSpec, parseFlags, UsageError, usage } from './args.js';
 import { deliveryOf, listeningOrSaySo, providerHelp, timeoutOf, urlOf } from './kit.js';
 
@@ -99,36 +100,6 @@ export async function sendCommand(argv: readonly string[]): Promise<number> {
     }
   }
   return answers.every((a) => a.status >= 200 && a.status < 300) ? 0 : 1;
-}
-
-/** The most of an answer's body `send` reads: a receiver's answer is short; a stream never ends. */
-const ANSWER_BYTES = 64 * 1024;
-
-/** The answer's body as text, at most ANSWER_BYTES of it (the rest is not read); '' if it fails. */
-async function answerText(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < ANSWER_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-  } catch {
-    // A body cut short (the timeout, a dropped connection): what arrived is shown.
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes.subarray(0, ANSWER_BYTES));
 }
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) =>

@@ -4,6 +4,7 @@
  * with exponential backoff after any non-2xx, timeout or dropped connection, re-signed each time.
  */
 import { setMaxListeners } from 'node:events';
+import { answerText } from './answer.js';
 import { eventBody, type SignedDelivery, type SimProvider, sign } from './sign.js';
 
 /** How the simulated sender makes event `n` and signs each attempt (the demo's three, or the test kit's). */
@@ -135,7 +136,7 @@ export async function simulate(options: SimulateOptions): Promise<SimulateReport
           headers: signed.headers,
           signal: request.signal,
         });
-        const text = await res.text().catch(() => '');
+        const text = await answerText(res);
         const header = res.headers.get('onceonly-outcome');
         if (header !== null) report.withOutcomeHeader++;
         const outcome = header ?? `http-${res.status}`;

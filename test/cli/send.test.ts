@@ -291,7 +291,7 @@ describe('onceonly send / sign / simulate against a receiver for every sender', 
     assert.match(binary.stderr, /not plain UTF-8 text .*--payload <file>/);
   });
 
-  it('send reads at most 64 KiB of an answer: a receiver streaming without end does not hold it to the timeout', async () => {
+  it('send and simulate read at most 64 KiB of an answer: a receiver streaming without end does not hold them to the timeout', async () => {
     const endless = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -324,6 +324,30 @@ describe('onceonly send / sign / simulate against a receiver for every sender', 
       assert.match(r.stdout, /→ 200 {2}Onceonly-Outcome: processed/);
       assert.match(r.stdout, /a{500}…/);
       assert.ok(ms < 15_000, `send took ${ms} ms`);
+      // simulate reads the same bounded answer: every event acknowledged, none waits for the timeout.
+      const simStarted = performance.now();
+      const sim = await cli([
+        'simulate',
+        '--provider',
+        'github',
+        '--secret',
+        's',
+        '--url',
+        `http://127.0.0.1:${port}/`,
+        '--events',
+        '3',
+        '--duplicate-rate',
+        '0',
+        '--concurrent-rate',
+        '0',
+        '--timeout',
+        '30000',
+        '--json',
+      ]);
+      const simMs = performance.now() - simStarted;
+      assert.equal(sim.code, 0, sim.stderr);
+      assert.equal((JSON.parse(sim.stdout) as { acknowledged: number }).acknowledged, 3);
+      assert.ok(simMs < 15_000, `simulate took ${simMs} ms`);
     } finally {
       endless.closeAllConnections();
       endless.close();
