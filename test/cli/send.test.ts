@@ -204,64 +204,19 @@ describe('onceonly send / sign / simulate against a receiver for every sender', 
     const type = 'com.twilio.messaging.message.delivered';
     const url = `${base}/webhooks/twilio`;
     const secret = secrets.get('twilio')!;
-    const sent = await cli([
-      'send',
-      '--provider',
-      'twilio',
-      '--url',
-      url,
-      '--secret',
-      secret,
-      '--type',
-      type,
-    ]);
+    // The same delivery for every command: Twilio, this secret and type, sent to (and signed for) url.
+    const twilio = ['--provider', 'twilio', '--url', url, '--secret', secret, '--type', type];
+    const sent = await cli(['send', ...twilio]);
     assert.equal(sent.code, 0, sent.stdout + sent.stderr);
     assert.match(sent.stdout, /Onceonly-Outcome: processed/);
-    const printed = await cli([
-      'sign',
-      '--provider',
-      'twilio',
-      '--secret',
-      secret,
-      '--type',
-      type,
-      '--url',
-      url,
-      '--curl',
-    ]);
+    const printed = await cli(['sign', ...twilio, '--curl']);
     assert.equal(printed.code, 0, printed.stderr);
     assert.match(printed.stdout, /bodySHA256=[0-9a-f]{64}/);
     const { stdout } = await exec('bash', ['-c', printed.stdout]);
     assert.match(stdout, /onceonly-outcome: processed/i);
-    const lines = await cli([
-      'sign',
-      '--provider',
-      'twilio',
-      '--secret',
-      secret,
-      '--type',
-      type,
-      '--url',
-      url,
-    ]);
+    const lines = await cli(['sign', ...twilio]);
     assert.match(lines.stderr, /twilio signed the URL: send it to http:\S+\?bodySHA256=[0-9a-f]{64}$/m);
-    const simulated = await cli(
-      [
-        'simulate',
-        '--provider',
-        'twilio',
-        '--url',
-        url,
-        '--secret',
-        secret,
-        '--type',
-        type,
-        '--events',
-        '3',
-        '--json',
-      ],
-      120_000,
-    );
+    const simulated = await cli(['simulate', ...twilio, '--events', '3', '--json'], 120_000);
     assert.equal(simulated.code, 0, simulated.stderr);
     assert.equal((JSON.parse(simulated.stdout) as { acknowledged: number }).acknowledged, 3);
   });
