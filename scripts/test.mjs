@@ -19,7 +19,8 @@
 //
 // Usage: npm test [-- [--node 22|24 [--line-suites] [--narrow]] [--list] file-or-folder ...]   (--list: print the files, run none)
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { install, workspaces } from './workspaces.mjs';
 
@@ -218,6 +219,7 @@ const details = [];
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
 const failed = [];
 const timings = [];
+const cpuTimes = [];
 const started = Date.now();
 const running = new Set();
 
@@ -229,10 +231,22 @@ function killGroup(pid) {
 }
 
 const hold = new URL('./test-hold.mjs', import.meta.url).href;
+// Each file's CPU (its process and the children it waited for), from test-hold.mjs (Linux only).
+const cpuDir = process.platform === 'linux' ? mkdtempSync(join(tmpdir(), 'onceonly-cpu-')) : undefined;
+process.on('exit', () => cpuDir && rmSync(cpuDir, { recursive: true, force: true }));
+let fileNumber = 0;
+const cpuOf = (cpuFile) => {
+  try {
+    return Number(readFileSync(cpuFile, 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
 
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
+    const cpuFile = cpuDir && join(cpuDir, `${fileNumber++}`);
     const child = spawn(
       nodeBinary,
       [
@@ -247,7 +261,11 @@ function runFile(file) {
         file,
       ],
       // Its own process group, so a hung file is killed with every process it started.
-      { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: process.env },
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+        env: cpuFile ? { ...process.env, TEST_CPU_FILE: cpuFile } : process.env,
+      },
     );
     running.add(child.pid);
     const chunks = [];
@@ -305,8 +323,12 @@ function runFile(file) {
         details.push([file, failureDetails(output)]);
         console.log(`✖ ${file} ${problem}`);
       }
-      console.log(`── ${file} (${seconds.toFixed(1)} s)\n`);
+      const cpu = cpuFile && cpuOf(cpuFile);
+      console.log(
+        `── ${file} (${seconds.toFixed(1)} s${cpu === undefined ? '' : `, CPU ${cpu.toFixed(1)} s`})\n`,
+      );
       timings.push([seconds, file]);
+      if (cpu !== undefined) cpuTimes.push([cpu, file]);
       resolve();
     };
   });
@@ -339,6 +361,12 @@ timings.sort((a, b) => b[0] - a[0]);
 console.log('slowest files:');
 for (const [seconds, file] of timings.slice(0, 8))
   console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+if (cpuTimes.length > 0) {
+  cpuTimes.sort((a, b) => b[0] - a[0]);
+  const total = cpuTimes.reduce((sum, [cpu]) => sum + cpu, 0);
+  console.log(`most CPU (of ${total.toFixed(0)} s in all):`);
+  for (const [cpu, file] of cpuTimes.slice(0, 12)) console.log(`  ${cpu.toFixed(1).padStart(6)} s  ${file}`);
+}
 const wall = ((Date.now() - started) / 1000).toFixed(1);
 console.log(
   `\n${line === undefined ? '' : `Node ${line}: `}${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ` +

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { reachable, servers } from '../../test/support/servers.js';
+import { sideBySide } from '../../test/support/side-by-side.js';
 import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
@@ -33,15 +34,19 @@ if (up) {
   });
 
   const confTable = table('conf');
-  await runConformance({
-    name: 'mysqlStore conformance (mysql2 defaults: CLIENT_FOUND_ROWS on; prepared statements)',
-    factory: () => mysqlStore({ client: pool, table: confTable }),
-  });
   const plainTable = table('plain');
-  await runConformance({
-    name: 'mysqlStore conformance (CLIENT_FOUND_ROWS off, text protocol: prepare false)',
-    factory: () => mysqlStore({ client: noFoundRows, table: plainTable, prepare: false }),
-  });
+  sideBySide('mysqlStore conformance, the pools side by side', (runner) => [
+    runConformance({
+      name: 'mysqlStore conformance (mysql2 defaults: CLIENT_FOUND_ROWS on; prepared statements)',
+      factory: () => mysqlStore({ client: pool, table: confTable }),
+      runner,
+    }),
+    runConformance({
+      name: 'mysqlStore conformance (CLIENT_FOUND_ROWS off, text protocol: prepare false)',
+      factory: () => mysqlStore({ client: noFoundRows, table: plainTable, prepare: false }),
+      runner,
+    }),
+  ]);
 
   describe('mysqlStore schema', () => {
     it('creates its tables on first use', async () => {

@@ -7,6 +7,7 @@ import { Kysely, sql as kyselySql, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import postgres from 'postgres';
 import { reachable, servers } from '../../test/support/servers.js';
+import { sideBySide } from '../../test/support/side-by-side.js';
 import { purgeKeepsRetention } from '../../test/support/sql-retention.js';
 import { StoreUnavailableError } from '../errors.js';
 import { runConformance } from '../testing/index.js';
@@ -60,16 +61,19 @@ else
   describe('postgresStore on a real server', async () => {
     after(cleanup);
     const pgTable = uniqueTable('pg');
-    await runConformance({
-      name: 'postgresStore conformance (pg Pool)',
-      factory: () => postgresStore({ client: pool, table: pgTable }),
-    });
-
     const jsTable = uniqueTable('js');
-    await runConformance({
-      name: 'postgresStore conformance (postgres.js)',
-      factory: () => postgresStore({ client: sqlJs, table: jsTable }),
-    });
+    sideBySide('postgresStore conformance, the clients side by side', (runner) => [
+      runConformance({
+        name: 'postgresStore conformance (pg Pool)',
+        factory: () => postgresStore({ client: pool, table: pgTable }),
+        runner,
+      }),
+      runConformance({
+        name: 'postgresStore conformance (postgres.js)',
+        factory: () => postgresStore({ client: sqlJs, table: jsTable }),
+        runner,
+      }),
+    ]);
 
     describe('postgresStore schema', () => {
       it('creates its tables once when several processes use a new table at the same moment', async () => {

@@ -5,6 +5,7 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { reachable, servers } from '../../test/support/servers.js';
+import { sideBySide } from '../../test/support/side-by-side.js';
 import type { InboxAcceptInput } from '../core/inbox.js';
 import { storeKey } from '../core/keys.js';
 import { runInboxConformance } from '../testing/index.js';
@@ -62,31 +63,33 @@ if (
     pipelined5.disconnect();
   });
 
-  await runInboxConformance({
-    name: 'redisStore inbox conformance (node-redis)',
-    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:` }).inbox!,
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance (node-redis 4)',
-    factory: () => redisStore({ client: nodeRedis4, prefix: `${prefix}nr4:` }).inbox!,
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance (ioredis)',
-    factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }).inbox!,
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance (ioredis, enableAutoPipelining)',
-    factory: () => redisStore({ client: pipelined, prefix: `${prefix}iop:` }).inbox!,
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance (ioredis 5, enableAutoPipelining)',
-    factory: () => redisStore({ client: pipelined5, prefix: `${prefix}io5p:` }).inbox!,
-    runner: { describe, it },
-  });
+  sideBySide('redisStore inbox conformance, the clients side by side', (runner) => [
+    runInboxConformance({
+      name: 'redisStore inbox conformance (node-redis)',
+      factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:` }).inbox!,
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance (node-redis 4)',
+      factory: () => redisStore({ client: nodeRedis4, prefix: `${prefix}nr4:` }).inbox!,
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance (ioredis)',
+      factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }).inbox!,
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance (ioredis, enableAutoPipelining)',
+      factory: () => redisStore({ client: pipelined, prefix: `${prefix}iop:` }).inbox!,
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance (ioredis 5, enableAutoPipelining)',
+      factory: () => redisStore({ client: pipelined5, prefix: `${prefix}io5p:` }).inbox!,
+      runner,
+    }),
+  ]);
 
   describe('redisStore inbox on the Redis server', () => {
     it("keeps one receiver's inbox under one hash tag: its own name, the key space of every key it writes", async () => {

@@ -7,6 +7,7 @@ import { createClient, createClientPool } from 'redis';
 import { redisBinaries, startRedisServer, type TestServer } from '../../test/support/redis-cluster.js';
 import { recording } from '../../test/support/redis-recording.js';
 import { reachable, servers } from '../../test/support/servers.js';
+import { sideBySide } from '../../test/support/side-by-side.js';
 import { shiftedClocks } from '../../test/support/suspend.js';
 import type { Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
@@ -58,34 +59,6 @@ if (
     pipelined.disconnect();
   });
 
-  // A leaseGrace far below the cases' waits: only a claim's retentionMs can keep a record that ran
-  // out or was released for its takeover (the ioredis run keeps the default grace).
-  await runConformance({
-    name: 'redisStore conformance (node-redis)',
-    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, leaseGrace: 1 }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance (node-redis 4)',
-    factory: () => redisStore({ client: nodeRedis4, prefix: `${prefix}nr4:`, leaseGrace: 1 }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance (ioredis)',
-    factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance (ioredis, enableAutoPipelining as docs/redis.md sets it up)',
-    factory: () => redisStore({ client: pipelined, prefix: `${prefix}iop:` }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance (ioredis 5)',
-    factory: () => redisStore({ client: ioredis5, prefix: `${prefix}io5:` }),
-    runner: { describe, it },
-  });
-
   // Redis before 7.0 refuses SET with both NX and GET ("syntax error"): every claim then goes
   // through the claim script, which must pass the same suite.
   const olderServer: NodeRedisLike = {
@@ -96,12 +69,46 @@ if (
       return nodeRedis.sendCommand(args);
     }) as NodeRedisLike['sendCommand'],
   };
-  await runConformance({
-    name: 'redisStore conformance (claims by script, as on Redis 6.2)',
-    factory: () =>
-      redisStore({ client: olderServer, prefix: `${prefix}old:`, checkEvictionPolicy: false, leaseGrace: 1 }),
-    runner: { describe, it },
-  });
+  // A leaseGrace far below the cases' waits: only a claim's retentionMs can keep a record that ran
+  // out or was released for its takeover (the ioredis run keeps the default grace).
+  sideBySide('redisStore conformance, the clients side by side', (runner) => [
+    runConformance({
+      name: 'redisStore conformance (node-redis)',
+      factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, leaseGrace: 1 }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance (node-redis 4)',
+      factory: () => redisStore({ client: nodeRedis4, prefix: `${prefix}nr4:`, leaseGrace: 1 }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance (ioredis)',
+      factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance (ioredis, enableAutoPipelining as docs/redis.md sets it up)',
+      factory: () => redisStore({ client: pipelined, prefix: `${prefix}iop:` }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance (ioredis 5)',
+      factory: () => redisStore({ client: ioredis5, prefix: `${prefix}io5:` }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance (claims by script, as on Redis 6.2)',
+      factory: () =>
+        redisStore({
+          client: olderServer,
+          prefix: `${prefix}old:`,
+          checkEvictionPolicy: false,
+          leaseGrace: 1,
+        }),
+      runner,
+    }),
+  ]);
 
   describe('redisStore on the Redis server', () => {
     it('confirms on Redis 7 in one script that compares the whole value the claim wrote first, and the owner id only when that differs', async () => {

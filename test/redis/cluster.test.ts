@@ -13,6 +13,7 @@ import { redisStore } from '../../src/stores/redis.js';
 import { runConformance, runInboxConformance } from '../../src/testing/index.js';
 import { redisBinaries, startRedisCluster, type TestCluster } from '../support/redis-cluster.js';
 import { reachable } from '../support/servers.js';
+import { sideBySide } from '../support/side-by-side.js';
 
 const LONG = 60_000;
 const prefix = `oo-cluster-${randomBytes(4).toString('hex')}:`;
@@ -35,29 +36,31 @@ if (
     await started.stop();
   });
 
-  await runConformance({
-    name: 'redisStore conformance on Redis Cluster (node-redis createCluster)',
-    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, checkEvictionPolicy: false }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance on Redis Cluster (ioredis Cluster)',
-    factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:`, checkEvictionPolicy: false }),
-    runner: { describe, it },
-  });
+  sideBySide('redisStore conformance on Redis Cluster, the clients side by side', (runner) => [
+    runConformance({
+      name: 'redisStore conformance on Redis Cluster (node-redis createCluster)',
+      factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, checkEvictionPolicy: false }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance on Redis Cluster (ioredis Cluster)',
+      factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:`, checkEvictionPolicy: false }),
+      runner,
+    }),
 
-  await runInboxConformance({
-    name: 'redisStore inbox conformance on Redis Cluster (node-redis createCluster)',
-    factory: () =>
-      redisStore({ client: nodeRedis, prefix: `${prefix}inr:`, checkEvictionPolicy: false }).inbox!,
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance on Redis Cluster (ioredis Cluster)',
-    factory: () =>
-      redisStore({ client: ioredis, prefix: `${prefix}iio:`, checkEvictionPolicy: false }).inbox!,
-    runner: { describe, it },
-  });
+    runInboxConformance({
+      name: 'redisStore inbox conformance on Redis Cluster (node-redis createCluster)',
+      factory: () =>
+        redisStore({ client: nodeRedis, prefix: `${prefix}inr:`, checkEvictionPolicy: false }).inbox!,
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance on Redis Cluster (ioredis Cluster)',
+      factory: () =>
+        redisStore({ client: ioredis, prefix: `${prefix}iio:`, checkEvictionPolicy: false }).inbox!,
+      runner,
+    }),
+  ]);
 
   describe('redisStore on Redis Cluster', () => {
     for (const [name, client] of [

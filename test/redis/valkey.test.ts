@@ -22,6 +22,7 @@ import { describeRaces } from '../support/race.js';
 import { type RedisInstance, startRedisInstance } from '../support/redis-instance.js';
 import { type RecordingOptions, recording } from '../support/redis-recording.js';
 import { reachable, servers } from '../support/servers.js';
+import { sideBySide } from '../support/side-by-side.js';
 import { valkeyServer } from '../support/valkey.js';
 
 const LONG = 60_000;
@@ -72,22 +73,24 @@ if (
   });
   assert.match(await valkey.cli('info', 'server'), /valkey_version:8\.[1-9]/, 'the server is Valkey 8.1+');
 
-  await runConformance({
-    name: 'redisStore conformance on Valkey 8.1 (node-redis)',
-    factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, leaseGrace: 1 }),
-    runner: { describe, it },
-  });
-  await runConformance({
-    name: 'redisStore conformance on Valkey 8.1 (ioredis)',
-    factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
-    runner: { describe, it },
-  });
-  await runInboxConformance({
-    name: 'redisStore inbox conformance on Valkey 8.1 (node-redis)',
-    factory: () =>
-      redisStore({ client: nodeRedis, prefix: `${prefix}inbox:`, checkEvictionPolicy: false }).inbox!,
-    runner: { describe, it },
-  });
+  sideBySide('redisStore conformance on Valkey 8.1, the clients side by side', (runner) => [
+    runConformance({
+      name: 'redisStore conformance on Valkey 8.1 (node-redis)',
+      factory: () => redisStore({ client: nodeRedis, prefix: `${prefix}nr:`, leaseGrace: 1 }),
+      runner,
+    }),
+    runConformance({
+      name: 'redisStore conformance on Valkey 8.1 (ioredis)',
+      factory: () => redisStore({ client: ioredis, prefix: `${prefix}io:` }),
+      runner,
+    }),
+    runInboxConformance({
+      name: 'redisStore inbox conformance on Valkey 8.1 (node-redis)',
+      factory: () =>
+        redisStore({ client: nodeRedis, prefix: `${prefix}inbox:`, checkEvictionPolicy: false }).inbox!,
+      runner,
+    }),
+  ]);
 
   /**
    * A native store (its client recorded into `sent`, with `options`) and a plain one on the same
