@@ -41,6 +41,13 @@ async function bench(label: string, url: string): Promise<void> {
     console.log(
       `${label}: ${entries.toLocaleString('en-US')} entries (${dead} dead) written in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
+    // The cursor a next link carries at that depth: the entry before the page's first.
+    const [{ cursor: deep } = { cursor: undefined }] = await inbox.list({
+      state: 'pending',
+      receiver,
+      offset: entries / 2 - 1,
+      limit: 1,
+    });
     const app = createConsole({
       store: opened.store,
       receivers: [receiver],
@@ -56,6 +63,10 @@ async function bench(label: string, url: string): Promise<void> {
         `entries, pending, page at offset ${(entries / 2).toLocaleString('en-US')}`,
         `/entries?state=pending&receiver=${receiver}&offset=${entries / 2}`,
       ],
+      [
+        `entries, pending, the page after entry ${(entries / 2).toLocaleString('en-US')} (its cursor, the next link)`,
+        `/entries?state=pending&receiver=${receiver}&after=${encodeURIComponent(deep!)}`,
+      ],
       ['search by event id', `/entries?q=evt_${entries - 7}`],
       ['one entry (2 KiB payload)', `/entry?key=${receiver}:evt_${entries - 7}`],
     ];
@@ -70,7 +81,7 @@ async function bench(label: string, url: string): Promise<void> {
       }
       times.sort((a, b) => a - b);
       console.log(
-        `  ${what.padEnd(44)} median ${quantile(times, 0.5).toFixed(1).padStart(6)} ms   p95 ${quantile(times, 0.95).toFixed(1).padStart(6)} ms`,
+        `  ${what.padEnd(72)} median ${quantile(times, 0.5).toFixed(1).padStart(6)} ms   p95 ${quantile(times, 0.95).toFixed(1).padStart(6)} ms`,
       );
     }
   } finally {

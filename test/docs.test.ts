@@ -190,6 +190,7 @@ declare const html: string;
 `,
   'docs/inbox.md': `
 import { postgresStore } from 'onceonly/postgres';
+declare const store: import('onceonly').Store;
 declare function deploy(sha: unknown, options: { attempt: number; signal: AbortSignal }): Promise<void>;
 `,
   'docs/observability.md': `

@@ -6,11 +6,12 @@
  * one of the inbox's own operations, logged with the operator's name. See docs/console.md.
  */
 import { randomBytes } from 'node:crypto';
+import { ConfigError } from '../core/errors.js';
 import type { InboxState } from '../core/inbox.js';
 import { inertJson, oneLine } from '../core/text.js';
 import { type ConsoleAction, confirmRequeue, notice, runAction } from './actions.js';
 import { History } from './history.js';
-import { type Html, html, type PageContext, page } from './html.js';
+import { type Html, href, html, type PageContext, page } from './html.js';
 import {
   csrfToken,
   csrfValid,
@@ -85,10 +86,14 @@ export function createConsole(options: ConsoleOptions): Console {
       return answer(405, 'text/plain; charset=utf-8', 'method not allowed', { allow: 'GET, HEAD, POST' });
     const view = await get(path, url.searchParams, ctx);
     if (!view) return pageAnswer(404, ctx, 'Not found', html`<h1>Not found</h1>`, cookie);
-    return pageAnswer(200, ctx, view.title, view.body, cookie);
+    return pageAnswer(view.status ?? 200, ctx, view.title, view.body, cookie);
   }
 
-  async function get(path: string, q: URLSearchParams, ctx: PageContext) {
+  async function get(
+    path: string,
+    q: URLSearchParams,
+    ctx: PageContext,
+  ): Promise<{ title: string; body: Html; status?: number } | undefined> {
     const done = notice(q);
     switch (path) {
       case '/':
@@ -102,8 +107,19 @@ export function createConsole(options: ConsoleOptions): Console {
           q: q.get('q')?.trim().slice(0, 1_000) || undefined,
           offset: Number.isInteger(offset) && offset > 0 ? Math.min(offset, 10_000_000) : 0,
           from: STATES.find((s) => s === q.get('from')),
+          after: q.get('after')?.slice(0, 200) || undefined,
         };
-        return { title: 'Entries', body: await list(ctx, src, query) };
+        try {
+          return { title: 'Entries', body: await list(ctx, src, query) };
+        } catch (err) {
+          // A cursor the store did not make (edited or from another store's console).
+          if (!(err instanceof ConfigError && err.code === 'invalid_option')) throw err;
+          return {
+            status: 400,
+            title: 'Entries',
+            body: html`<h1>Entries</h1><p class="note error">This page's link is not one the console made: <a href="${href(ctx.base, '/entries')}">start from the first page</a>.</p>`,
+          };
+        }
       }
       case '/entry': {
         const key = q.get('key') ?? '';

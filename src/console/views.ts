@@ -61,8 +61,10 @@ export interface ListQuery {
   readonly receiver: string | undefined;
   readonly q: string | undefined;
   readonly offset: number;
-  /** Every state: the state the page starts in (`offset` is within it). */
+  /** Every state: the state the page starts in (`after` and `offset` are within it). */
   readonly from?: InboxState | undefined;
+  /** Where the page starts: the cursor of the last entry of the page before (keyset paging). */
+  readonly after?: string | undefined;
 }
 
 function filters(ctx: PageContext, src: ConsoleSource, query: ListQuery): Html {
@@ -111,12 +113,9 @@ export async function list(ctx: PageContext, src: ConsoleSource, query: ListQuer
   const { entries, next, first } = await (query.state ? oneState(src, query) : acrossStates(src, query));
   const at = (q: Record<string, string | number | undefined>) =>
     href(ctx.base, '/entries', { state: query.state, receiver: query.receiver, ...q });
-  const prev =
-    query.state && query.offset > 0
-      ? html`<a href="${at({ offset: Math.max(0, query.offset - src.pageSize) || undefined })}">← previous page</a>`
-      : !query.state && !first
-        ? html`<a href="${at({})}">← first page</a>`
-        : '';
+  // Pages continue from a cursor (however deep, a page is read from the store's index where it
+  // starts): the way back is to the first page, or the browser's.
+  const prev = first ? '' : html`<a href="${at({})}">← first page</a>`;
   const pager = html`<div class="pager">${prev}<span class="muted">${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}</span>${
     next ? html`<a href="${at(next)}" rel="next">next page →</a>` : ''
   }</div>`;
@@ -129,18 +128,22 @@ export async function list(ctx: PageContext, src: ConsoleSource, query: ListQuer
 
 type Page = {
   entries: InboxEntryView[];
-  next: Record<string, string | number> | undefined;
+  next: Record<string, string | number | undefined> | undefined;
   first: boolean;
 };
 
-/** A page of one state: one more than a page read from the offset (whether a next page exists, no count). */
+/**
+ * A page of one state: one more than a page read after the cursor (whether a next page exists,
+ * no count); the next page starts after the last entry shown.
+ */
 async function oneState(src: ConsoleSource, query: ListQuery): Promise<Page> {
-  const { state, receiver, offset } = query;
-  const got = await src.inbox.list({ state, receiver, limit: src.pageSize + 1, offset });
+  const { state, receiver, offset, after } = query;
+  const got = await src.inbox.list({ state, receiver, limit: src.pageSize + 1, offset, after });
+  const shown = got.slice(0, src.pageSize);
   return {
-    entries: got.slice(0, src.pageSize),
-    next: got.length > src.pageSize ? { offset: offset + src.pageSize } : undefined,
-    first: offset === 0,
+    entries: shown,
+    next: got.length > src.pageSize ? { after: shown.at(-1)?.cursor } : undefined,
+    first: offset === 0 && after === undefined,
   };
 }
 
@@ -153,18 +156,28 @@ async function acrossStates(src: ConsoleSource, query: ListQuery): Promise<Page>
   const start = query.from === undefined ? 0 : STATES.indexOf(query.from);
   const got: InboxEntryView[] = [];
   for (let i = start; i < STATES.length && got.length <= src.pageSize; i++) {
-    const offset = i === start ? query.offset : 0;
+    const [offset, after] = i === start ? [query.offset, query.after] : [0, undefined];
     const limit = src.pageSize + 1 - got.length;
-    got.push(...(await src.inbox.list({ state: STATES[i], receiver: query.receiver, limit, offset })));
+    got.push(...(await src.inbox.list({ state: STATES[i], receiver: query.receiver, limit, offset, after })));
   }
-  const after = got[src.pageSize];
+  const shown = got.slice(0, src.pageSize);
+  const following = got[src.pageSize];
   let next: Page['next'];
-  if (after) {
-    const before = got.slice(0, src.pageSize).filter((e) => e.state === after.state).length;
-    const base = after.state === STATES[start] ? query.offset : 0;
-    next = { from: after.state, offset: base + before };
+  if (following) {
+    // After the last entry of its state shown here (each cursor is of its state's own list), or
+    // from that state's start when this page showed none of it.
+    const last = shown.filter((e) => e.state === following.state).at(-1);
+    next = last
+      ? { from: following.state, after: last.cursor }
+      : following.state === STATES[start] && (query.offset > 0 || query.after !== undefined)
+        ? { from: following.state, after: query.after, offset: query.offset || undefined }
+        : { from: following.state };
   }
-  return { entries: got.slice(0, src.pageSize), next, first: start === 0 && query.offset === 0 };
+  return {
+    entries: shown,
+    next,
+    first: start === 0 && query.offset === 0 && query.after === undefined,
+  };
 }
 
 export async function detail(ctx: PageContext, src: ConsoleSource, key: string): Promise<Html | undefined> {

@@ -22,6 +22,7 @@
  * All time is the store's clock, as for claims. A store is a correct inbox when it passes
  * `onceonly/testing`'s inbox conformance suite.
  */
+import { ConfigError } from './errors.js';
 import type { Lease } from './lease.js';
 import type { StepStore } from './step-store.js';
 
@@ -161,6 +162,11 @@ export interface InboxEntryView {
   readonly lastError: string | undefined;
   /** Whether the body is still kept (dropped after completion when asked). */
   readonly hasBody: boolean;
+  /**
+   * Where a list continues after this entry: pass it as {@link InboxListOptions.after} for the next
+   * page. Set by `list`, not by `get`; opaque, and of the store that made it.
+   */
+  readonly cursor?: string | undefined;
 }
 
 /** Counts by state, and how late the oldest due entry is. */
@@ -191,6 +197,32 @@ export interface InboxListOptions {
    * ordered index, a sorted set), never the whole table. 0 by default.
    */
   readonly offset?: number | undefined;
+  /**
+   * Continue after this entry: the `cursor` of the last entry of the page before (`offset` then
+   * counts from there). The SQL inboxes read such a page from their index wherever it starts
+   * (keyset paging), where an offset walks every entry before it; the other stores continue at its
+   * position. A cursor another store made, or no cursor at all, is refused (`invalid_option`).
+   */
+  readonly after?: string | undefined;
+}
+
+/** A cursor of the stores that continue a list at a position: `@` and the position after the entry. */
+export const positionCursor = (position: number): string => `@${position}`;
+
+/**
+ * The position an `after` of {@link positionCursor} continues at (0 with no cursor). Throws
+ * `invalid_option` for any other text (a cursor is read from a URL by the console: it is checked).
+ */
+export function positionAfter(after: string | undefined, store: string): number {
+  if (after === undefined) return 0;
+  const match = /^@(\d{1,15})$/.exec(after);
+  if (!match) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: ${store} inbox list after must be a cursor its list gave (an entry's cursor), got ${JSON.stringify(after.slice(0, 40))}`,
+    );
+  }
+  return Number(match[1]);
 }
 
 /**

@@ -42,9 +42,17 @@ import { inboxErrorLine } from '../core/inbox.js';
 import { storeKey } from '../core/keys.js';
 import { createLease, type Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { delivery, entryValues, jobReader, num, stateOf, view } from './sql/inbox-rows.js';
+import {
+  delivery,
+  entryValues,
+  jobReader,
+  keysetValues,
+  listed,
+  num,
+  stateOf,
+  view,
+} from './sql/inbox-rows.js';
 import { type InboxStatements, inboxStatements, wasDue } from './sql/inbox-statements.js';
-import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import {
   DUE_HEX,
   type InboxTableNames,
@@ -56,6 +64,7 @@ import {
   type SqlInboxStatement,
   STATE,
 } from './sql/inbox-types.js';
+import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import { sqlStoreError, type TableNames } from './sql.js';
 
 export type {
@@ -441,14 +450,14 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
       const limit = count(o.limit ?? 100, 'list limit', store);
       const offset = count(o.offset ?? 0, 'list offset', store);
       const { where, values } = filters(o);
+      const oneState = o.state !== undefined;
+      const after = keysetValues(o.after, oneState, store);
       // The offset is a value, not text (one prepared statement per filter and page size), and a
       // string: MySQL 8.0.22+ takes no DOUBLE parameter in LIMIT/OFFSET, a string it converts.
+      const all = [...values, ...after, String(offset)];
       return (
-        await exec('list inbox entries', s.list(where, limit, o.state !== undefined), [
-          ...values,
-          String(offset),
-        ])
-      ).rows.map(view);
+        await exec('list inbox entries', s.list(where, limit, oneState, after.length > 0), all)
+      ).rows.map(listed);
     },
 
     async get(key: string) {

@@ -10,6 +10,7 @@ import {
   takeAll,
   takeOne,
 } from './inbox-kit.js';
+import { inboxListCases } from './inbox-list-cases.js';
 
 export type { InboxCaseContext, InboxConformanceCase } from './inbox-kit.js';
 export { entry, takeOne } from './inbox-kit.js';
@@ -436,57 +437,5 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
       );
     },
   },
-  {
-    name: 'list shows dead entries first, then the oldest due',
-    async run(inbox, ctx) {
-      const [a, b] = [ctx.key('a'), ctx.key('b')];
-      await inbox.accept(entry(ctx, a));
-      await inbox.accept(entry(ctx, b));
-      const jobs = await takeAll(inbox, ctx);
-      const jb = jobs.find((j) => j.key === b)!;
-      await inbox.bury(jb.lease, { error: 'x' });
-      const ja = jobs.find((j) => j.key === a)!;
-      await inbox.retry(ja.lease, { delayMs: 0, error: 'y' });
-      const list = await inbox.list({ receiver: ctx.receiver });
-      assert.deepEqual(
-        list.map((e) => [e.key, e.state]),
-        [
-          [b, 'dead'],
-          [a, 'pending'],
-        ],
-      );
-    },
-  },
-  {
-    name: 'list pages with offset and limit: every entry once, in order, across states',
-    async run(inbox, ctx) {
-      const keys = Array.from({ length: 7 }, (_, i) => ctx.key(`page${i}`));
-      for (const k of keys) await inbox.accept(entry(ctx, k));
-      const jobs = await takeAll(inbox, ctx);
-      for (const j of jobs.slice(0, 3)) await inbox.bury(j.lease, { error: 'x' });
-      for (const j of jobs.slice(3)) await inbox.retry(j.lease, { delayMs: 0, error: 'y' });
-      const whole = await inbox.list({ receiver: ctx.receiver });
-      assert.equal(whole.length, 7);
-      const paged: string[] = [];
-      for (let offset = 0; offset < 9; offset += 2) {
-        const page = await inbox.list({ receiver: ctx.receiver, limit: 2, offset });
-        assert.ok(page.length <= 2);
-        paged.push(...page.map((e) => e.key));
-      }
-      assert.deepEqual(
-        paged,
-        whole.map((e) => e.key),
-      );
-      assert.deepEqual(
-        whole.map((e) => e.state),
-        ['dead', 'dead', 'dead', 'pending', 'pending', 'pending', 'pending'],
-      );
-      const dead = await inbox.list({ receiver: ctx.receiver, state: 'dead', limit: 5, offset: 2 });
-      assert.deepEqual(
-        dead.map((e) => e.key),
-        whole.slice(2, 3).map((e) => e.key),
-      );
-      assert.deepEqual(await inbox.list({ receiver: ctx.receiver, state: 'pending', offset: 10 }), []);
-    },
-  },
+  ...inboxListCases,
 ];

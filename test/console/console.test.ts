@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { openStore } from '../../src/cli/stores.js';
 import { type ConsoleAction, createConsole } from '../../src/console/index.js';
 import { createReceiver, hmac } from '../../src/index.js';
-import { reachable } from '../support/servers.js';
 import { sharedStores } from '../support/probes.js';
+import { reachable } from '../support/servers.js';
 
 const SECRET = 'console-test-secret';
 const XSS_TYPE = '<script>alert("type")</script>';
@@ -161,10 +161,24 @@ function spec(label: string, url: string) {
       const first = await (await get(`/entries?state=dead&receiver=${receiverName}`)).text();
       const rows = (h: string) => h.match(/<tr><td><span class="state state-dead">/g)?.length ?? 0;
       assert.equal(rows(first), 2);
-      assert.match(first, /rel="next"/);
-      const second = await (await get(`/entries?state=dead&receiver=${receiverName}&offset=2`)).text();
+      // The next page continues after the last entry shown (a cursor, read on the store's index).
+      const nextLink = /href="([^"]+)" rel="next"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
+      assert.match(nextLink ?? '', /^\/ops\/entries\?state=dead&receiver=[^&]+&after=[^&]+$/);
+      const second = await (await get(nextLink!.slice('/ops'.length))).text();
       assert.equal(rows(second), 1);
       assert.doesNotMatch(second, /rel="next"/);
+      assert.match(second, /← first page/);
+      // An offset still pages (links made before cursors).
+      const byOffset = await (await get(`/entries?state=dead&receiver=${receiverName}&offset=2`)).text();
+      assert.equal(rows(byOffset), 1);
+      // A cursor the console did not make: a 400 page, never the store's error.
+      for (const forged of ['nonsense', 'k9.1.1', '@x', `${'9'.repeat(300)}`]) {
+        const res = await get(`/entries?state=dead&after=${encodeURIComponent(forged)}`);
+        assert.equal(res.status, 400, forged);
+        const page = await res.text();
+        assert.match(page, /not one the console made/);
+        assert.doesNotMatch(page, /invalid_option|must be a cursor/);
+      }
       const other = await (await get('/entries?state=dead&receiver=nobody')).text();
       assert.equal(rows(other), 0);
       const found = await (await get('/entries?q=evt_plain')).text();
@@ -232,7 +246,7 @@ function spec(label: string, url: string) {
       assert.equal(first.match(/class="state state-dead"/g)?.length, 2);
       assert.doesNotMatch(first, /state-completed/);
       const next = /href="([^"]+)" rel="next"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
-      assert.equal(next, `/ops/entries?receiver=${receiverName}&from=completed&offset=0`);
+      assert.equal(next, `/ops/entries?receiver=${receiverName}&from=completed`);
       const second = await (await get(next!.slice('/ops'.length))).text();
       assert.equal(second.match(/class="state state-completed"/g)?.length, 1);
       assert.doesNotMatch(second, /state-dead|rel="next"/);
@@ -270,3 +284,77 @@ function spec(label: string, url: string) {
 spec('memory', 'memory');
 for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'MariaDB/MySQL'))
   if (await reachable(label, url, probe)) spec(label, url);
+
+function walkSpec(label: string, url: string) {
+  describe(`console pages by cursor on ${label}`, () => {
+    it('walks every entry once, in the list order, through next links: every state, and each one', async (t) => {
+      // Prepare: 11 entries of one receiver: 3 dead, 2 processing, 2 completed, 4 pending.
+      const opened = await openStore(url, `oo_console_walk_${randomBytes(4).toString('hex')}`);
+      t.after(async () => {
+        await opened.drop().catch(() => {});
+        await opened.close();
+      });
+      const { store } = opened;
+      const inbox = store.inbox!;
+      const receiverName = `walk${randomBytes(3).toString('hex')}`;
+      for (let i = 0; i < 11; i++) {
+        await inbox.accept({
+          key: `${receiverName}:evt_${i}`,
+          receiver: receiverName,
+          fingerprint: 'f'.repeat(64),
+          type: 'walk.step',
+          id: `evt_${i}`,
+          body: new Uint8Array([i]),
+          headers: [['content-type', 'application/json']],
+          url: 'https://example.com/hooks',
+          receivedAt: new Date(),
+        });
+      }
+      const jobs = await inbox.take({ limit: 11, leaseMs: 60_000, receiver: receiverName });
+      for (const j of jobs.slice(0, 3)) await inbox.bury(j.lease, { error: 'x' });
+      for (const j of jobs.slice(3, 5)) await inbox.complete(j.lease, { retentionMs: 60_000 });
+      for (const j of jobs.slice(5, 9)) await inbox.retry(j.lease, { delayMs: 0, error: 'y' });
+      const app = createConsole({
+        store,
+        receivers: [receiverName],
+        pageSize: 2,
+        authorize: () => 'alice',
+      });
+      const walk = async (first: string) => {
+        const keys: string[] = [];
+        let path: string | undefined = first;
+        for (let pages = 0; path !== undefined; pages++) {
+          assert.ok(pages < 20, 'the walk ends');
+          const res = await app.fetch(new Request(`${ORIGIN}${path}`));
+          assert.equal(res.status, 200, path);
+          const page = await res.text();
+          keys.push(
+            ...[...page.matchAll(/href="\/entry\?key=[^"%]+%3Aevt_(\d+)"/g)].map(
+              (m) => `${receiverName}:evt_${m[1]}`,
+            ),
+          );
+          path = /href="([^"]+)" rel="next"/.exec(page)?.[1]?.replaceAll('&amp;', '&');
+        }
+        return keys;
+      };
+      // Act and assess
+      const whole = await inbox.list({ receiver: receiverName });
+      assert.equal(whole.length, 11);
+      assert.deepEqual(
+        await walk(`/entries?receiver=${receiverName}`),
+        whole.map((e) => e.key),
+      );
+      for (const state of ['dead', 'pending', 'processing', 'completed'] as const) {
+        assert.deepEqual(
+          await walk(`/entries?state=${state}&receiver=${receiverName}`),
+          whole.filter((e) => e.state === state).map((e) => e.key),
+          state,
+        );
+      }
+    });
+  });
+}
+
+walkSpec('memory', 'memory');
+for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'MariaDB/MySQL'))
+  if (await reachable(label, url, probe)) walkSpec(label, url);

@@ -27,6 +27,8 @@ import {
   type InboxStore,
   type InboxTakeOptions,
   inboxErrorLine,
+  positionAfter,
+  positionCursor,
   unreadableJob,
 } from '../../core/inbox.js';
 import type { StepStore } from '../../core/step-store.js';
@@ -408,6 +410,7 @@ export class DynamoInbox implements InboxStore {
     const projection = '#pk, #key, #rcv, #state, #type, #id, #att, #acc, #due, #upd, #err, #hdr';
     const items = await this.#scan(options.receiver, projection);
     const at = this.#time();
+    const start = positionAfter(options.after, 'dynamoDbStore') + (options.offset ?? 0);
     return items
       .map((item) => ({ ...viewOf(item), hasBody: item.headers !== undefined }))
       .filter(
@@ -416,7 +419,8 @@ export class DynamoInbox implements InboxStore {
           (options.state === undefined || v.state === options.state),
       )
       .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt.getTime() - b.dueAt.getTime())
-      .slice(options.offset ?? 0, (options.offset ?? 0) + (options.limit ?? 100));
+      .slice(start, start + (options.limit ?? 100))
+      .map((v, i) => ({ ...v, cursor: positionCursor(start + i + 1) }));
   }
 
   async get(key: string): Promise<(InboxEntryView & { delivery: InboxDelivery | undefined }) | undefined> {

@@ -18,7 +18,7 @@ import type {
   InboxStore,
   InboxTakeOptions,
 } from '../../core/inbox.js';
-import { inboxErrorLine, plainInbox } from '../../core/inbox.js';
+import { inboxErrorLine, plainInbox, positionAfter, positionCursor } from '../../core/inbox.js';
 import { createLease, type Lease } from '../../core/types.js';
 
 interface Entry {
@@ -319,6 +319,7 @@ class MemoryInbox implements InboxStore {
 
   async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
     const at = this.time();
+    const start = positionAfter(options.after, 'memoryStore') + (options.offset ?? 0);
     return [...this.entries.values()]
       .filter(
         (e) =>
@@ -327,8 +328,8 @@ class MemoryInbox implements InboxStore {
           (options.receiver === undefined || e.receiver === options.receiver),
       )
       .sort((a, b) => rank(a.state) - rank(b.state) || a.dueAt - b.dueAt)
-      .slice(options.offset ?? 0, (options.offset ?? 0) + (options.limit ?? 100))
-      .map(view);
+      .slice(start, start + (options.limit ?? 100))
+      .map((e, i) => ({ ...view(e), cursor: positionCursor(start + i + 1) }));
   }
 
   async get(key: string) {

@@ -35,7 +35,7 @@ import type {
   InboxStore,
   InboxTakeOptions,
 } from '../../core/inbox.js';
-import { inboxErrorLine, unreadableJob } from '../../core/inbox.js';
+import { inboxErrorLine, positionAfter, positionCursor, unreadableJob } from '../../core/inbox.js';
 import { keyPart, storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
 import { inboxScripts as s } from './inbox-scripts.js';
@@ -400,7 +400,7 @@ class RedisInbox implements InboxStore {
 
   async list(options: InboxListOptions = {}): Promise<InboxEntryView[]> {
     const limit = Math.max(0, Math.floor(options.limit ?? 100));
-    const offset = Math.max(0, Math.floor(options.offset ?? 0));
+    const offset = positionAfter(options.after, 'redisStore') + Math.max(0, Math.floor(options.offset ?? 0));
     if (limit === 0) return [];
     const queues = await this.#queuesOf('list', options.receiver);
     const only = options.state === undefined ? '' : LETTERS[options.state];
@@ -421,7 +421,8 @@ class RedisInbox implements InboxStore {
       .flat()
       .map(([sk, hasBody, ...rest]) => view(fields(sk, rest, shown), Number(hasBody) === 1))
       .sort((a, b) => RANK[a.state] - RANK[b.state] || a.dueAt.getTime() - b.dueAt.getTime())
-      .slice(offset - skip, offset - skip + limit);
+      .slice(offset - skip, offset - skip + limit)
+      .map((entry, i) => ({ ...entry, cursor: positionCursor(offset + i + 1) }));
   }
 
   async get(key: string) {

@@ -3,6 +3,7 @@
  * accepted entry's values.
  */
 
+import { ConfigError } from '../../core/errors.js';
 import type {
   InboxAcceptInput,
   InboxDelivery,
@@ -58,6 +59,40 @@ export const view = (row: Row): InboxEntryView => ({
   lastError: opt(row.last_error),
   hasBody: truthy(row.has_body),
 });
+
+/** The rank of a state in a list of every state, as the statements' RANK orders them. */
+const RANK: Record<InboxState, number> = { dead: 0, pending: 1, processing: 2, completed: 3 };
+
+/** A SQL inbox's cursor: `k`, the entry's rank, due time and acceptance sequence (keyset paging). */
+const keysetCursor = (rank: number, due: number, seq: string) => `k${rank}.${due}.${seq}`;
+
+/** The position a keyset cursor names; `invalid_option` for any other text (the console reads it from a URL). */
+function keysetAfter(after: string, store: string): { rank: number; due: number; seq: number } {
+  const match = /^k([0-3])\.(\d{1,15})\.(\d{1,15})$/.exec(after);
+  if (!match) {
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: ${store} inbox list after must be a cursor its list gave (an entry's cursor), got ${JSON.stringify(after.slice(0, 40))}`,
+    );
+  }
+  return { rank: Number(match[1]), due: Number(match[2]), seq: Number(match[3]) };
+}
+
+/**
+ * The values a page after `after` binds (none without a cursor): of one state, due_at twice and
+ * seq; of every state, the rank twice before them (see the statements' listSql).
+ */
+export function keysetValues(after: string | undefined, oneState: boolean, store: string): number[] {
+  if (after === undefined) return [];
+  const { rank, due, seq } = keysetAfter(after, store);
+  return [...(oneState ? [] : [rank, rank]), due, due, seq];
+}
+
+/** An entry as `list` shows it: with its cursor, where the next page starts after it. */
+export const listed = (row: Row): InboxEntryView => {
+  const entry = view(row);
+  return { ...entry, cursor: keysetCursor(RANK[entry.state], num(row.due_at), String(row.seq)) };
+};
 
 type Meta = [[string, string][], string | null, number, (string | null)?, (string | null)?, (string | null)?];
 

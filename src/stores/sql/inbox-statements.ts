@@ -22,7 +22,7 @@ function placeholders(text: string, style: 'dollar' | 'question'): string {
 }
 
 // Columns of a view, and of a job (the view's plus the delivery).
-const VIEW = `entry_key, full_key, receiver, state, token, event_type, event_id, attempts, accepted_at, due_at, updated_at, last_error, (body IS NOT NULL) AS has_body`;
+const VIEW = `entry_key, full_key, receiver, state, token, event_type, event_id, attempts, accepted_at, due_at, updated_at, last_error, (body IS NOT NULL) AS has_body, seq`;
 const JOB = `entry_key, full_key, receiver, token, attempts, fingerprint, event_type, event_id, item, meta, body, accepted_at, due_at, seq`;
 // The token's first hex digit says what the row was before this take (its old token, read by the
 // SET): taken over from a run whose lease ran out (`1`), or pending (`0`).
@@ -32,7 +32,22 @@ const MARKER = `CASE WHEN token = '' THEN '0' ELSE '1' END`;
 export const wasDue = (row: Row): number => Number.parseInt(String(row.token).slice(1, 1 + DUE_HEX), 16);
 
 /** Listing order across states: dead, pending, processing, completed (a sort of the rows). */
-const RANK = `CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END, `;
+const RANK_OF = `CASE WHEN state = ${STATE.dead} THEN 0 WHEN state = ${STATE.completed} THEN 3 WHEN token = '' THEN 1 ELSE 2 END`;
+const RANK = `${RANK_OF}, `;
+/** Where a page continues after an entry at (due_at, seq): the first term bounds the index range, the second passes the ties. */
+const AFTER = '(due_at >= ? AND (due_at > ? OR seq > ?))';
+
+/**
+ * A page of `list`: of one state in its index's order, so a page reads its rows from the index;
+ * else by RANK. After an entry (keyset paging): one state continues in the index from its
+ * (due_at, seq) (values: due_at twice, seq); every state from its rank, then (due_at, seq) within
+ * it (values: rank twice first).
+ */
+function listSql(T: string, where: string[], limit: number, oneState: boolean, after: boolean): string {
+  const from = after ? [oneState ? AFTER : `(${RANK_OF} > ? OR (${RANK_OF} = ? AND ${AFTER}))`] : [];
+  return `SELECT ${VIEW} FROM ${T} WHERE ${[...where, ...from].join(' AND ')}
+ORDER BY ${oneState ? '' : RANK}due_at, seq LIMIT ${limit} OFFSET ?`;
+}
 
 /** The statements of one inbox table. */
 export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
@@ -160,12 +175,11 @@ FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join('
         true,
       );
     },
-    // Of one state in the indexes' order, so a page reads its rows from the index; else by RANK.
-    list: (where: string[], limit: number, oneState: boolean) =>
+    // Values: the filters', the cursor's (see listSql), then the offset.
+    list: (where: string[], limit: number, oneState: boolean, after: boolean) =>
       st(
-        oneState ? 'list_state' : 'list',
-        `SELECT ${VIEW} FROM ${T} WHERE ${[live, ...where].join(' AND ')}
-ORDER BY ${oneState ? '' : RANK}due_at, seq LIMIT ${limit} OFFSET ?`,
+        `${oneState ? 'list_state' : 'list'}${after ? '_after' : ''}`,
+        listSql(T, [live, ...where], limit, oneState, after),
         true,
       ),
 
