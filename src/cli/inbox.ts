@@ -34,7 +34,7 @@ export const inboxFlags = {
 const SUMMARY = `With no command: counts by state, the age of the oldest due entry, and the dead entries.
   list                 entries, dead first, then the oldest due (--state, --limit, --offset)
   show <key>           one entry, with its last error and the headers it kept
-  retry <key>          requeue one dead entry, due now
+  retry <key>          requeue one dead entry, or retry a waiting one now: due now
   retry --dead         requeue every dead entry (of --receiver)
   purge                delete completed entries past their retention
 It never creates a table or a file: a wrong --name or path is an error.`;
@@ -118,7 +118,7 @@ export async function inboxCommand(argv: readonly string[]): Promise<number> {
           print(
             flags.json,
             { requeued: 0 },
-            () => `${JSON.stringify(key)} is not a dead entry: nothing requeued`,
+            () => `${JSON.stringify(key)} is neither dead nor waiting for a later attempt: nothing requeued`,
           );
           return 1;
         }

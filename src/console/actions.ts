@@ -1,8 +1,8 @@
 /**
  * The console's actions, each one of the inbox's own operations (the same `requeue` and `purge` as
- * `onceonly inbox`): requeue one dead entry, requeue the dead entries of a filter after a
- * confirmation that shows how many, purge completed entries past retention. Each is logged with
- * the operator who did it.
+ * `onceonly inbox`): requeue one dead entry or retry a waiting one now, requeue the dead entries
+ * of a filter after a confirmation that shows how many, purge completed entries past retention.
+ * Each is logged with the operator who did it.
  */
 import type { InboxStore } from '../core/inbox.js';
 import { actionForm, type Html, href, html, type PageContext, text } from './html.js';
@@ -86,7 +86,7 @@ export function notice(query: URLSearchParams): Html {
     case 'requeued':
       return html`<p class="note">Requeued${count === undefined ? '' : ` ${count} ${count === 1 ? 'entry' : 'entries'}`}: due now.</p>`;
     case 'not-dead':
-      return html`<p class="note error">Not requeued: the entry is not dead (any more).</p>`;
+      return html`<p class="note error">Not requeued: the entry is neither dead nor waiting for a later attempt (any more).</p>`;
     case 'purged':
       return html`<p class="note">Purged ${count ?? 0} completed ${count === 1 ? 'entry' : 'entries'} past retention.</p>`;
     default:

@@ -2,8 +2,8 @@
 import type { InboxEntryView, InboxState, InboxStats, InboxStore } from '../core/inbox.js';
 import { keyPart } from '../core/keys.js';
 import { hasAdmin, type Store } from '../core/types.js';
-import { actionForm, type Html, href, html, type PageContext, raw, text } from './html.js';
 import type { History } from './history.js';
+import { actionForm, type Html, href, html, type PageContext, raw, text } from './html.js';
 import { deliveryView } from './payload.js';
 
 export const STATES: readonly InboxState[] = ['dead', 'pending', 'processing', 'completed'];
@@ -203,6 +203,7 @@ export async function detail(ctx: PageContext, src: ConsoleSource, key: string):
 <dt>updated</dt><dd class="mono">${entry.updatedAt.toISOString()}</dd>
 <dt>last error</dt><dd class="mono wrap">${text(entry.lastError ?? '(none)', 1_000)}</dd></dl>
 ${entry.state === 'dead' ? html`<p>${actionForm(ctx, '/requeue', { key: entry.key }, 'Requeue: due now')}</p>` : ''}
+${entry.state === 'pending' && entry.attempts > 0 ? html`<p>${actionForm(ctx, '/requeue', { key: entry.key }, 'Retry now: due now, not at the next attempt')}</p>` : ''}
 ${entry.delivery ? deliveryView(entry.delivery) : html`<p class="muted">The delivery is not kept (dropped after completion, or unreadable).</p>`}`;
 }
 

@@ -257,7 +257,11 @@ export interface InboxStore {
   list(options?: InboxListOptions): Promise<InboxEntryView[]>;
   /** One entry, with its delivery when the body is kept. */
   get(key: string): Promise<(InboxEntryView & { delivery: InboxDelivery | undefined }) | undefined>;
-  /** Dead entries back to pending, due now: one key, or every dead entry (of a receiver). Returns how many. */
+  /**
+   * Dead entries back to pending, due now: one key, or every dead entry (of a receiver). One key
+   * that is pending with its next attempt still ahead is made due now ("retry now"); a processing
+   * entry is never touched (its run owns it). Returns how many changed.
+   */
   requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number>;
   /** Deletes completed entries past their retention. Returns how many. */
   purge(options?: { batchSize?: number }): Promise<number>;

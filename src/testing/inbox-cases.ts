@@ -317,6 +317,39 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   {
+    name: 'requeue of one pending key whose next attempt is ahead makes it due now (retry now); a processing entry is never touched, nor a waiting one by requeue of the dead',
+    async run(inbox, ctx) {
+      // Prepare: a failed and waiting LONG for its next attempt, b processing, c waiting too.
+      const [a, b, c] = [ctx.key('a'), ctx.key('b'), ctx.key('c')];
+      for (const k of [a, b, c]) await inbox.accept(entry(ctx, k));
+      const jobs = await takeAll(inbox, ctx);
+      const job = (key: string) => jobs.find((j) => j.key === key)!;
+      assert.equal(await inbox.retry(job(a).lease, { delayMs: LONG, error: 'downstream 503' }), true);
+      assert.equal(await inbox.retry(job(c).lease, { delayMs: LONG, error: 'downstream 503' }), true);
+      assert.deepEqual(await takeAll(inbox, ctx), [], 'nothing is due');
+      // Act and assess: requeue of the dead leaves waiting entries waiting.
+      assert.equal(await inbox.requeue({ dead: true, receiver: ctx.receiver }), 0);
+      assert.deepEqual(await takeAll(inbox, ctx), []);
+      // Retry now: a is due at once, keeps its error, and runs as attempt 2.
+      assert.equal(await inbox.requeue({ key: a }), 1);
+      const view = await inbox.get(a);
+      assert.equal(view?.state, 'pending');
+      assert.equal(view?.lastError, 'downstream 503');
+      assert.equal(await inbox.requeue({ key: a }), 0, 'already due: nothing changes');
+      const taken = await takeAll(inbox, ctx);
+      assert.deepEqual(
+        taken.map((j) => [j.key, j.lease.attempt]),
+        [[a, 2]],
+      );
+      // Processing entries belong to their run: neither a now nor b is touched.
+      assert.equal(await inbox.requeue({ key: a }), 0);
+      assert.equal(await inbox.requeue({ key: b }), 0);
+      assert.equal(await inbox.extend(job(b).lease, { leaseMs: LONG }), true, "b's run still owns it");
+      assert.equal(await inbox.complete(taken[0]!.lease, { retentionMs: LONG }), true);
+      assert.equal(await inbox.requeue({ key: a }), 0, 'a completed entry is not requeued');
+    },
+  },
+  {
     name: 'complete with dropBody forgets the body but still dedups the key',
     async run(inbox, ctx) {
       const key = ctx.key();

@@ -108,7 +108,7 @@ function cases(label: string, url: () => string, cleanup: (name: string) => Prom
 
       const notDead = await cli('--store', url(), '--name', name, 'retry', 'acme:evt_good');
       assert.equal(notDead.code, 1);
-      assert.match(notDead.stdout, /is not a dead entry: nothing requeued/);
+      assert.match(notDead.stdout, /is neither dead nor waiting for a later attempt: nothing requeued/);
       const retried = await cli('--store', url(), '--name', name, 'retry', 'acme:evt_bad');
       assert.equal(retried.code, 0, retried.stderr);
       assert.match(retried.stdout, /requeued acme:evt_bad: due now/);

@@ -286,7 +286,7 @@ for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'Mari
   if (await reachable(label, url, probe)) spec(label, url);
 
 function walkSpec(label: string, url: string) {
-  describe(`console pages by cursor on ${label}`, () => {
+  describe(`console on ${label}: pages by cursor, retry now`, () => {
     it('walks every entry once, in the list order, through next links: every state, and each one', async (t) => {
       // Prepare: 11 entries of one receiver: 3 dead, 2 processing, 2 completed, 4 pending.
       const opened = await openStore(url, `oo_console_walk_${randomBytes(4).toString('hex')}`);
@@ -351,6 +351,63 @@ function walkSpec(label: string, url: string) {
           state,
         );
       }
+    });
+    it('retries a waiting entry now by POST with the token: due at once, run as its next attempt, logged', async (t) => {
+      // Prepare: one entry failed once and waiting an hour for its next attempt.
+      const opened = await openStore(url, `oo_console_now_${randomBytes(4).toString('hex')}`);
+      t.after(async () => {
+        await opened.drop().catch(() => {});
+        await opened.close();
+      });
+      const inbox = opened.store.inbox!;
+      const receiverName = `now${randomBytes(3).toString('hex')}`;
+      const key = `${receiverName}:evt_later`;
+      await inbox.accept({
+        key,
+        receiver: receiverName,
+        fingerprint: 'f'.repeat(64),
+        type: 'order.paid',
+        id: 'evt_later',
+        body: new TextEncoder().encode('{}'),
+        headers: [['content-type', 'application/json']],
+        url: 'https://example.com/hooks',
+        receivedAt: new Date(),
+      });
+      const [job] = await inbox.take({ limit: 1, leaseMs: 60_000, receiver: receiverName });
+      assert.equal(await inbox.retry(job!.lease, { delayMs: 3_600_000, error: 'downstream 503' }), true);
+      const actions: ConsoleAction[] = [];
+      const app = createConsole({
+        store: opened.store,
+        receivers: [receiverName],
+        authorize: () => 'alice',
+        log: (a) => void actions.push(a),
+      });
+      const path = `/entry?key=${encodeURIComponent(key)}`;
+      const page = await session(await app.fetch(new Request(`${ORIGIN}${path}`)));
+      assert.match(page.html, /Retry now/);
+      assert.equal((await inbox.take({ limit: 1, leaseMs: 60_000, receiver: receiverName })).length, 0);
+      // Act
+      const res = await app.fetch(
+        new Request(`${ORIGIN}/requeue`, {
+          method: 'POST',
+          body: new URLSearchParams({ key, csrf: page.csrf }).toString(),
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            cookie: page.cookie,
+            origin: ORIGIN,
+          },
+        }),
+      );
+      // Assess
+      assert.equal(res.status, 303);
+      assert.match(res.headers.get('location') ?? '', /done=requeued/);
+      const [again] = await inbox.take({ limit: 1, leaseMs: 60_000, receiver: receiverName });
+      assert.equal(again?.key, key);
+      assert.equal(again?.lease.attempt, 2);
+      assert.deepEqual(
+        actions.map((a) => [a.operator, a.action, a.key, a.count]),
+        [['alice', 'requeue', key, 1]],
+      );
     });
   });
 }

@@ -438,20 +438,21 @@ export class DynamoInbox implements InboxStore {
   }
 
   async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
-    const wake = async (key: string, receiver: string) => {
-      const at = this.#time();
+    // One key may also be pending with its next attempt ahead (retry now), never processing.
+    const wake = async (key: string, receiver: string, waiting = false) => {
+      const dead = '#state = :dead';
       const woke = await this.#update(
         'requeue an inbox entry',
         key,
         'SET #state = :pending, #due = :now, #idue = :now, #iq = :rcv, #upd = :now',
-        '#state = :dead AND attribute_exists(#body)',
-        { ':pending': S('pending'), ':dead': S('dead'), ':now': N(at), ':rcv': S(receiver) },
+        `${waiting ? `(${dead} OR (#state = :pending AND #due > :now))` : dead} AND attribute_exists(#body)`,
+        { ':pending': S('pending'), ':dead': S('dead'), ':now': N(this.#time()), ':rcv': S(receiver) },
       );
       return woke ? 1 : 0;
     };
     if ('key' in target) {
       const item = await this.#read(target.key);
-      return item && stateOf(item) === 'dead' ? wake(target.key, str(item.receiver) ?? '') : 0;
+      return item ? wake(target.key, str(item.receiver) ?? '', true) : 0;
     }
     let n = 0;
     for (const item of await this.#scan(target.receiver, '#pk, #key, #rcv, #state')) {

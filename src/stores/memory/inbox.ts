@@ -348,7 +348,8 @@ class MemoryInbox implements InboxStore {
     };
     if ('key' in target) {
       const e = this.entries.get(target.key);
-      if (e?.state !== 'dead' || !e.delivery) return 0;
+      const waiting = e?.state === 'pending' && e.dueAt > at;
+      if (!e || !(e.state === 'dead' || waiting) || !e.delivery) return 0;
       wake(e);
       return 1;
     }

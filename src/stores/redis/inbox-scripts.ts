@@ -201,11 +201,12 @@ return 1
  * 1 or 0.
  */
 export const INBOX_REQUEUE_ONE = `${prelude}
-local held = redis.call('HMGET', KEYS[2], 's', 'q', 'o')
-if held[1] ~= 'd' or redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+local held = redis.call('HMGET', KEYS[2], 's', 'q', 'o', 'd')
+local waiting = held[1] == 'p' and tonumber(held[4]) ~= nil and tonumber(held[4]) > now
+if (held[1] ~= 'd' and not waiting) or redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
 local member = memberOf(held[3], string.sub(KEYS[2], #base + 3))
 redis.call('HSET', KEYS[2], 's', 'p', 'd', now, 'u', now)
-redis.call('ZREM', base .. 'x:' .. held[2], member)
+if not waiting then redis.call('ZREM', base .. 'x:' .. held[2], member) end
 redis.call('ZADD', base .. 'p:' .. held[2], now, member)
 return 1
 `;

@@ -49,6 +49,18 @@ function listSql(T: string, where: string[], limit: number, oneState: boolean, a
 ORDER BY ${oneState ? '' : RANK}due_at, seq LIMIT ${limit} OFFSET ?`;
 }
 
+/**
+ * Requeues, due now: one key (dead, or pending with its next attempt ahead: retry now; never a
+ * processing one), or the dead (of a receiver).
+ */
+function requeueSql(T: string, NOW: string): { one: string; dead: string } {
+  const wake = `UPDATE ${T} SET state = ${STATE.queued}, token = '', due_at = ${NOW}, updated_at = ${NOW}
+WHERE body IS NOT NULL`;
+  const dead = `state = ${STATE.dead}`;
+  const waiting = `(state = ${STATE.queued} AND token = '' AND due_at > ${NOW})`;
+  return { one: `${wake} AND entry_key = ? AND (${dead} OR ${waiting})`, dead: `${wake} AND ${dead}` };
+}
+
 /** The statements of one inbox table. */
 export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
   const T = n.table;
@@ -74,8 +86,7 @@ export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
     `SELECT ${columns} FROM ${T} WHERE ${receiver ? 'receiver = ? AND ' : ''}state = ${STATE.queued} AND due_at <= ${NOW}
 ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
   const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
-  const requeueBase = `UPDATE ${T} SET state = ${STATE.queued}, token = '', due_at = ${NOW}, updated_at = ${NOW}
-WHERE state = ${STATE.dead} AND body IS NOT NULL`;
+  const requeue = requeueSql(T, NOW);
 
   return {
     insert: st(
@@ -185,11 +196,11 @@ FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join('
 
     get: st('get', `SELECT ${VIEW}, meta, body FROM ${T} WHERE entry_key = ? AND ${live}`, true),
 
-    requeueOne: st('requeue_one', `${requeueBase} AND entry_key = ?`, false),
+    requeueOne: st('requeue_one', requeue.one, false),
     requeueDead: (receiver: boolean) =>
       st(
         `requeue_${receiver ? 'one' : 'all'}`,
-        `${requeueBase}${receiver ? ' AND receiver = ?' : ''}`,
+        `${requeue.dead}${receiver ? ' AND receiver = ?' : ''}`,
         false,
       ),
   };
