@@ -46,7 +46,7 @@ export interface OpenedSqlite {
 }
 
 export interface OpenOptions {
-  /** The busy timeout in ms (better-sqlite3's `timeout`; set as a pragma on node:sqlite). */
+  /** The busy timeout in ms (better-sqlite3's `timeout`; set as a pragma on node:sqlite and Bun). @default 5000, better-sqlite3's */
   timeout?: number;
   readonly?: boolean;
 }
@@ -77,7 +77,9 @@ export function openSqlite(file: string, options: OpenOptions = {}): OpenedSqlit
       DatabaseSync: new (path: string, options?: { readOnly?: boolean }) => Raw;
     };
     raw = new DatabaseSync(file, { readOnly: options.readonly ?? false });
-    if (options.timeout !== undefined) raw.exec(`PRAGMA busy_timeout = ${options.timeout}`);
+    // better-sqlite3's default busy timeout (5 s), first: node:sqlite's is 0, and the pragma below
+    // then failed at once ("database is locked") when four race workers opened one new file together.
+    raw.exec(`PRAGMA busy_timeout = ${options.timeout ?? 5_000}`);
     // As better-sqlite3 is built (SQLITE_DEFAULT_WAL_SYNCHRONOUS=1): node:sqlite's connections
     // default to FULL, an fsync at every commit under the write lock, and 4 processes writing flat
     // out then starve a fifth past a 10 s busy timeout (seen in the race suite). docs/sqlite.md says so.
@@ -87,7 +89,7 @@ export function openSqlite(file: string, options: OpenOptions = {}): OpenedSqlit
       Database: new (path: string, options?: { readonly?: boolean }) => Raw;
     };
     raw = new Database(file, options.readonly ? { readonly: true } : {});
-    if (options.timeout !== undefined) raw.exec(`PRAGMA busy_timeout = ${options.timeout}`);
+    raw.exec(`PRAGMA busy_timeout = ${options.timeout ?? 5_000}`);
     if (!options.readonly) raw.exec('PRAGMA synchronous = NORMAL');
   } else {
     const Database = betterSqlite3() as new (
