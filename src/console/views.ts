@@ -140,9 +140,16 @@ async function oneState(src: ConsoleSource, query: ListQuery): Promise<Page> {
   const { state, receiver, offset, after } = query;
   const got = await src.inbox.list({ state, receiver, limit: src.pageSize + 1, offset, after });
   const shown = got.slice(0, src.pageSize);
+  // A store of one's own that gives no cursor pages by offset, as before cursors.
+  const cursor = shown.at(-1)?.cursor;
   return {
     entries: shown,
-    next: got.length > src.pageSize ? { after: shown.at(-1)?.cursor } : undefined,
+    next:
+      got.length <= src.pageSize
+        ? undefined
+        : cursor !== undefined
+          ? { after: cursor }
+          : { after, offset: offset + src.pageSize },
     first: offset === 0 && after === undefined,
   };
 }
@@ -153,10 +160,10 @@ async function oneState(src: ConsoleSource, query: ListQuery): Promise<Page> {
  * range and no page needs a count or a sort of the whole table.
  */
 async function acrossStates(src: ConsoleSource, query: ListQuery): Promise<Page> {
-  const start = query.from === undefined ? 0 : STATES.indexOf(query.from);
+  const start0 = query.from === undefined ? 0 : STATES.indexOf(query.from);
   const got: InboxEntryView[] = [];
-  for (let i = start; i < STATES.length && got.length <= src.pageSize; i++) {
-    const [offset, after] = i === start ? [query.offset, query.after] : [0, undefined];
+  for (let i = start0; i < STATES.length && got.length <= src.pageSize; i++) {
+    const [offset, after] = i === start0 ? [query.offset, query.after] : [0, undefined];
     const limit = src.pageSize + 1 - got.length;
     got.push(...(await src.inbox.list({ state: STATES[i], receiver: query.receiver, limit, offset, after })));
   }
@@ -166,17 +173,27 @@ async function acrossStates(src: ConsoleSource, query: ListQuery): Promise<Page>
   if (following) {
     // After the last entry of its state shown here (each cursor is of its state's own list), or
     // from that state's start when this page showed none of it.
-    const last = shown.filter((e) => e.state === following.state).at(-1);
-    next = last
-      ? { from: following.state, after: last.cursor }
-      : following.state === STATES[start] && (query.offset > 0 || query.after !== undefined)
-        ? { from: following.state, after: query.after, offset: query.offset || undefined }
-        : { from: following.state };
+    const same = shown.filter((e) => e.state === following.state);
+    const last = same.at(-1);
+    const startState = following.state === STATES[start0];
+    next =
+      last?.cursor !== undefined
+        ? { from: following.state, after: last.cursor }
+        : last
+          ? // A store that gives no cursor: by offset within the state, as before cursors.
+            {
+              from: following.state,
+              after: startState ? query.after : undefined,
+              offset: (startState ? query.offset : 0) + same.length,
+            }
+          : startState && (query.offset > 0 || query.after !== undefined)
+            ? { from: following.state, after: query.after, offset: query.offset || undefined }
+            : { from: following.state };
   }
   return {
     entries: shown,
     next,
-    first: start === 0 && query.offset === 0 && query.after === undefined,
+    first: start0 === 0 && query.offset === 0 && query.after === undefined,
   };
 }
 
@@ -203,7 +220,7 @@ export async function detail(ctx: PageContext, src: ConsoleSource, key: string):
 <dt>updated</dt><dd class="mono">${entry.updatedAt.toISOString()}</dd>
 <dt>last error</dt><dd class="mono wrap">${text(entry.lastError ?? '(none)', 1_000)}</dd></dl>
 ${entry.state === 'dead' ? html`<p>${actionForm(ctx, '/requeue', { key: entry.key }, 'Requeue: due now')}</p>` : ''}
-${entry.state === 'pending' && entry.attempts > 0 ? html`<p>${actionForm(ctx, '/requeue', { key: entry.key }, 'Retry now: due now, not at the next attempt')}</p>` : ''}
+${entry.state === 'pending' && entry.attempts > 0 && entry.dueAt.getTime() > (src.now ? await src.now() : Date.now()) ? html`<p>${actionForm(ctx, '/requeue', { key: entry.key }, 'Retry now: due now, not at the next attempt')}</p>` : ''}
 ${entry.delivery ? deliveryView(entry.delivery) : html`<p class="muted">The delivery is not kept (dropped after completion, or unreadable).</p>`}`;
 }
 
