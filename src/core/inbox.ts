@@ -216,14 +216,16 @@ export const positionCursor = (position: number): string => `@${position}`;
 export function positionAfter(after: string | undefined, store: string): number {
   if (after === undefined) return 0;
   const match = /^@(\d{1,15})$/.exec(after);
-  if (!match) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: ${store} inbox list after must be a cursor its list gave (an entry's cursor), got ${JSON.stringify(after.slice(0, 40))}`,
-    );
-  }
+  if (!match) throw invalidCursor(after, store);
   return Number(match[1]);
 }
+
+/** The error of a list `after` that is not a cursor this store made (every store says it alike). */
+export const invalidCursor = (after: string, store: string): ConfigError =>
+  new ConfigError(
+    'invalid_option',
+    `onceonly: ${store} inbox list after must be a cursor its list gave (an entry's cursor), got ${JSON.stringify(after.slice(0, 40))}`,
+  );
 
 /**
  * An inbox: the built-in stores offer one beside their claims (`store.inbox`), over the same client.

@@ -285,6 +285,45 @@ spec('memory', 'memory');
 for (const [label, url, probe] of sharedStores.filter(([name]) => name !== 'MariaDB/MySQL'))
   if (await reachable(label, url, probe)) spec(label, url);
 
+/** An inbox delivery as the paging and retry tests accept it (a JSON body, no signature kept). */
+function plainDelivery(key: string, receiver: string, type: string, id: string, body: Uint8Array) {
+  return {
+    key,
+    receiver,
+    fingerprint: 'f'.repeat(64),
+    type,
+    id,
+    body,
+    headers: [['content-type', 'application/json']] as [string, string][],
+    url: 'https://example.com/hooks',
+    receivedAt: new Date(),
+  };
+}
+
+/**
+ * The keys of `receiver`'s entries (`<receiver>:evt_<n>`) on every page from `first` on, following
+ * the next links; each page answers 200, and the walk ends within `maxPages`.
+ */
+async function walkPages(
+  app: ReturnType<typeof createConsole>,
+  first: string,
+  receiver: string,
+  maxPages: number,
+): Promise<string[]> {
+  const keys: string[] = [];
+  let path: string | undefined = first;
+  for (let pages = 0; path !== undefined; pages++) {
+    assert.ok(pages < maxPages, 'the walk ends');
+    const res = await app.fetch(new Request(`${ORIGIN}${path}`));
+    assert.equal(res.status, 200, path);
+    const page = await res.text();
+    const shown = [...page.matchAll(/href="\/entry\?key=([^"%]+)%3Aevt_(\d+)"/g)];
+    keys.push(...shown.filter((m) => m[1] === receiver).map((m) => `${receiver}:evt_${m[2]}`));
+    path = /href="([^"]+)" rel="next"/.exec(page)?.[1]?.replaceAll('&amp;', '&');
+  }
+  return keys;
+}
+
 function walkSpec(label: string, url: string) {
   describe(`console on ${label}: pages by cursor, retry now`, () => {
     it('walks every entry once, in the list order, through next links: every state, and each one', async (t) => {
@@ -298,17 +337,15 @@ function walkSpec(label: string, url: string) {
       const inbox = store.inbox!;
       const receiverName = `walk${randomBytes(3).toString('hex')}`;
       for (let i = 0; i < 11; i++) {
-        await inbox.accept({
-          key: `${receiverName}:evt_${i}`,
-          receiver: receiverName,
-          fingerprint: 'f'.repeat(64),
-          type: 'walk.step',
-          id: `evt_${i}`,
-          body: new Uint8Array([i]),
-          headers: [['content-type', 'application/json']],
-          url: 'https://example.com/hooks',
-          receivedAt: new Date(),
-        });
+        await inbox.accept(
+          plainDelivery(
+            `${receiverName}:evt_${i}`,
+            receiverName,
+            'walk.step',
+            `evt_${i}`,
+            new Uint8Array([i]),
+          ),
+        );
       }
       const jobs = await inbox.take({ limit: 11, leaseMs: 60_000, receiver: receiverName });
       for (const j of jobs.slice(0, 3)) await inbox.bury(j.lease, { error: 'x' });
@@ -320,23 +357,7 @@ function walkSpec(label: string, url: string) {
         pageSize: 2,
         authorize: () => 'alice',
       });
-      const walk = async (first: string) => {
-        const keys: string[] = [];
-        let path: string | undefined = first;
-        for (let pages = 0; path !== undefined; pages++) {
-          assert.ok(pages < 20, 'the walk ends');
-          const res = await app.fetch(new Request(`${ORIGIN}${path}`));
-          assert.equal(res.status, 200, path);
-          const page = await res.text();
-          keys.push(
-            ...[...page.matchAll(/href="\/entry\?key=[^"%]+%3Aevt_(\d+)"/g)].map(
-              (m) => `${receiverName}:evt_${m[1]}`,
-            ),
-          );
-          path = /href="([^"]+)" rel="next"/.exec(page)?.[1]?.replaceAll('&amp;', '&');
-        }
-        return keys;
-      };
+      const walk = (first: string) => walkPages(app, first, receiverName, 20);
       // Act and assess
       const whole = await inbox.list({ receiver: receiverName });
       assert.equal(whole.length, 11);
@@ -362,17 +383,9 @@ function walkSpec(label: string, url: string) {
       const inbox = opened.store.inbox!;
       const receiverName = `now${randomBytes(3).toString('hex')}`;
       const key = `${receiverName}:evt_later`;
-      await inbox.accept({
-        key,
-        receiver: receiverName,
-        fingerprint: 'f'.repeat(64),
-        type: 'order.paid',
-        id: 'evt_later',
-        body: new TextEncoder().encode('{}'),
-        headers: [['content-type', 'application/json']],
-        url: 'https://example.com/hooks',
-        receivedAt: new Date(),
-      });
+      await inbox.accept(
+        plainDelivery(key, receiverName, 'order.paid', 'evt_later', new TextEncoder().encode('{}')),
+      );
       const [job] = await inbox.take({ limit: 1, leaseMs: 60_000, receiver: receiverName });
       assert.equal(await inbox.retry(job!.lease, { delayMs: 3_600_000, error: 'downstream 503' }), true);
       const actions: ConsoleAction[] = [];
@@ -429,17 +442,7 @@ describe('console over an inbox of its own that gives no cursor', () => {
         (await inner.list(options)).map(({ cursor: _c, ...entry }) => entry),
     };
     for (let i = 0; i < 5; i++) {
-      await inbox.accept({
-        key: `old:evt_${i}`,
-        receiver: 'old',
-        fingerprint: 'f'.repeat(64),
-        type: 'old.one',
-        id: `evt_${i}`,
-        body: new Uint8Array([i]),
-        headers: [['content-type', 'application/json']],
-        url: 'https://example.com/hooks',
-        receivedAt: new Date(),
-      });
+      await inbox.accept(plainDelivery(`old:evt_${i}`, 'old', 'old.one', `evt_${i}`, new Uint8Array([i])));
     }
     for (const job of await inbox.take({ limit: 3, leaseMs: 60_000, receiver: 'old' }))
       await inbox.bury(job.lease, { error: 'x' });
@@ -449,19 +452,7 @@ describe('console over an inbox of its own that gives no cursor', () => {
       pageSize: 2,
       authorize: () => 'alice',
     });
-    const walk = async (first: string) => {
-      const keys: string[] = [];
-      let path: string | undefined = first;
-      for (let pages = 0; path !== undefined; pages++) {
-        assert.ok(pages < 10, 'the walk ends');
-        const page = await (await app.fetch(new Request(`${ORIGIN}${path}`))).text();
-        keys.push(
-          ...[...page.matchAll(/href="\/entry\?key=old%3Aevt_(\d+)"/g)].map((m) => `old:evt_${m[1]}`),
-        );
-        path = /href="([^"]+)" rel="next"/.exec(page)?.[1]?.replaceAll('&amp;', '&');
-      }
-      return keys;
-    };
+    const walk = (first: string) => walkPages(app, first, 'old', 10);
     // Act and assess
     const whole = (await inner.list({ receiver: 'old' })).map((e) => e.key);
     assert.equal(whole.length, 5);

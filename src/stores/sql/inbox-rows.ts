@@ -3,7 +3,6 @@
  * accepted entry's values.
  */
 
-import { ConfigError } from '../../core/errors.js';
 import type {
   InboxAcceptInput,
   InboxDelivery,
@@ -11,7 +10,7 @@ import type {
   InboxJob,
   InboxState,
 } from '../../core/inbox.js';
-import { isStoredDelivery, unreadableJob, wellFormed } from '../../core/inbox.js';
+import { invalidCursor, isStoredDelivery, unreadableJob, wellFormed } from '../../core/inbox.js';
 import { storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
 import { type Row, STATE } from './inbox-types.js';
@@ -69,12 +68,7 @@ const keysetCursor = (rank: number, due: number, seq: string) => `k${rank}.${due
 /** The position a keyset cursor names; `invalid_option` for any other text (the console reads it from a URL). */
 function keysetAfter(after: string, store: string): { rank: number; due: number; seq: number } {
   const match = /^k([0-3])\.(\d{1,15})\.(\d{1,15})$/.exec(after);
-  if (!match) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: ${store} inbox list after must be a cursor its list gave (an entry's cursor), got ${JSON.stringify(after.slice(0, 40))}`,
-    );
-  }
+  if (!match) throw invalidCursor(after, store);
   return { rank: Number(match[1]), due: Number(match[2]), seq: Number(match[3]) };
 }
 
