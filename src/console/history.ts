@@ -6,10 +6,28 @@
  */
 import { type Html, html, raw } from './html.js';
 
-/** What the chart reads of a receiver's result (a `DeliveryResult`). */
+/** What the console reads of a receiver's result (a `DeliveryResult`). */
 export interface OutcomeLike {
   readonly outcome: string;
+  readonly provider?: string | undefined;
+  readonly receiver?: string | undefined;
+  readonly key?: string | undefined;
+  readonly id?: string | undefined;
+  readonly type?: string | undefined;
 }
+
+/** A conflict or lost lease the receivers reported in this process, for the claims view. */
+export interface Incident {
+  readonly at: Date;
+  readonly outcome: 'conflict' | 'lease-lost';
+  readonly receiver: string | undefined;
+  readonly key: string | undefined;
+  readonly id: string | undefined;
+  readonly type: string | undefined;
+}
+
+/** Incidents kept, newest first. */
+const INCIDENTS = 50;
 
 const SERIES = [
   ['accepted', '#1f5fbf'],
@@ -22,8 +40,28 @@ const MINUTES = 60;
 
 export class History {
   readonly #buckets = new Map<number, Record<Series, number>>();
+  readonly #incidents: Incident[] = [];
+
+  /** The last conflicts and lost leases (a key held with another fingerprint; a run past its lease), newest first. */
+  get incidents(): readonly Incident[] {
+    return this.#incidents;
+  }
 
   record(result: OutcomeLike, at = Date.now()): void {
+    if (result.outcome === 'conflict' || result.outcome === 'lease-lost') {
+      const { outcome, receiver, provider, key, id, type } = result;
+      // Only strings are kept (a result is the receiver's, but record() is public): the view shows them as text.
+      const str = (v: unknown) => (typeof v === 'string' ? v.slice(0, 2_000) : undefined);
+      this.#incidents.unshift({
+        at: new Date(at),
+        outcome,
+        receiver: str(receiver) ?? str(provider),
+        key: str(key),
+        id: str(id),
+        type: str(type),
+      });
+      this.#incidents.length = Math.min(this.#incidents.length, INCIDENTS);
+    }
     const name = SERIES.find(([s]) => s === result.outcome)?.[0];
     if (name === undefined) return;
     const minute = Math.floor(at / 60_000);

@@ -10,6 +10,7 @@ import { ConfigError } from '../core/errors.js';
 import type { InboxState } from '../core/inbox.js';
 import { inertJson, oneLine } from '../core/text.js';
 import { type ConsoleAction, confirmRequeue, notice, runAction } from './actions.js';
+import { filterOf } from './filter.js';
 import { History } from './history.js';
 import { type Html, href, html, type PageContext, page } from './html.js';
 import {
@@ -99,6 +100,9 @@ export function createConsole(options: ConsoleOptions): Console {
       case '/':
         return { title: 'Overview', body: html`${done}${await overview(ctx, src)}` };
       case '/entries': {
+        const filtered = filterOf(q);
+        if (filtered === 'invalid')
+          return badLink(ctx, 'A time in the filter is not one: use 2026-12-04T09:30.');
         const state = q.get('state') || undefined;
         const offset = Number.parseInt(q.get('offset') ?? '0', 10);
         const query = {
@@ -108,17 +112,15 @@ export function createConsole(options: ConsoleOptions): Console {
           offset: Number.isInteger(offset) && offset > 0 ? Math.min(offset, 10_000_000) : 0,
           from: STATES.find((s) => s === q.get('from')),
           after: q.get('after')?.slice(0, 200) || undefined,
+          filter: filtered.filter,
+          filterText: filtered.text,
         };
         try {
           return { title: 'Entries', body: await list(ctx, src, query) };
         } catch (err) {
           // A cursor the store did not make (edited or from another store's console).
           if (!(err instanceof ConfigError && err.code === 'invalid_option')) throw err;
-          return {
-            status: 400,
-            title: 'Entries',
-            body: html`<h1>Entries</h1><p class="note error">This page's link is not one the console made: <a href="${href(ctx.base, '/entries')}">start from the first page</a>.</p>`,
-          };
+          return badLink(ctx, "This page's link is not one the console made.");
         }
       }
       case '/entry': {
@@ -131,7 +133,7 @@ export function createConsole(options: ConsoleOptions): Console {
       case '/requeue-dead':
         return {
           title: 'Requeue dead entries',
-          body: await confirmRequeue(ctx, src.inbox, q.get('receiver') || undefined),
+          body: await confirmRequeue(ctx, src.inbox, q.get('receiver') || undefined, q),
         };
       default:
         return undefined;
@@ -181,6 +183,15 @@ export function createConsole(options: ConsoleOptions): Console {
         return answer(503, 'text/plain; charset=utf-8', 'the store did not answer; see the server log');
       }
     },
+  };
+}
+
+/** A list link the console did not make (an edited cursor or time): 400, and the way back. */
+function badLink(ctx: PageContext, why: string) {
+  return {
+    status: 400,
+    title: 'Entries',
+    body: html`<h1>Entries</h1><p class="note error">${why} <a href="${href(ctx.base, '/entries')}">Start from the first page</a>.</p>`,
   };
 }
 

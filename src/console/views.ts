@@ -2,6 +2,15 @@
 import type { InboxEntryView, InboxState, InboxStats, InboxStore } from '../core/inbox.js';
 import { keyPart } from '../core/keys.js';
 import { hasAdmin, type Store } from '../core/types.js';
+import {
+  type EntryFilter,
+  type FilterText,
+  filtering,
+  type Read,
+  SCAN_MAX,
+  scan,
+  stateList,
+} from './filter.js';
 import type { History } from './history.js';
 import { actionForm, type Html, href, html, type PageContext, raw, text } from './html.js';
 import { deliveryView } from './payload.js';
@@ -65,9 +74,14 @@ export interface ListQuery {
   readonly from?: InboxState | undefined;
   /** Where the page starts: the cursor of the last entry of the page before (keyset paging). */
   readonly after?: string | undefined;
+  /** Type and accepted time (no store indexes them: scanned, bounded per page). */
+  readonly filter?: EntryFilter | undefined;
+  /** The filter as the query gave it (for the form and the links). */
+  readonly filterText?: FilterText | undefined;
 }
 
 function filters(ctx: PageContext, src: ConsoleSource, query: ListQuery): Html {
+  const ft = query.filterText ?? {};
   const option = (value: string, label: string, selected: boolean) =>
     html`<option value="${value}"${raw(selected ? ' selected' : '')}>${label}</option>`;
   const receiverField =
@@ -77,6 +91,9 @@ function filters(ctx: PageContext, src: ConsoleSource, query: ListQuery): Html {
   return html`<form class="filters" method="get" action="${href(ctx.base, '/entries')}">
 <label>state<select name="state">${option('', 'all', query.state === undefined)}${STATES.map((s) => option(s, s, s === query.state))}</select></label>
 <label>receiver${receiverField}</label>
+<label>type<input name="type" value="${ft.type ?? ''}" size="16" placeholder="order.paid or order.*"></label>
+<label>accepted since (UTC)<input type="datetime-local" step="1" name="since" value="${ft.since ?? ''}"></label>
+<label>before (UTC)<input type="datetime-local" step="1" name="until" value="${ft.until ?? ''}"></label>
 <label>event id or key<input name="q" value="${query.q ?? ''}" size="32"></label>
 <button type="submit">Show</button></form>`;
 }
@@ -110,20 +127,58 @@ export async function list(ctx: PageContext, src: ConsoleSource, query: ListQuer
     const found = await search(src, query.q, query.receiver);
     return html`<h1>Search</h1>${head}${entryRows(ctx, found)}`;
   }
-  const { entries, next, first } = await (query.state ? oneState(src, query) : acrossStates(src, query));
+  const filtered =
+    query.filter && filtering(query.filter) ? await scanned(src, query, query.filter) : undefined;
+  const { entries, next, first } =
+    filtered ?? (await (query.state ? oneState(src, query) : acrossStates(src, query)));
   const at = (q: Record<string, string | number | undefined>) =>
-    href(ctx.base, '/entries', { state: query.state, receiver: query.receiver, ...q });
+    href(ctx.base, '/entries', { state: query.state, receiver: query.receiver, ...query.filterText, ...q });
   // Pages continue from a cursor (however deep, a page is read from the store's index where it
   // starts): the way back is to the first page, or the browser's.
   const prev = first ? '' : html`<a href="${at({})}">← first page</a>`;
   const pager = html`<div class="pager">${prev}<span class="muted">${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}</span>${
-    next ? html`<a href="${at(next)}" rel="next">next page →</a>` : ''
-  }</div>`;
+    next
+      ? html`<a href="${at(next)}" rel="next">${filtered?.bounded ? 'scan further →' : 'next page →'}</a>`
+      : ''
+  }</div>${
+    filtered?.bounded
+      ? html`<p class="note">The filter is not indexed: this page read ${filtered.scanned.toLocaleString('en-US')} entries (at most ${SCAN_MAX.toLocaleString('en-US')} a page) and the list goes on; scan further for more matches.</p>`
+      : ''
+  }`;
   const requeue =
     query.state === 'dead' && entries.length > 0
-      ? html`<p><a href="${href(ctx.base, '/requeue-dead', { receiver: query.receiver })}">Requeue every dead entry${query.receiver === undefined ? '' : html` of ${text(query.receiver, 100)}`}…</a></p>`
+      ? html`<p><a href="${href(ctx.base, '/requeue-dead', { receiver: query.receiver, ...query.filterText })}">Requeue every dead entry${query.receiver === undefined ? '' : html` of ${text(query.receiver, 100)}`}${query.filter && filtering(query.filter) ? ' that matches the filter' : ''}…</a></p>`
       : '';
   return html`<h1>Entries${query.state ? html` · ${query.state}` : ''}</h1>${head}${requeue}${entryRows(ctx, entries)}${pager}`;
+}
+
+/**
+ * A page of the entries that match the filter: the state's list (or every state's) read from where
+ * the page starts, in bounded batches (see filter.ts).
+ */
+async function scanned(
+  src: ConsoleSource,
+  query: ListQuery,
+  filter: EntryFilter,
+): Promise<Page & { scanned: number; bounded: boolean }> {
+  const read: Read = async (at, limit) => {
+    const from = STATES.find((s) => s === at.from);
+    const after = typeof at.after === 'string' ? at.after : undefined;
+    const q = { ...query, from, after, offset: Number(at.offset ?? 0) };
+    return query.state
+      ? oneState({ ...src, pageSize: limit }, q)
+      : acrossStates({ ...src, pageSize: limit }, q);
+  };
+  const start = { from: query.from, after: query.after, offset: query.offset };
+  const page = await scan(read, start, src.pageSize, filter, (e) =>
+    e.cursor === undefined
+      ? undefined
+      : query.state
+        ? { after: e.cursor }
+        : { from: e.state, after: e.cursor },
+  );
+  const first = query.offset === 0 && query.after === undefined && (query.from ?? STATES[0]) === STATES[0];
+  return { ...page, first };
 }
 
 type Page = {
@@ -132,26 +187,11 @@ type Page = {
   first: boolean;
 };
 
-/**
- * A page of one state: one more than a page read after the cursor (whether a next page exists,
- * no count); the next page starts after the last entry shown.
- */
+/** A page of one state, read from the page's position (see {@link stateList}). */
 async function oneState(src: ConsoleSource, query: ListQuery): Promise<Page> {
-  const { state, receiver, offset, after } = query;
-  const got = await src.inbox.list({ state, receiver, limit: src.pageSize + 1, offset, after });
-  const shown = got.slice(0, src.pageSize);
-  // A store of one's own that gives no cursor pages by offset, as before cursors.
-  const cursor = shown.at(-1)?.cursor;
-  return {
-    entries: shown,
-    next:
-      got.length <= src.pageSize
-        ? undefined
-        : cursor !== undefined
-          ? { after: cursor }
-          : { after, offset: offset + src.pageSize },
-    first: offset === 0 && after === undefined,
-  };
+  const read = stateList(src.inbox, query.state, query.receiver);
+  const { entries, next } = await read({ after: query.after, offset: query.offset }, src.pageSize);
+  return { entries, next, first: query.offset === 0 && query.after === undefined };
 }
 
 /**
@@ -227,7 +267,9 @@ ${entry.delivery ? deliveryView(entry.delivery) : html`<p class="muted">The deli
 export async function claims(src: ConsoleSource): Promise<Html> {
   const store = src.store;
   if (!store || !hasAdmin(store))
-    return html`<h1>Claims</h1><p class="muted">This store offers no overview of its claims (give the console the store itself, not only its inbox).</p>`;
+    return html`<h1>Claims</h1><p class="muted">This store offers no overview of its claims (give the console the store itself, not only its inbox).</p>
+<h2>Recent conflicts and lost leases <span class="muted">(reported in this process)</span></h2>
+${incidents(src)}`;
   const [stats, leases, now] = await Promise.all([
     store.stats(),
     store.oldestLeases(50),
@@ -248,5 +290,23 @@ ${
 <td>${l.state === 'released' ? 'released: takeable' : left <= 0 ? html`<span class="state state-dead">ran out ${duration(-left)} ago</span>` : `runs out in ${duration(left)}`}</td></tr>`;
         },
       )}</tbody></table>`
-}`;
+}
+<h2>Recent conflicts and lost leases <span class="muted">(reported in this process)</span></h2>
+${incidents(src)}`;
+}
+
+/**
+ * What the receivers reported through `onOutcome: ops.record`: a key held with another fingerprint
+ * (an event id reused for other content: replayed or forged), a run that outlived its lease. No
+ * store keeps these; the log has every one.
+ */
+function incidents(src: ConsoleSource): Html {
+  const list = src.history.incidents;
+  if (list.length === 0)
+    return html`<p class="muted">None reported (pass <code>onOutcome: ops.record</code> to the receiver to list them here).</p>`;
+  return html`<table><thead><tr><th>when</th><th>outcome</th><th>receiver</th><th>key</th><th>type</th></tr></thead><tbody>${list.map(
+    (i) =>
+      html`<tr><td class="mono">${i.at.toISOString()}</td><td><span class="state state-dead">${i.outcome}</span></td><td>${text(i.receiver ?? '', 100)}</td>
+<td class="mono wrap">${text(i.key ?? '', 200)}</td><td class="wrap">${text(i.type ?? '', 120)}</td></tr>`,
+  )}</tbody></table>`;
 }

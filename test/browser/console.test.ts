@@ -19,8 +19,8 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { openStore } from '../../src/cli/stores.js';
 import { createConsole, nodeHandler } from '../../src/console/index.js';
 import { createReceiver, hmac } from '../../src/index.js';
-import { inCI, reachable } from '../support/servers.js';
 import { sharedStores } from '../support/probes.js';
+import { inCI, reachable } from '../support/servers.js';
 
 const CHROMIUM = process.env.ONCEONLY_CHROMIUM ?? '/usr/bin/chromium';
 const SECRET = 'browser-console-secret';
@@ -175,6 +175,19 @@ function spec(label: string, url: string) {
       await Promise.all([page.waitForURL(/state=dead/), page.click('form.filters button')]);
       assert.equal(await page.locator('tbody tr').count(), 2);
       await shot('list-dead');
+      // The type filter (a prefix), typed into the form: one entry, the filter kept in the form.
+      await page.fill('input[name="type"]', 'order.*');
+      await Promise.all([page.waitForURL(/type=order/), page.click('form.filters button')]);
+      assert.equal(await page.locator('tbody tr').count(), 1);
+      assert.match((await page.textContent('tbody')) ?? '', /evt_paid/);
+      assert.equal(await page.inputValue('input[name="type"]'), 'order.*');
+      await shot('list-type');
+      await page.fill('input[name="type"]', '');
+      await Promise.all([
+        page.waitForURL((u) => !u.search.includes('type=order')),
+        page.click('form.filters button'),
+      ]);
+      assert.equal(await page.locator('tbody tr').count(), 2);
     });
 
     it('shows the XSS payloads as inert text: no dialog, no script ran, the token masked', async () => {

@@ -186,6 +186,36 @@ function spec(label: string, url: string) {
       assert.match(found, new RegExp(`${receiverName}:evt_plain`));
     });
 
+    it('filters by type (exact or a prefix) and accepted time, the filter kept by the next link', async () => {
+      const rows = (h: string) =>
+        [...h.matchAll(/<a href="\/ops\/entry\?key=[^"]+%3A(evt_\w+)"/g)].map((m) => m[1]);
+      const at = (q: string) => get(`/entries?receiver=${receiverName}&${q}`);
+      assert.deepEqual(rows(await (await at('type=order.paid')).text()), ['evt_plain']);
+      assert.deepEqual(rows(await (await at('state=dead&type=big.*')).text()), ['evt_big']);
+      assert.deepEqual(rows(await (await at('type=order')).text()), [], 'exact unless it ends with *');
+      assert.deepEqual(rows(await (await at('since=2999-01-01T00:00')).text()), []);
+      // Accepted before a time to come: all three, two a page; the next link keeps the filter.
+      const first = await (await at('until=2999-01-01T00:00:00')).text();
+      assert.equal(rows(first).length, 2);
+      const next = /href="([^"]+)" rel="next"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
+      assert.match(next ?? '', /until=2999-01-01T00%3A00%3A00/);
+      const second = await (await get(next!.slice('/ops'.length))).text();
+      assert.equal(rows(second).length, 1);
+      assert.equal(new Set([...rows(first), ...rows(second)]).size, 3);
+      const past = await (
+        await at(`since=${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}&type=big.one`)
+      ).text();
+      assert.deepEqual(rows(past), ['evt_big']);
+      // A hostile filter shows inert in the form; a time that is not one is a 400 page.
+      const hostile = await (await at(`type=${encodeURIComponent('"><script>alert(1)</script>')}`)).text();
+      assert.doesNotMatch(hostile, /<script/i);
+      for (const bad of ['yesterday', '2026-13-45T99:99', `${'9'.repeat(300)}`]) {
+        const res = await at(`since=${encodeURIComponent(bad)}`);
+        assert.equal(res.status, 400, bad);
+        assert.match(await res.text(), /not one/);
+      }
+    });
+
     it('shows an entry with hostile text inert, secrets masked, and a 1 MB payload cut', async () => {
       assert.equal((await get('/entry?key=')).status, 404);
       assert.equal((await get(`/entry?key=${receiverName}:evt_never`)).status, 404);
@@ -273,10 +303,23 @@ function spec(label: string, url: string) {
       assert.equal(actions[1]?.count, 2);
     });
 
-    it('shows the claims view where the store has one', async () => {
+    it('shows the claims view where the store has one, with the conflicts the receivers reported', async () => {
       const res = await get('/claims');
       assert.equal(res.status, 200);
-      assert.match(await res.text(), /<h1>Claims<\/h1>/);
+      const before = await res.text();
+      assert.match(before, /<h1>Claims<\/h1>/);
+      assert.match(before, /None reported/);
+      app.record({ outcome: 'processed', key: 'k_fine' });
+      app.record({
+        outcome: 'conflict',
+        receiver: receiverName,
+        key: `${receiverName}:<script>alert(4)</script>`,
+        type: 'order.paid',
+      });
+      const after = await (await get('/claims')).text();
+      assert.match(after, /state-dead">conflict<\/span>/);
+      assert.match(after, /:&lt;script&gt;alert\(4\)&lt;\/script&gt;/);
+      assert.doesNotMatch(after, /<script|k_fine/);
     });
   });
 }
@@ -373,6 +416,62 @@ function walkSpec(label: string, url: string) {
         );
       }
     });
+    it('requeues the dead entries of a type after a confirmation that counts them; the others stay dead', async (t) => {
+      // Prepare: 5 dead entries, 2 of type a.fail and 3 of type b.fail.
+      const opened = await openStore(url, `oo_console_sel_${randomBytes(4).toString('hex')}`);
+      t.after(async () => {
+        await opened.drop().catch(() => {});
+        await opened.close();
+      });
+      const inbox = opened.store.inbox!;
+      const receiverName = `sel${randomBytes(3).toString('hex')}`;
+      for (let i = 0; i < 5; i++) {
+        const type = i < 2 ? 'a.fail' : 'b.fail';
+        await inbox.accept(
+          plainDelivery(`${receiverName}:evt_${i}`, receiverName, type, `evt_${i}`, new Uint8Array([i])),
+        );
+      }
+      for (const job of await inbox.take({ limit: 5, leaseMs: 60_000, receiver: receiverName }))
+        await inbox.bury(job.lease, { error: 'x' });
+      const actions: ConsoleAction[] = [];
+      const app = createConsole({
+        store: opened.store,
+        receivers: [receiverName],
+        pageSize: 2,
+        authorize: () => 'alice',
+        log: (a) => void actions.push(a),
+      });
+      const list = await (
+        await app.fetch(new Request(`${ORIGIN}/entries?state=dead&receiver=${receiverName}&type=a.*`))
+      ).text();
+      const link = /href="(\/requeue-dead\?[^"]+)"/.exec(list)?.[1]?.replaceAll('&amp;', '&');
+      assert.equal(link, `/requeue-dead?receiver=${receiverName}&type=a.*`.replace('*', '*'));
+      // Act
+      const confirm = await session(await app.fetch(new Request(`${ORIGIN}${link}`)));
+      assert.match(confirm.html, /Requeue <strong>2<\/strong> dead entries of \w+ that match type a\.\*/);
+      const res = await app.fetch(
+        new Request(`${ORIGIN}/requeue-dead`, {
+          method: 'POST',
+          body: new URLSearchParams({ receiver: receiverName, type: 'a.*', csrf: confirm.csrf }).toString(),
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            cookie: confirm.cookie,
+            origin: ORIGIN,
+          },
+        }),
+      );
+      // Assess
+      assert.equal(res.status, 303);
+      const states = await Promise.all(
+        [0, 1, 2, 3, 4].map(async (i) => (await inbox.get(`${receiverName}:evt_${i}`))?.state),
+      );
+      assert.deepEqual(states, ['pending', 'pending', 'dead', 'dead', 'dead']);
+      assert.deepEqual(
+        actions.map((a) => [a.action, a.receiver, a.filter?.type, a.count]),
+        [['requeue-dead', receiverName, 'a.*', 2]],
+      );
+    });
+
     it('retries a waiting entry now by POST with the token: due at once, run as its next attempt, logged', async (t) => {
       // Prepare: one entry failed once and waiting an hour for its next attempt.
       const opened = await openStore(url, `oo_console_now_${randomBytes(4).toString('hex')}`);
@@ -424,6 +523,42 @@ function walkSpec(label: string, url: string) {
     });
   });
 }
+
+describe('console filters over more entries than a page may read', () => {
+  it('scans at most SCAN_MAX entries a page, says so, and the next link continues the scan: every match once', async () => {
+    // Prepare: 5,300 pending entries, 3 of them of a rare type, one before the bound and two past it.
+    const { memoryStore } = await import('../../src/stores/memory.js');
+    const { SCAN_MAX } = await import('../../src/console/filter.js');
+    const store = memoryStore();
+    const inbox = store.inbox!;
+    const rare = new Set([10, SCAN_MAX + 100, SCAN_MAX + 250]);
+    for (let i = 0; i < SCAN_MAX + 300; i++)
+      await inbox.accept(
+        plainDelivery(
+          `big:evt_${i}`,
+          'big',
+          rare.has(i) ? 'rare.one' : 'noise',
+          `evt_${i}`,
+          new Uint8Array([1]),
+        ),
+      );
+    const app = createConsole({ store, receivers: ['big'], pageSize: 2, authorize: () => 'alice' });
+    // Act
+    const first = await (
+      await app.fetch(new Request(`${ORIGIN}/entries?state=pending&type=rare.one`))
+    ).text();
+    // Assess
+    assert.match(first, /this page read 5,000 entries/);
+    assert.match(first, /rel="next">scan further/);
+    const found = await walkPages(app, '/entries?state=pending&type=rare.one', 'big', 5);
+    assert.deepEqual(
+      found,
+      [...rare].map((i) => `big:evt_${i}`),
+    );
+    const everyState = await walkPages(app, '/entries?type=rare.one', 'big', 5);
+    assert.deepEqual(everyState, found);
+  });
+});
 
 describe('console over an inbox of its own that gives no cursor', () => {
   it('pages by offset, as before cursors: every entry once, in every state and in one', async () => {
