@@ -154,6 +154,9 @@ async function overview(
     const lines = [
       table(`inbox${receiver ? ` of ${oneLine(receiver)}` : ''}`, [
         ['pending', stats.pending],
+        ...(stats.scheduled === undefined
+          ? []
+          : [['  of which waiting for a retry', stats.scheduled] as [string, number]]),
         ['processing', stats.processing],
         ['completed (within retention)', stats.completed],
         ['dead (kept, not retried)', stats.dead],

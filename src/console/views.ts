@@ -43,7 +43,8 @@ const stateCell = (state: string) => html`<span class="${`state state-${state}`}
 function countsRow(ctx: PageContext, label: Html, receiver: string | undefined, s: InboxStats): Html {
   const cell = (state: InboxState) =>
     html`<td class="num"><a href="${href(ctx.base, '/entries', { state, receiver })}">${s[state].toLocaleString('en-US')}</a></td>`;
-  return html`<tr><td>${label}</td>${STATES.map(cell)}<td class="num">${duration(s.oldestDueMs)}</td></tr>`;
+  const scheduled = html`<td class="num">${s.scheduled === undefined ? '–' : s.scheduled.toLocaleString('en-US')}</td>`;
+  return html`<tr><td>${label}</td>${STATES.map(cell)}${scheduled}<td class="num">${duration(s.oldestDueMs)}</td></tr>`;
 }
 
 export async function overview(ctx: PageContext, src: ConsoleSource): Promise<Html> {
@@ -56,7 +57,7 @@ export async function overview(ctx: PageContext, src: ConsoleSource): Promise<Ht
     ...src.receivers.map((r, i) => countsRow(ctx, text(r, 200), r, each[i]!)),
   ];
   return html`<h1>Inbox</h1>
-<table><thead><tr><th>receiver</th>${STATES.map((s) => html`<th class="num">${s}</th>`)}<th class="num">oldest due waiting</th></tr></thead>
+<table><thead><tr><th>receiver</th>${STATES.map((s) => html`<th class="num">${s}</th>`)}<th class="num">of pending: retry scheduled</th><th class="num">oldest due waiting</th></tr></thead>
 <tbody>${rows}</tbody></table>
 ${all!.oldestDueMs > 60_000 ? html`<p class="note error">The oldest due entry has waited ${duration(all!.oldestDueMs)}: are the workers running?</p>` : ''}
 <h2>Deliveries per minute, last hour <span class="muted">(this process)</span></h2>

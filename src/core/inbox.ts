@@ -175,6 +175,11 @@ export interface InboxStats {
   readonly processing: number;
   readonly completed: number;
   readonly dead: number;
+  /**
+   * Of `pending`, the entries whose next attempt is ahead: they failed and wait for it (retry
+   * scheduled). Every built-in store counts them; an inbox of one's own may not.
+   */
+  readonly scheduled?: number | undefined;
   /** Age (ms) of the oldest pending entry that is due now, 0 when none is due. */
   readonly oldestDueMs: number;
 }

@@ -7,7 +7,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { createHmac } from 'node:crypto';
-import { createServer, type Socket, connect } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Dynalite, startDynalite } from '../../test/support/dynalite.js';

@@ -7,8 +7,8 @@ import { checkHealth } from '../core/health.js';
 import { StoreMisconfiguredError, type StoreUnavailableError } from '../errors.js';
 import { createReceiver, hmac } from '../index.js';
 import { runInboxConformance } from '../testing/index.js';
-import { DYNAMODB_INBOX_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
 import { inboxIndexCheck } from './dynamodb/admin.js';
+import { DYNAMODB_INBOX_MAX_BYTES, dynamoDbStore } from './dynamodb.js';
 
 // Started before the suites register: a server that cannot start fails the file, never skips it.
 const server = await startDynalite();

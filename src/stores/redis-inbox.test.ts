@@ -195,6 +195,7 @@ if (
         processing: 2,
         completed: 0,
         dead: 0,
+        scheduled: 0,
         oldestDueMs: stats.oldestDueMs,
       });
       assert.equal((await fresh.list({ receiver: 'hooks' })).length, 4);

@@ -2,8 +2,8 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { openSqlite, sqliteClientName } from '../../test/support/sqlite-client.js';
 import { sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
+import { openSqlite, sqliteClientName } from '../../test/support/sqlite-client.js';
 import { runInboxConformance } from '../testing/index.js';
 import { sqliteInboxMigration, sqliteStore } from './sqlite.js';
 

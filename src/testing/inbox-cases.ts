@@ -387,7 +387,7 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
       const stats = await inbox.stats({ receiver: ctx.receiver });
       assert.deepEqual(
         { ...stats, oldestDueMs: 0 },
-        { pending: 1, processing: 1, completed: 1, dead: 1, oldestDueMs: 0 },
+        { pending: 1, processing: 1, completed: 1, dead: 1, scheduled: 0, oldestDueMs: 0 },
       );
       assert.ok(stats.oldestDueMs >= 40, `the pending entry has waited (${stats.oldestDueMs} ms)`);
       void c;
@@ -466,8 +466,29 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
       const stats = await inbox.stats({ receiver: ctx.receiver });
       assert.deepEqual(
         { ...stats, oldestDueMs: 0 },
-        { pending: 2, processing: 1, completed: 0, dead: 1, oldestDueMs: 0 },
+        { pending: 2, processing: 1, completed: 0, dead: 1, scheduled: 0, oldestDueMs: 0 },
       );
+    },
+  },
+  {
+    name: 'stats count the pending entries whose next attempt is ahead as scheduled, until it comes',
+    async run(inbox, ctx) {
+      const keys = [ctx.key('later'), ctx.key('now'), ctx.key('run'), ctx.key('soon')];
+      for (const key of keys) await inbox.accept(entry(ctx, key));
+      const jobs = await takeAll(inbox, ctx, LONG);
+      const of = (key: string) => jobs.find((j) => j.key === key)!.lease;
+      await inbox.retry(of(keys[0]!), { delayMs: LONG, error: 'x' });
+      await inbox.retry(of(keys[1]!), { delayMs: 0, error: 'x' });
+      await inbox.retry(of(keys[3]!), { delayMs: ctx.shortMs, error: 'x' });
+      const counts = async () => {
+        const { oldestDueMs: _, ...rest } = await inbox.stats({ receiver: ctx.receiver });
+        return rest;
+      };
+      assert.deepEqual(await counts(), { pending: 3, processing: 1, completed: 0, dead: 0, scheduled: 2 });
+      await ctx.waitOut();
+      assert.deepEqual(await counts(), { pending: 3, processing: 1, completed: 0, dead: 0, scheduled: 1 });
+      assert.equal(await inbox.requeue({ key: keys[0]! }), 1, 'retry now');
+      assert.deepEqual(await counts(), { pending: 3, processing: 1, completed: 0, dead: 0, scheduled: 0 });
     },
   },
   ...inboxListCases,

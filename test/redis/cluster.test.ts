@@ -99,7 +99,7 @@ if (
         // Assess: the totals over every receiver, and where the keys are.
         assert.deepEqual(
           { ...(await inbox.stats()), oldestDueMs: 0 },
-          { pending: 120, processing: 0, completed: 30, dead: 0, oldestDueMs: 0 },
+          { pending: 120, processing: 0, completed: 30, dead: 0, scheduled: 30, oldestDueMs: 0 },
         );
         const held = await Promise.all(
           started.nodes.map(async (n) => {

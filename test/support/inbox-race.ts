@@ -87,7 +87,7 @@ export async function runInboxRace(options: {
       const stats = await inbox.stats({ receiver: runId });
       assert.deepEqual(
         { ...stats, oldestDueMs: 0 },
-        { pending: 0, processing: 0, completed: events, dead: 0, oldestDueMs: 0 },
+        { pending: 0, processing: 0, completed: events, dead: 0, scheduled: 0, oldestDueMs: 0 },
       );
       for (let i = 0; i < events; i++) {
         const view = await inbox.get(`${runId}:evt-${i}`);

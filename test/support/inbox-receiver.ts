@@ -79,7 +79,7 @@ export function inboxReceiverSpec(label: string, store: (name: string) => Store)
       assert.equal((await receiver.fetch(delivery(body))).headers.get('onceonly-outcome'), 'duplicate');
       assert.deepEqual(
         { ...(await inbox.stats({ receiver: 'acme' })), oldestDueMs: 0 },
-        { pending: 0, processing: 0, completed: 1, dead: 0, oldestDueMs: 0 },
+        { pending: 0, processing: 0, completed: 1, dead: 0, scheduled: 0, oldestDueMs: 0 },
       );
     });
 

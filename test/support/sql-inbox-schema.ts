@@ -66,7 +66,7 @@ export function sqlInboxSchemaSpec(spec: SqlInboxSchemaSpec): void {
       assert.deepEqual(all.map((j) => j.receiver).sort(), ['one', 'two']);
       assert.deepEqual(
         { ...(await inbox.stats()), oldestDueMs: 0 },
-        { pending: 0, processing: 2, completed: 1, dead: 0, oldestDueMs: 0 },
+        { pending: 0, processing: 2, completed: 1, dead: 0, scheduled: 0, oldestDueMs: 0 },
       );
     });
 

@@ -394,13 +394,14 @@ export class DynamoInbox implements InboxStore {
   async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
     const items = await this.#scan(options.receiver, '#pk, #state, #due');
     const at = this.#time();
-    const counts = { pending: 0, processing: 0, completed: 0, dead: 0 };
+    const counts = { pending: 0, processing: 0, completed: 0, dead: 0, scheduled: 0 };
     let oldestDue = at;
     for (const item of items) {
       const state = stateOf(item);
       const due = num(item.due) ?? 0;
       if (state === 'completed' && due <= at) continue;
       counts[state]++;
+      if (state === 'pending' && due > at) counts.scheduled++;
       if ((state === 'pending' || state === 'processing') && due <= at) oldestDue = Math.min(oldestDue, due);
     }
     return { ...counts, oldestDueMs: at - oldestDue };

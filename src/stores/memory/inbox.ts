@@ -305,12 +305,13 @@ class MemoryInbox implements InboxStore {
 
   async stats(options: { receiver?: string } = {}): Promise<InboxStats> {
     const at = this.time();
-    const counts = { pending: 0, processing: 0, completed: 0, dead: 0 };
+    const counts = { pending: 0, processing: 0, completed: 0, dead: 0, scheduled: 0 };
     let oldestDue = at;
     for (const e of this.entries.values()) {
       if (options.receiver !== undefined && e.receiver !== options.receiver) continue;
       if (e.state === 'completed' && e.dueAt <= at) continue;
       counts[e.state]++;
+      if (e.state === 'pending' && e.dueAt > at) counts.scheduled++;
       const waiting = e.state === 'pending' || (e.state === 'processing' && e.dueAt <= at);
       if (waiting && e.dueAt <= at) oldestDue = Math.min(oldestDue, e.dueAt);
     }

@@ -24,8 +24,8 @@ import { checkEvictionPolicy, redisHealth } from './checks.js';
 import { ServerClock } from './clock.js';
 import { connectionCounter } from './connection.js';
 import { redisFailure } from './failure.js';
-import { clientPrefixOf, mayHaveSteps, redisSteps } from './steps.js';
 import { stepsKeyOf } from './slots.js';
+import { clientPrefixOf, mayHaveSteps, redisSteps } from './steps.js';
 import {
   claimWritten,
   confirmBound,

@@ -239,7 +239,7 @@ return {moved, kept, #members}
 
 /**
  * KEYS: anchor, pending, processing, completed, dead sets.
- * Returns {pending, processing, completed, dead, age of the oldest due entry in ms}.
+ * Returns {pending, processing, completed, dead, age of the oldest due entry in ms, pending not yet due}.
  */
 export const INBOX_STATS = `${prelude}
 local oldest = now
@@ -248,7 +248,8 @@ for _, set in ipairs({KEYS[2], KEYS[3]}) do
   if first[2] and tonumber(first[2]) < oldest then oldest = tonumber(first[2]) end
 end
 return {redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3]),
-  redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf'), redis.call('ZCARD', KEYS[5]), now - oldest}
+  redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf'), redis.call('ZCARD', KEYS[5]), now - oldest,
+  redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
 `;
 
 /**

@@ -387,8 +387,9 @@ class RedisInbox implements InboxStore {
           ) as Promise<unknown[]>,
       ),
     );
-    const total = { pending: 0, processing: 0, completed: 0, dead: 0, oldestDueMs: 0 };
+    const total = { pending: 0, processing: 0, completed: 0, dead: 0, scheduled: 0, oldestDueMs: 0 };
     for (const r of replies) {
+      total.scheduled += Number(r[5]);
       total.pending += Number(r[0]);
       total.processing += Number(r[1]);
       total.completed += Number(r[2]);

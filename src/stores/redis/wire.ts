@@ -13,9 +13,9 @@ import {
   INSPECT,
   RECORD,
   RELEASE,
+  type Script,
   STEPS_LOAD,
   STEPS_SAVE,
-  type Script,
   script,
 } from './scripts.js';
 

@@ -180,6 +180,7 @@ WHERE entry_key IN (${Array.from({ length: rows }, () => '?').join(', ')})`,
   COALESCE(SUM(CASE WHEN state = ${q} AND token <> '' THEN 1 ELSE 0 END), 0) AS processing,
   COALESCE(SUM(CASE WHEN state = ${STATE.completed} AND due_at > c.ms THEN 1 ELSE 0 END), 0) AS completed,
   COALESCE(SUM(CASE WHEN state = ${STATE.dead} THEN 1 ELSE 0 END), 0) AS dead,
+  COALESCE(SUM(CASE WHEN state = ${q} AND token = '' AND due_at > c.ms THEN 1 ELSE 0 END), 0) AS scheduled,
   MIN(CASE WHEN state = ${q} AND due_at <= c.ms THEN due_at END) AS oldest,
   MAX(c.ms) AS now_ms
 FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join(' AND ') : '1 = 1'}`,

@@ -6,8 +6,8 @@
  * column's type, the merge, the errors of a missing or duplicate column) is {@link SqlStepsDialect}.
  */
 
-import type { Lease } from '../../core/types.js';
 import type { StepStore } from '../../core/steps.js';
+import type { Lease } from '../../core/types.js';
 import { type SqlErrorDialect, sqlFault } from '../sql.js';
 import { type Awaitable, guarded, then } from './awaitable.js';
 
