@@ -16,6 +16,7 @@ import {
   type Store,
   type WorkContext,
 } from '../once.js';
+import { verdictOf } from './settle.js';
 
 /** One SQS message of a Lambda event, as far as the helper reads it. */
 export interface SqsRecord {
@@ -146,7 +147,9 @@ export function sqsBatch<T>(
       } catch {
         // An observer's bug must not change the answer.
       }
-      return result.outcome === 'failed' || result.outcome === 'in-flight' || result.outcome === 'unclaimed';
+      // The consumers' one mapping: what is not done is reported, and SQS redelivers it (its
+      // redrive policy's maxReceiveCount moves it to the dead-letter queue).
+      return verdictOf(result, Number.POSITIVE_INFINITY, () => 0).action !== 'ack';
     };
     // A message twice in one batch (no queue sends one so) runs once: its copies share its answer.
     const unique = [...new Map(records.map((record) => [record.messageId, record])).values()];

@@ -1,0 +1,224 @@
+/**
+ * What every queue consumer adapter shares: a message run through `once()` under its key, and the
+ * one decision of what the broker must then do with it, so that no adapter acknowledges a failure
+ * (the message would be lost) or requeues a poison message forever (it would loop). The adapters
+ * (amqp, nats, bullmq, mqtt) only translate the verdict into their broker's verbs:
+ *
+ * | result | verdict |
+ * | --- | --- |
+ * | processed, duplicate, lease-lost, conflict | `ack`: done (redelivering cannot change it) |
+ * | failed, attempts left | `retry` after `retryDelay(attempt)` |
+ * | failed on attempt `maxAttempts` or later | `dead`: the broker's dead-letter facility |
+ * | in-flight (another consumer runs it) | `retry` soon: it ends as a duplicate, or runs if that run fails |
+ * | unclaimed (store unavailable, no time) | `retry`: nothing ran, no attempt spent |
+ * | redelivered past `maxAttempts` runs (each run killed) | `dead` without running |
+ * | the key function threw (a malformed message) | `dead` without running |
+ *
+ * Attempts are the claim's (`once()`'s `attempt`: runs started, crashed ones included, kept by the
+ * store), not the broker's delivery count, which also counts the redeliveries of a store outage or
+ * of a message in flight elsewhere, where nothing ran. A first delivery always runs, so a message
+ * re-driven from the dead-letter queue after a fix gets one more run.
+ */
+import { ConfigError } from '../errors.js';
+import {
+  type Duration,
+  type OnceOptions,
+  type OnceResult,
+  once,
+  parseDuration,
+  resolveTimings,
+  type Store,
+  type WorkContext,
+} from '../once.js';
+
+export interface ConsumerOptions<M> extends OnceOptions {
+  /**
+   * The dedup key of a message. Each adapter's default is the broker's message id; key on an id of
+   * your own when one event may be published as two messages.
+   */
+  key?: ((message: M) => string) | undefined;
+  /**
+   * Runs of a message (failed, timed out or killed) before it goes to the broker's dead-letter
+   * facility instead of another redelivery.
+   * @default 5
+   */
+  maxAttempts?: number | undefined;
+  /**
+   * The wait before a failed message is redelivered, by the attempt that failed (1 for the first):
+   * a duration, or a function of the attempt.
+   * @default (attempt) => 1 s × 2^(attempt − 1), at most 5 min, less up to a fifth at random
+   */
+  retryDelay?: Duration | ((attempt: number) => Duration) | undefined;
+  /** Called with each message's result (metrics, audit); what it throws is ignored. */
+  onResult?: ((message: M, result: ConsumerResult) => unknown) | undefined;
+}
+
+/**
+ * A message's result: `once()`'s; `unclaimed` when no claim could be made (the store was unavailable
+ * or did not answer in time): nothing ran; `exhausted` when it was redelivered after `maxAttempts`
+ * runs and was not run again; `invalid` when `key` threw.
+ */
+export type ConsumerResult =
+  | OnceResult<unknown>
+  | { outcome: 'unclaimed'; error: unknown }
+  | { outcome: 'exhausted'; attempt: number }
+  | { outcome: 'invalid'; error: unknown };
+
+/** What the broker must do with the message. */
+export type Verdict =
+  | { readonly action: 'ack' }
+  | { readonly action: 'retry'; readonly delayMs: number }
+  | { readonly action: 'dead'; readonly reason: string };
+
+/** How one delivery of a message looks to the adapter. */
+export interface Delivery {
+  /** Whether the broker delivers it for the first time (not a redelivery): it then always runs. */
+  readonly first: boolean;
+  /** Tells the broker the message is still being worked on, called every `everyMs` while it runs. */
+  readonly heartbeat?: { readonly everyMs: number; readonly beat: () => unknown } | undefined;
+}
+
+/** Redelivery of a message in flight elsewhere: soon, since that run most likely ends first. */
+const IN_FLIGHT_MS = { min: 250, max: 5_000 };
+const DEFAULT_MAX_ATTEMPTS = 5;
+
+class Exhausted extends Error {}
+
+/**
+ * The shared runner of an adapter: `run(message, delivery)` runs the work once under the message's
+ * key and resolves with the verdict and the result. It never rejects.
+ */
+export function consumerRunner<M>(
+  store: Store,
+  work: (message: M, ctx: WorkContext) => unknown,
+  options: ConsumerOptions<M>,
+  defaultKey: (message: M) => string,
+): (message: M, delivery: Delivery) => Promise<{ verdict: Verdict; result: ConsumerResult }> {
+  const {
+    key = defaultKey,
+    maxAttempts = DEFAULT_MAX_ATTEMPTS,
+    retryDelay,
+    onResult,
+    ...onceOptions
+  } = options;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
+    throw new ConfigError(
+      'invalid_option',
+      `onceonly: maxAttempts must be a positive integer, got ${maxAttempts}`,
+    );
+  const delayOf = retryDelayOf(retryDelay);
+  // Checked here, once: a bad duration is the caller's mistake, not a message's.
+  resolveTimings(onceOptions);
+
+  return async (message, delivery) => {
+    let result: ConsumerResult;
+    let id: string;
+    try {
+      id = key(message);
+      if (typeof id !== 'string' || id === '')
+        throw new TypeError(`the key is ${typeof id === 'string' ? 'empty' : typeof id}`);
+    } catch (error) {
+      return settled(
+        message,
+        { outcome: 'invalid', error },
+        { action: 'dead', reason: `no key: ${errorText(error)}` },
+      );
+    }
+    const beating = delivery.heartbeat ? heartbeat(delivery.heartbeat) : undefined;
+    try {
+      result = await once(
+        store,
+        id,
+        (ctx) => {
+          // Every run of this key so far was killed before it could fail: a poison message.
+          if (!delivery.first && ctx.attempt > maxAttempts) throw new Exhausted();
+          return work(message, ctx);
+        },
+        onceOptions,
+      );
+      if (result.outcome === 'failed' && result.error instanceof Exhausted)
+        result = { outcome: 'exhausted', attempt: result.attempt };
+    } catch (error) {
+      result = { outcome: 'unclaimed', error };
+    } finally {
+      beating?.();
+    }
+    return settled(message, result, verdictOf(result, maxAttempts, delayOf));
+  };
+
+  function settled(message: M, result: ConsumerResult, verdict: Verdict) {
+    try {
+      onResult?.(message, result);
+    } catch {
+      // An observer's bug must not change what the broker is told.
+    }
+    return { verdict, result };
+  }
+}
+
+/** The verdict of a result (see the table above). */
+export function verdictOf(
+  result: ConsumerResult,
+  maxAttempts: number,
+  delayOf: (attempt: number) => number,
+): Verdict {
+  switch (result.outcome) {
+    case 'processed':
+    case 'duplicate':
+    case 'lease-lost':
+    case 'conflict':
+      return { action: 'ack' };
+    case 'failed':
+      return result.attempt >= maxAttempts
+        ? {
+            action: 'dead',
+            reason: `failed on attempt ${result.attempt} of ${maxAttempts}: ${errorText(result.error)}`,
+          }
+        : { action: 'retry', delayMs: delayOf(result.attempt) };
+    case 'in-flight': {
+      const left = result.expiresAt.getTime() - Date.now();
+      return { action: 'retry', delayMs: Math.min(IN_FLIGHT_MS.max, Math.max(IN_FLIGHT_MS.min, left)) };
+    }
+    case 'unclaimed':
+      return { action: 'retry', delayMs: delayOf(1) };
+    case 'exhausted':
+      return {
+        action: 'dead',
+        reason: `redelivered after ${result.attempt - 1} runs that never ended (killed?)`,
+      };
+    case 'invalid':
+      return { action: 'dead', reason: `no key: ${errorText(result.error)}` };
+  }
+}
+
+/** The retry delay by failed attempt, in ms. */
+export function retryDelayOf(option: ConsumerOptions<unknown>['retryDelay']): (attempt: number) => number {
+  if (option === undefined)
+    return (attempt) => {
+      const full = Math.min(1_000 * 2 ** Math.min(attempt - 1, 20), 300_000);
+      return Math.round(full * (1 - Math.random() / 5));
+    };
+  if (typeof option === 'function') return (attempt) => parseDuration(option(attempt), 'retryDelay');
+  const ms = parseDuration(option, 'retryDelay');
+  return () => ms;
+}
+
+function heartbeat({ everyMs, beat }: NonNullable<Delivery['heartbeat']>): () => void {
+  const timer = setInterval(
+    () => {
+      try {
+        void Promise.resolve(beat()).catch(() => {});
+      } catch {
+        // The broker will redeliver if it must; the claim's lease still fences the run.
+      }
+    },
+    Math.max(100, everyMs),
+  );
+  timer.unref?.();
+  return () => clearInterval(timer);
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text;
+}
