@@ -141,7 +141,13 @@ describe('consumerRunner: what never runs and what never loops', () => {
   it('dead-letters a message whose key cannot be made, without touching the store or the work', async () => {
     let claims = 0;
     const store = memoryStore();
-    const counted: Store = { ...store, claim: (k, o) => (claims++, store.claim(k, o)) };
+    const counted: Store = {
+      ...store,
+      claim: (k, o) => {
+        claims++;
+        return store.claim(k, o);
+      },
+    };
     let ran = 0;
     const run = consumerRunner<Msg>(
       counted,

@@ -8,6 +8,9 @@ export const servers = {
   redis: process.env.ONCEONLY_REDIS_URL ?? 'redis://127.0.0.1:6379',
   postgres: process.env.ONCEONLY_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   mysql: process.env.ONCEONLY_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test',
+  amqp: process.env.ONCEONLY_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
+  nats: process.env.ONCEONLY_NATS_URL ?? 'nats://127.0.0.1:4222',
+  mqtt: process.env.ONCEONLY_MQTT_URL ?? 'mqtt://127.0.0.1:1883',
 } as const;
 
 export const inCI = process.env.CI === 'true' || process.env.CI === '1';

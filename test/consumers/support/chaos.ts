@@ -1,0 +1,211 @@
+/**
+ * The chaos run every consumer adapter is proven by, written once with the brokers' differences as
+ * data (a kit per broker in ./kits/): consumers in several processes over one queue, each
+ * SIGKILLing itself in the middle of a share of first runs and throwing on others, with every
+ * message published once and a share of them twice, and a few poison messages that always throw.
+ * Processes that die are restarted, as a process manager would. The verdict comes from an effect
+ * ledger outside the broker (a PostgreSQL table the handlers write their effect to as their last
+ * step): every message's effect exactly once, none lost, the poison ones in the broker's
+ * dead-letter facility and never in the ledger.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Duration } from '../../../src/once.js';
+import { servers } from '../../support/servers.js';
+
+/** Scales the run: CHAOS_SIZE=10 publishes ten times the messages (CI runs the default). */
+export const CHAOS_SIZE = Math.max(0.1, Number(process.env.CHAOS_SIZE ?? 1));
+
+/** What differs between brokers: how the queue is made, published to, read for dead letters, consumed. */
+export interface ChaosKit {
+  readonly name: string;
+  /** Makes the queue (stream, topic) and its dead-letter facility under `prefix`. */
+  setup(prefix: string): Promise<void>;
+  /** Publishes one message per id (the id is its message id and its body's). */
+  publish(prefix: string, ids: readonly string[]): Promise<void>;
+  /** The ids in the dead-letter facility. */
+  deadLettered(prefix: string): Promise<string[]>;
+  teardown(prefix: string): Promise<void>;
+  /**
+   * In a worker process: consumes the queue with the adapter, calling `work(id, ctx)` per message
+   * under the given once() options; resolves with a function that stops it.
+   */
+  consume(
+    prefix: string,
+    store: import('../../../src/once.js').Store,
+    work: (id: string, ctx: import('../../../src/once.js').WorkContext) => Promise<void>,
+    options: ChaosConsumerOptions & {
+      /** To be called from the adapter's `onResult` for each processed message (once confirmed). */
+      readonly confirmed: (id: string, attempt: number) => void;
+    },
+  ): Promise<() => Promise<void>>;
+}
+
+/** The options every worker passes its adapter. */
+export interface ChaosConsumerOptions {
+  readonly timeout: Duration;
+  readonly lease: Duration;
+  readonly maxAttempts: number;
+  readonly retryDelay: Duration;
+  readonly logger: false;
+}
+
+export interface ChaosOptions {
+  /** The kit's module (a file URL or path), loaded by each worker process. */
+  readonly kit: string;
+  readonly messages?: number;
+  readonly workers?: number;
+  /** Share of messages published a second time. @default 0.25 */
+  readonly duplicates?: number;
+  /** Messages that always throw. @default 3 */
+  readonly poison?: number;
+  /** Share of first runs that SIGKILL their process before their effect. @default 0.08 */
+  readonly killRate?: number;
+  /** Share of runs (before the last attempt) that throw. @default 0.15 */
+  readonly throwRate?: number;
+  readonly timeoutMs?: number;
+}
+
+export interface ChaosReport {
+  readonly published: number;
+  readonly killsLanded: number;
+  readonly throws: number;
+  readonly lost: string[];
+  /**
+   * Messages whose effect happened twice where nothing explains it: the first effect's run was
+   * confirmed, or its process was never killed. A bug.
+   */
+  readonly doubled: string[];
+  /**
+   * Messages whose effect happened twice because a SIGKILL (of another run in the same process)
+   * landed between the first effect and its confirm: at-least-once's one window, which only an
+   * effect fenced by the attempt or written in the store's transaction closes (docs/consumers.md).
+   */
+  readonly doubledByKill: string[];
+  readonly poisonInLedger: string[];
+  readonly deadLettered: string[];
+  readonly poison: string[];
+  readonly processes: number;
+}
+
+const WORKER = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
+export const CONSUMER_OPTIONS: ChaosConsumerOptions = {
+  timeout: '2s',
+  lease: '3s',
+  maxAttempts: 4,
+  retryDelay: '100ms',
+  logger: false,
+};
+
+export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<ChaosReport> {
+  const prefix = `oo_chaos_${kit.name}_${randomBytes(4).toString('hex')}`;
+  const n = options.messages ?? Math.round(150 * CHAOS_SIZE);
+  const poison = Array.from({ length: options.poison ?? 3 }, (_, i) => `poison-${i}`);
+  const ids = [...Array.from({ length: n }, (_, i) => `m-${i}`), ...poison];
+  const again = ids.filter((_, i) => i % Math.round(1 / (options.duplicates ?? 0.25)) === 0);
+  const db = new pg.Client({ connectionString: servers.postgres });
+  await db.connect();
+  const ledger = `${prefix}_ledger`;
+  await db.query(
+    `CREATE TABLE ${ledger} (seq bigserial, id text NOT NULL, attempt int NOT NULL, kind text NOT NULL, pid int NOT NULL)`,
+  );
+  await kit.setup(prefix);
+  const env = {
+    ...process.env,
+    CHAOS_KIT: options.kit,
+    CHAOS_PREFIX: prefix,
+    CHAOS_LEDGER: ledger,
+    CHAOS_KILL_RATE: String(options.killRate ?? 0.08),
+    CHAOS_THROW_RATE: String(options.throwRate ?? 0.15),
+    CHAOS_MAX_ATTEMPTS: String(CONSUMER_OPTIONS.maxAttempts),
+  };
+  const children = new Set<ChildProcess>();
+  let stopping = false;
+  let processes = 0;
+  let killed = 0;
+  const killedPids = new Set<number>();
+  const start = () => {
+    processes++;
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    children.add(child);
+    child.on('exit', (_code, signal) => {
+      children.delete(child);
+      if (signal === 'SIGKILL' && !stopping) {
+        killed++;
+        if (child.pid !== undefined) killedPids.add(child.pid);
+      }
+      if (!stopping) start();
+    });
+  };
+  try {
+    for (let i = 0; i < (options.workers ?? 3); i++) start();
+    // Half first, then the copies with the other half, while the first half is being worked on.
+    const half = Math.ceil(ids.length / 2);
+    await kit.publish(prefix, ids.slice(0, half));
+    await kit.publish(prefix, [...again, ...ids.slice(half)]);
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    const target = n;
+    for (;;) {
+      const { rows } = await db.query(
+        `SELECT count(DISTINCT id)::int AS n FROM ${ledger} WHERE kind = 'effect'`,
+      );
+      const dead = await kit.deadLettered(prefix);
+      if ((rows[0].n >= target && dead.length >= poison.length) || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    // Let any late redelivery land (a copy, a retry) before the verdict.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+  } finally {
+    stopping = true;
+    await Promise.all(
+      [...children].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+            setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+          }),
+      ),
+    );
+  }
+  try {
+    const { rows } = await db.query<{ id: string; kind: string; n: number }>(
+      `SELECT id, kind, count(*)::int AS n FROM ${ledger} GROUP BY id, kind`,
+    );
+    const effects = new Map(rows.filter((r) => r.kind === 'effect').map((r) => [r.id, r.n]));
+    // Each double explained or not by its first effect: was that run confirmed, was its process killed?
+    const { rows: firsts } = await db.query<{ id: string; pid: number; confirmed: boolean }>(
+      `SELECT DISTINCT ON (e.id) e.id, e.pid, EXISTS (SELECT 1 FROM ${ledger} c WHERE c.kind = 'confirmed' AND c.id = e.id AND c.attempt = e.attempt) AS confirmed
+       FROM ${ledger} e WHERE e.kind = 'effect' AND e.id = ANY($1) ORDER BY e.id, e.seq`,
+      [[...effects].filter(([, count]) => count > 1).map(([id]) => id)],
+    );
+    const explained = (f: (typeof firsts)[number]) => !f.confirmed && killedPids.has(f.pid);
+    const throws = rows.filter((r) => r.kind === 'throw').reduce((sum, r) => sum + r.n, 0);
+    return {
+      published: ids.length + again.length,
+      killsLanded: killed,
+      throws,
+      lost: ids.filter((id) => !poison.includes(id) && !effects.has(id)),
+      doubled: firsts.filter((f) => !explained(f)).map((f) => f.id),
+      doubledByKill: firsts.filter(explained).map((f) => f.id),
+      poisonInLedger: poison.filter((id) => effects.has(id)),
+      deadLettered: [...new Set(await kit.deadLettered(prefix))].sort(),
+      poison,
+      processes,
+    };
+  } finally {
+    await db.query(`DROP TABLE IF EXISTS ${ledger}`).catch(() => {});
+    await db.end();
+    await kit.teardown(prefix).catch(() => {});
+  }
+}
+
+/** One line for the test's log. */
+export function chaosSummary(label: string, r: ChaosReport): string {
+  return `${label}: ${r.published} published (with copies), ${r.processes} processes, ${r.killsLanded} SIGKILLs landed, ${r.throws} throws; lost ${r.lost.length}, doubled ${r.doubled.length} (and ${r.doubledByKill.length} by a SIGKILL between effect and confirm), dead-lettered ${r.deadLettered.length} of ${r.poison.length} poison`;
+}
