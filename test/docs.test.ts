@@ -196,6 +196,10 @@ declare function deploy(sha: unknown, options: { attempt: number; signal: AbortS
   'docs/observability.md': `
 declare const app: import('express').Express;
 `,
+  'docs/consumers.md': `
+declare const store: import('onceonly').Store;
+declare function ship(order: unknown, options: { attempt: number; signal: AbortSignal }): Promise<void>;
+`,
   'docs/console.md': `
 declare function yourSession(request: Request): Promise<{ isAdmin: boolean; email: string } | undefined>;
 declare const store: import('onceonly').Store;

@@ -1,0 +1,88 @@
+// Queue consumers (issue 33): a queue filled ahead with 1 KiB messages, drained by the consumer
+// written by hand (acknowledge after the handler) and by the onceonly adapter (once() per message:
+// a claim and a confirm on the store, then the acknowledgement), with the same concurrency and a
+// no-op handler: the adapter's whole cost shows. Stores: memory, and Redis (node-redis).
+// Contenders run in alternating rounds in one process; each figure is the median of its rounds.
+// Target: the adapter at least 0.8x the hand-written consumer's throughput.
+//
+//   npm run bench -- consumers        (BENCH_SMALL=1 for a quick run; BENCH_ONLY=amqp for one broker)
+import { randomBytes } from 'node:crypto';
+import { createClient } from 'redis';
+import type { Store } from '../src/once.js';
+import { memoryStore } from '../src/stores/memory.js';
+import { redisStore } from '../src/stores/redis.js';
+import { servers } from '../test/support/servers.js';
+import type { BenchKit } from './support/consumers/kit.js';
+import { median } from './support/stats.js';
+
+const small = process.env.BENCH_SMALL === '1';
+const messages = small ? 2_000 : 10_000;
+const rounds = small ? 3 : 5;
+const concurrency = 64;
+const body = randomBytes(1024);
+const only = process.env.BENCH_ONLY;
+
+/** The brokers: each a module of support/consumers/ exporting `kit` and `close`. */
+const BROKERS = ['amqp'] as const;
+
+const redis = await createClient({ url: servers.redis }).connect();
+const run = `oo-bench-consumers-${randomBytes(4).toString('hex')}`;
+
+async function drain(kit: BenchKit, store: Store | undefined, round: number, name: string): Promise<number> {
+  const queue = `${run}-${name}-${round}`;
+  await kit.setup(queue);
+  await kit.fill(queue, messages, `${queue}-m`, body);
+  let handled = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const started = performance.now();
+  const stop = await kit.consume(
+    queue,
+    concurrency,
+    () => {
+      if (++handled === messages) done();
+    },
+    store,
+  );
+  await finished;
+  const seconds = (performance.now() - started) / 1_000;
+  await stop();
+  await kit.teardown(queue);
+  return messages / seconds;
+}
+
+for (const broker of BROKERS) {
+  if (only && only !== broker) continue;
+  const { kit, close } = (await import(`./support/consumers/${broker}.ts`)) as {
+    kit: BenchKit;
+    close: () => Promise<void>;
+  };
+  const contenders: Array<{ name: string; store: () => Store | undefined }> = [
+    { name: 'by hand (ack after the handler)', store: () => undefined },
+    { name: 'onceonly, memory store', store: () => memoryStore() },
+    { name: 'onceonly, Redis store', store: () => redisStore({ client: redis, prefix: `${run}:${broker}` }) },
+  ];
+  const figures = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    // Alternating order, so neither side always runs on a warmer broker.
+    const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const c of order)
+      figures.get(c.name)!.push(await drain(kit, c.store(), round, c.name.replace(/\W+/g, '_')));
+  }
+  const base = median(figures.get(contenders[0]!.name)!);
+  console.log(
+    `\n${kit.name}: ${messages} messages of 1 KiB, ${concurrency} at once, median of ${rounds} rounds`,
+  );
+  for (const c of contenders) {
+    const m = median(figures.get(c.name)!);
+    console.log(
+      `  ${c.name.padEnd(36)} ${Math.round(m).toLocaleString('en-US').padStart(8)} msg/s  ${(m / base).toFixed(2)}x`,
+    );
+  }
+  await close();
+}
+const keys = await redis.keys(`${run}*`);
+if (keys.length > 0) await redis.del(keys);
+await redis.quit();
