@@ -62,7 +62,7 @@ WHERE body IS NOT NULL`;
 }
 
 /**
- * A take's re-check of the rows it chose, its columns under a unary `+`, which no index serves: else
+ * A take's re-check of the rows it chose (and a purge's, alike), its columns under a unary `+`, which no index serves: else
  * SQLite reads the rows through the due index, every due row a take (14 ms a take under 5,000
  * pending entries, against 0.16 ms empty), instead of by their keys.
  */
@@ -173,7 +173,7 @@ WHERE entry_key IN (${Array.from({ length: rows }, () => '?').join(', ')})`,
             'purge',
             `DELETE FROM ${T} WHERE entry_key IN (
   SELECT entry_key FROM ${T} WHERE ${where} ORDER BY due_at LIMIT ${batch}${d.skipLocked}
-) AND ${where}`,
+) AND +state = ${STATE.completed} AND +due_at <= ${NOW}`,
             false,
           );
     },
