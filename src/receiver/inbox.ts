@@ -281,7 +281,10 @@ export function startWorkerLoop(
         running.add(run);
         run.finally(() => running.delete(run));
       }
-      if (jobs.length < free && !stopping) await idle(pollMs);
+      // Idle only when nothing was due: a short take (entries arriving as fast as they are run, or
+      // accepted in another process, which cannot wake this one) is followed by another at once, so
+      // a busy worker never sleeps out a poll interval; an empty inbox still costs one take a poll.
+      if (jobs.length === 0 && !stopping) await idle(pollMs);
     }
   })();
 

@@ -61,6 +61,13 @@ WHERE body IS NOT NULL`;
   return { one: `${wake} AND entry_key = ? AND (${dead} OR ${waiting})`, dead: `${wake} AND ${dead}` };
 }
 
+/**
+ * A take's re-check of the rows it chose (and a purge's, alike), its columns under a unary `+`, which no index serves: else
+ * SQLite reads the rows through the due index, every due row a take (14 ms a take under 5,000
+ * pending entries, against 0.16 ms empty), instead of by their keys.
+ */
+const stillDue = (NOW: string) => `+state = ${STATE.queued} AND +due_at <= ${NOW}`;
+
 /** The statements of one inbox table. */
 export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
   const T = n.table;
@@ -139,7 +146,7 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
         // again for every row it joins (and so take more than `limit`), never a CTE that reads the clock.
         `WITH due AS (${dueRows(receiver, limit, 'entry_key')})
 UPDATE ${T} SET ${TAKE_SET}
-WHERE entry_key IN (SELECT entry_key FROM due) AND state = ${STATE.queued} AND due_at <= ${NOW}
+WHERE entry_key IN (SELECT entry_key FROM due) AND ${stillDue(NOW)}
 RETURNING ${JOB}`,
         true,
       ),
@@ -166,7 +173,7 @@ WHERE entry_key IN (${Array.from({ length: rows }, () => '?').join(', ')})`,
             'purge',
             `DELETE FROM ${T} WHERE entry_key IN (
   SELECT entry_key FROM ${T} WHERE ${where} ORDER BY due_at LIMIT ${batch}${d.skipLocked}
-) AND ${where}`,
+) AND +state = ${STATE.completed} AND +due_at <= ${NOW}`,
             false,
           );
     },
