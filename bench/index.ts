@@ -21,7 +21,8 @@ if (!process.env.BENCH_NO_BUILD) {
 let failed = 0;
 for (const file of files) {
   console.log(`\n### ${file}\n`);
-  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', `${dir}${file}`], {
+  // The runner's own --import flags (better-sqlite3 from its workspace, see scripts/better-sqlite3.mjs) go to each bench.
+  const run = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, `${dir}${file}`], {
     stdio: 'inherit',
   });
   if (run.status !== 0) failed++;
