@@ -277,6 +277,27 @@ export interface InboxStore {
    * `bury`, `requeue` and takeovers, gone with `complete`. See {@link StepStore}.
    */
   readonly steps?: StepStore | undefined;
+  /**
+   * Optional: tells `watcher` at once when an entry of `receiver` (of every receiver when
+   * undefined) may have become due in any process (accepted, requeued, retried with no delay), so an
+   * idle worker in another process takes it without waiting for its next poll. PostgreSQL (LISTEN/
+   * NOTIFY) and Redis (pub/sub) have it, over one connection per store shared by its watchers.
+   *
+   * Only a hint: `take` stays the one authority, so a lost, late, duplicated or spurious call can
+   * neither run an entry twice nor lose one, and a worker still polls. When the connection drops,
+   * or cannot be opened, `watcher.failed` hears why and the store opens it again with backoff;
+   * each time it is (re)opened `watcher.due` is called once, for what was accepted while nobody
+   * listened. Returns the function that ends this watch; the store's `close()` ends them all.
+   */
+  watch?(receiver: string | undefined, watcher: InboxWatcher): () => void;
+}
+
+/** Who an {@link InboxStore.watch} tells. Neither function may throw. */
+export interface InboxWatcher {
+  /** An entry of the watched receiver may be due now: take. */
+  readonly due: () => void;
+  /** The watch could not listen, or its connection dropped: the store retries it with backoff. */
+  readonly failed?: ((error: unknown) => void) | undefined;
 }
 
 /** The longest `lastError` an inbox keeps, in characters. */
@@ -319,5 +340,6 @@ export function plainInbox(inbox: InboxStore): InboxStore {
     requeue: (target) => inbox.requeue(target),
     purge: (options) => inbox.purge(options),
     steps: inbox.steps,
+    ...(inbox.watch ? { watch: (receiver, watcher) => inbox.watch!(receiver, watcher) } : {}),
   };
 }

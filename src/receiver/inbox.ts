@@ -165,8 +165,9 @@ export interface WorkerOptions {
    */
   concurrency?: number;
   /**
-   * How often an idle worker looks for due entries (a delivery accepted in this process wakes it
-   * at once).
+   * How often an idle worker looks for due entries. A delivery accepted in this process wakes it
+   * at once, and so does one accepted in another process where the store can tell (PostgreSQL
+   * LISTEN/NOTIFY, Redis pub/sub: `inbox.watch`); the poll is what remains when it cannot.
    * @default '1s'
    */
   pollInterval?: Duration;
@@ -191,7 +192,10 @@ export interface WorkerHost {
    * `takenAt` is when the take was sent, on `leaseNow()`'s clock: the lease's conservative start.
    */
   run(job: InboxJob, takenAt: number): Promise<unknown>;
-  /** A store error while taking: reported, then the loop waits a poll interval. */
+  /**
+   * A store error while taking: reported, then the loop waits a poll interval. A failure of the
+   * store's watch (`inbox.watch`) is reported here too: the loop polls meanwhile.
+   */
   takeFailed(error: unknown): void;
 }
 
@@ -227,7 +231,10 @@ export function takeDue(
   });
 }
 
-/** Worker loops of one receiver in this process, woken when a delivery is accepted here. */
+/**
+ * Worker loops of one receiver in this process, woken when a delivery is accepted here, or where
+ * the store watches ({@link InboxStore.watch}) when one may have become due in another process.
+ */
 export function startWorkerLoop(
   host: WorkerHost,
   options: WorkerOptions,
@@ -245,11 +252,19 @@ export function startWorkerLoop(
   let runs = 0;
   const running = new Set<Promise<unknown>>();
   let wake: (() => void) | undefined;
-  const waker = () => wake?.();
+  // Woken since the last take began: a wake that lands while a take runs (which may not have seen
+  // its entry) takes once more at once; any number of wakes meanwhile make that one take.
+  let woken = false;
+  const waker = () => {
+    woken = true;
+    wake?.();
+  };
   wakers.add(waker);
+  const unwatch = host.inbox.watch?.(host.space, { due: waker, failed: (error) => host.takeFailed(error) });
 
   const idle = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (woken || stopping) return resolve();
       const timer = later(() => done(), ms, { unref: true });
       const done = () => {
         timer.cancel();
@@ -268,6 +283,7 @@ export function startWorkerLoop(
       }
       let jobs: InboxJob[];
       const takenAt = leaseNow();
+      woken = false;
       try {
         jobs = await takeDue(host, free);
       } catch (error) {
@@ -282,7 +298,7 @@ export function startWorkerLoop(
         run.finally(() => running.delete(run));
       }
       // Idle only when nothing was due: a short take (entries arriving as fast as they are run, or
-      // accepted in another process, which cannot wake this one) is followed by another at once, so
+      // accepted in another process on a store with no watch) is followed by another at once, so
       // a busy worker never sleeps out a poll interval; an empty inbox still costs one take a poll.
       if (jobs.length === 0 && !stopping) await idle(pollMs);
     }
@@ -296,6 +312,7 @@ export function startWorkerLoop(
       stopping = true;
       wake?.();
       wakers.delete(waker);
+      unwatch?.();
       await loop;
       await Promise.allSettled([...running]);
     },

@@ -7,9 +7,11 @@ import { newToken } from '../core/crypto.js';
 import { type Duration, parsePositiveDuration } from '../core/duration.js';
 import { markBuiltin, type Store } from '../core/types.js';
 import { ConfigError } from '../errors.js';
+import { watchHub } from './inbox-watch.js';
 import { checkOfflineQueue } from './redis/checks.js';
 import { RedisClaims } from './redis/claims.js';
 import { redisInbox } from './redis/inbox.js';
+import { redisWatch, watchChannelOf } from './redis/watch.js';
 import { adapt, type RedisClientLike } from './redis/wire.js';
 
 export type { IoRedisLike, NodeRedisLike, RedisClientLike } from './redis/wire.js';
@@ -154,12 +156,17 @@ export function redisStore(options: RedisStoreOptions): Store {
     warn,
     checkEvictionPolicy: options.checkEvictionPolicy !== false,
   });
+  const channel = watchChannelOf(prefix);
+  const watch = redisWatch(client, channel);
+  const hub = watch ? watchHub(watch) : undefined;
   const inbox = redisInbox({
     wire,
     prefix,
     failure: claims.failure,
     answered: claims.afterFirstAnswer,
     newToken,
+    channel,
+    hub,
   });
   return markBuiltin('redis', client, prefix, {
     inbox,
@@ -173,7 +180,9 @@ export function redisStore(options: RedisStoreOptions): Store {
     inspect: (key) => claims.inspect(key),
     steps: claims.steps,
     async close(): Promise<void> {
-      // The client is the caller's: it stays open for the rest of their application.
+      // The client is the caller's: it stays open for the rest of their application. The inbox's
+      // watch connection (a duplicate of it) is ours.
+      await hub?.close();
     },
   });
 }

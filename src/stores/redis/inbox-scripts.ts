@@ -48,9 +48,10 @@ local member = memberOf(held[4], string.sub(KEYS[2], #base + 3))
 
 /**
  * KEYS: anchor, entry, delivery, steps, pending set, processing set. ARGV: receiver part, fingerprint,
- * delivery (JSON, newline, body), key part, claimMs ('' for none), token, then field/value pairs of
- * the optional fields.
- * Returns {0, due} accepted, {1, state} duplicate, {2, state} conflict.
+ * delivery (JSON, newline, body), key part, claimMs ('' for none), token, the watch channel, then
+ * field/value pairs of the optional fields.
+ * Returns {0, due} accepted, {1, state} duplicate, {2, state} conflict. A pending entry (not
+ * claimed) is published on the watch channel, the receiver part as the message (see watch.ts).
  */
 export const INBOX_ACCEPT = `${prelude}
 local held = redis.call('HMGET', KEYS[2], 's', 'f')
@@ -60,11 +61,12 @@ redis.call('DEL', KEYS[4])
 -- A pending entry leaves out what it has not got yet: n (0), t (none), d and u (a).
 local due, set = now, KEYS[5]
 if ARGV[5] == '' then
-  redis.call('HSET', KEYS[2], 's', 'p', 'f', ARGV[2], 'q', ARGV[1], 'o', seq, 'a', now, unpack(ARGV, 7))
+  redis.call('HSET', KEYS[2], 's', 'p', 'f', ARGV[2], 'q', ARGV[1], 'o', seq, 'a', now, unpack(ARGV, 8))
+  redis.pcall('PUBLISH', ARGV[7], ARGV[1])
 else
   due, set = now + tonumber(ARGV[5]), KEYS[6]
   redis.call('HSET', KEYS[2], 's', 'r', 'f', ARGV[2], 'q', ARGV[1], 'o', seq, 'a', now, 'n', 1, 't', ARGV[6],
-    'd', due, unpack(ARGV, 7))
+    'd', due, unpack(ARGV, 8))
 end
 redis.call('SET', KEYS[3], ARGV[3])
 redis.call('ZADD', set, due, memberOf(seq, ARGV[4]))
@@ -179,12 +181,16 @@ redis.call('ZADD', done, due, member)
 return 1
 `;
 
-/** KEYS: anchor, entry. ARGV: token, delayMs, error. Back to pending, due after the delay. */
+/**
+ * KEYS: anchor, entry. ARGV: token, delayMs, error, watch channel. Back to pending, due after the
+ * delay; published on the channel when due now.
+ */
 export const INBOX_RETRY = `${prelude}${owned}
 local due = now + tonumber(ARGV[2])
 redis.call('HSET', KEYS[2], 's', 'p', 't', '', 'd', due, 'u', now, 'e', ARGV[3])
 redis.call('ZREM', base .. 'r:' .. q, member)
 redis.call('ZADD', base .. 'p:' .. q, due, member)
+if due <= now then redis.pcall('PUBLISH', ARGV[4], q) end
 return 1
 `;
 
@@ -197,8 +203,8 @@ return 1
 `;
 
 /**
- * KEYS: anchor, entry, delivery, steps. A dead entry that kept its body back to pending, due now.
- * 1 or 0.
+ * KEYS: anchor, entry, delivery, steps. ARGV: watch channel. A dead entry that kept its body back to
+ * pending, due now (published). 1 or 0.
  */
 export const INBOX_REQUEUE_ONE = `${prelude}
 local held = redis.call('HMGET', KEYS[2], 's', 'q', 'o', 'd')
@@ -208,12 +214,14 @@ local member = memberOf(held[3], string.sub(KEYS[2], #base + 3))
 redis.call('HSET', KEYS[2], 's', 'p', 'd', now, 'u', now)
 if not waiting then redis.call('ZREM', base .. 'x:' .. held[2], member) end
 redis.call('ZADD', base .. 'p:' .. held[2], now, member)
+redis.pcall('PUBLISH', ARGV[1], held[2])
 return 1
 `;
 
 /**
- * KEYS: anchor, dead set, pending set. ARGV: batch, skip. Requeues the dead entries at ranks skip ..
- * skip + batch - 1. Returns {requeued, kept (dead without a body), looked at}.
+ * KEYS: anchor, dead set, pending set. ARGV: batch, skip, watch channel. Requeues the dead entries at
+ * ranks skip .. skip + batch - 1 (published once when any). Returns {requeued, kept (dead without a
+ * body), looked at}.
  */
 export const INBOX_REQUEUE_DEAD = `${prelude}
 local batch, skip = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -234,6 +242,7 @@ for _, member in ipairs(members) do
     moved = moved + 1
   end
 end
+if moved > 0 then redis.pcall('PUBLISH', ARGV[3], string.sub(KEYS[3], #base + 3)) end
 return {moved, kept, #members}
 `;
 

@@ -34,10 +34,12 @@ import type {
   InboxStats,
   InboxStore,
   InboxTakeOptions,
+  InboxWatcher,
 } from '../../core/inbox.js';
 import { inboxErrorLine, positionAfter, positionCursor, unreadableJob } from '../../core/inbox.js';
 import { keyPart, storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
+import type { WatchHub } from '../inbox-watch.js';
 import { inboxScripts as s } from './inbox-scripts.js';
 import {
   fields,
@@ -78,6 +80,10 @@ export interface RedisInboxDeps {
   /** Called after every answer (the store's one-time start-up checks). */
   answered(): void;
   newToken(): string;
+  /** The channel the scripts publish due entries on (see watch.ts). */
+  channel: string;
+  /** The store's watch over that channel, when its client can subscribe. */
+  hub?: WatchHub | undefined;
 }
 
 /** The inbox of a Redis store: see the module comment for its layout. */
@@ -102,11 +108,15 @@ class RedisInbox implements InboxStore {
   readonly #namesOf = new WeakMap<Lease, string[]>();
   // The other spaces of each receiver, as its last take read them.
   readonly #foreign = new Map<string, string[]>();
+  /** See {@link InboxStore.watch}: the messages name a receiver's key part. */
+  readonly watch?: (receiver: string | undefined, watcher: InboxWatcher) => () => void;
 
   constructor(deps: RedisInboxDeps) {
     this.#deps = deps;
     this.#prefix = deps.prefix;
     this.#registry = `${deps.prefix}i:queues`;
+    const hub = deps.hub;
+    if (hub) this.watch = (receiver, watcher) => hub.watch(receiver && keyPart(receiver), watcher);
   }
 
   #baseOf(space: string): string {
@@ -306,6 +316,7 @@ class RedisInbox implements InboxStore {
         sk,
         claimMs === undefined ? '' : String(claimMs),
         token,
+        this.#deps.channel,
         ...optionalFields(input, sk, q.part),
       ],
     )) as [unknown, unknown];
@@ -367,7 +378,11 @@ class RedisInbox implements InboxStore {
   }
 
   retry(held: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
-    return this.#owned('retry', s.retry, held, [String(ms(delayMs, 'delayMs', 0)), inboxErrorLine(error)]);
+    return this.#owned('retry', s.retry, held, [
+      String(ms(delayMs, 'delayMs', 0)),
+      inboxErrorLine(error),
+      this.#deps.channel,
+    ]);
   }
 
   bury(held: Lease, { error }: { error: string }): Promise<boolean> {
@@ -439,7 +454,7 @@ class RedisInbox implements InboxStore {
 
   async requeue(target: { key: string } | { dead: true; receiver?: string }): Promise<number> {
     if ('key' in target) {
-      return Number(await this.#run('requeue', s.requeueOne, this.#names(target.key), []));
+      return Number(await this.#run('requeue', s.requeueOne, this.#names(target.key), [this.#deps.channel]));
     }
     let total = 0;
     for (const q of await this.#queuesOf('requeue', target.receiver)) {
@@ -451,7 +466,7 @@ class RedisInbox implements InboxStore {
             'requeue',
             s.requeueDead,
             [`${q.base}n`, set(q, 'x'), set(q, 'p')],
-            [String(batch), String(skip)],
+            [String(batch), String(skip), this.#deps.channel],
           )) as unknown[]
         ).map(Number) as [number, number, number];
         total += moved;

@@ -15,6 +15,7 @@ import { storeKey } from '../../core/keys.js';
 import type { Claim, ClaimOptions, Lease, RecordOptions, RecordView, StoreStats } from '../../core/types.js';
 import { assertVersion, createLease, markBuiltin, sameFingerprint } from '../../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../../errors.js';
+import { coalesced, watchHub } from '../inbox-watch.js';
 import { type PurgeOptions, purgeSettings, sqlHealth, sqlStoreError, type TableNames } from '../sql.js';
 import { type InboxTableNames, inboxNames, sqlInbox } from '../sql-inbox.js';
 import { guarded, isLater, then } from './awaitable.js';
@@ -369,7 +370,10 @@ export function sqlStore(parts: SqlStoreParts) {
   const { dialect, exec } = c;
   const { calls, columns, names: t } = dialect;
   const done = (action: string, call: SqlCall) => then(exec(action, call), (r) => r.done);
-  const inbox: InboxStore = sqlInbox({
+  // PostgreSQL's watch: one LISTEN per store hears what the writes that make an entry due notify.
+  const { watch, notify } = parts.driver.inbox;
+  const hub = watch ? watchHub(watch) : undefined;
+  const sqlBox: InboxStore = sqlInbox({
     dialect: dialect.inbox,
     names: dialect.inboxNames,
     table: parts.table,
@@ -378,6 +382,19 @@ export function sqlStore(parts: SqlStoreParts) {
     store: `${dialect.kind}Store`,
     driver: parts.driver.inbox,
   });
+  // An accept notifies after it resolves, not inside its statement: PostgreSQL serialises the
+  // commits of every transaction that notifies (a lock held through the commit's flush), which cut
+  // the accepts of 32 in flight to 0.37x of a raw INSERT. Coalesced: one in flight per receiver.
+  const told = notify && coalesced(notify);
+  const inbox: InboxStore = { ...sqlBox };
+  if (hub) inbox.watch = hub.watch;
+  if (told) {
+    inbox.accept = async (input, acceptOptions) => {
+      const accepted = await sqlBox.accept(input, acceptOptions);
+      if (accepted.status === 'accepted' && acceptOptions?.claimMs === undefined) told(input.receiver);
+      return accepted;
+    };
+  }
 
   const store = {
     tables: { keys: t.keys, versions: t.versions },
@@ -418,7 +435,8 @@ export function sqlStore(parts: SqlStoreParts) {
       (lease, name, value) => then(exec('save a step', calls.saveStep(lease, name, value)), (r) => r.done),
     ),
     close: async (): Promise<void> => {
-      // The client is the caller's: nothing of ours to close.
+      // The client is the caller's: only the inbox's own watch connection is ours to close.
+      await hub?.close();
     },
   };
   return {

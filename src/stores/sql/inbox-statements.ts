@@ -83,10 +83,14 @@ export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
     return s;
   };
   const live = `(state <> ${STATE.completed} OR due_at > ${NOW})`;
+  /** A write that may make an entry due: it tells the watchers where the dialect can (`wake`). */
+  const waking = (name: string, write: string): SqlInboxStatement =>
+    d.wake ? st(name, d.wake(write, n), true) : st(name, write, false);
 
   // Owner-checked writes: the current owner of the current run only.
   const OWNED = `WHERE entry_key = ? AND state = ${STATE.queued} AND token = ? AND attempts = ?`;
-  const ownedWrite = (name: string, set: string) => st(name, `UPDATE ${T} SET ${set} ${OWNED}`, false);
+  const ownedWrite = (name: string, set: string, wakes = false) =>
+    (wakes ? waking : (a: string, b: string) => st(a, b, false))(name, `UPDATE ${T} SET ${set} ${OWNED}`);
 
   /** The due entries of a take, oldest due first; `limit` is a checked integer. */
   const dueRows = (receiver: boolean, limit: number, columns: string) =>
@@ -129,7 +133,7 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
       `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL, steps = NULL`,
     ),
     /** Values: delay, error line, then the owner check. */
-    retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`),
+    retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`, true),
     bury: ownedWrite(
       'bury',
       `state = ${STATE.dead}, token = '', due_at = ${NOW}, updated_at = ${NOW}, last_error = ?`,
@@ -204,13 +208,9 @@ FROM (SELECT ${NOW} AS ms) c LEFT JOIN ${T} ON ${where.length > 0 ? where.join('
 
     get: st('get', `SELECT ${VIEW}, meta, body FROM ${T} WHERE entry_key = ? AND ${live}`, true),
 
-    requeueOne: st('requeue_one', requeue.one, false),
+    requeueOne: waking('requeue_one', requeue.one),
     requeueDead: (receiver: boolean) =>
-      st(
-        `requeue_${receiver ? 'one' : 'all'}`,
-        `${requeue.dead}${receiver ? ' AND receiver = ?' : ''}`,
-        false,
-      ),
+      waking(`requeue_${receiver ? 'one' : 'all'}`, `${requeue.dead}${receiver ? ' AND receiver = ?' : ''}`),
   };
 }
 

@@ -3,6 +3,7 @@
  * driver calls a store supplies.
  */
 
+import type { WatchChannel } from '../inbox-watch.js';
 import type { SqlErrorDialect } from '../sql.js';
 import type { SqlStepsDialect } from './steps.js';
 
@@ -60,6 +61,13 @@ export interface SqlInboxDialect {
   readonly returning: boolean;
   /** `DELETE ... LIMIT n` (MySQL), or through a subquery on the key. */
   readonly deleteLimit: boolean;
+  /**
+   * A retry or requeue (a write that may make an entry due) as one statement that also tells the
+   * inbox's watchers (PostgreSQL: `pg_notify` over its `RETURNING`), returning one row per row
+   * changed; absent where the store has no cross-process watch. (An accept notifies after its
+   * statement instead, through the driver's `notify`: see sql/core.ts.)
+   */
+  readonly wake?: ((write: string, names: InboxTableNames) => string) | undefined;
 }
 
 /** The names of an inbox table and its indexes. */
@@ -98,6 +106,10 @@ export interface SqlInboxDriver {
   exists(): Promise<boolean>;
   /** Runs the DDL, the store's way (PostgreSQL under an advisory lock, SQLite under its write lock). */
   create(ddl: string[]): Promise<void>;
+  /** How to open the inbox's watch connection (PostgreSQL's LISTEN), where the client can. */
+  readonly watch?: WatchChannel | undefined;
+  /** Tells the watchers of every process that an entry of `receiver` was accepted (`pg_notify`). */
+  readonly notify?: ((receiver: string) => Promise<unknown>) | undefined;
 }
 
 export interface SqlInboxOptions {

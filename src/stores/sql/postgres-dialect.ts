@@ -4,6 +4,7 @@
  * All time is the server's `clock_timestamp()`.
  */
 
+import { createHash } from 'node:crypto';
 import { storeKey } from '../../core/keys.js';
 import type { Lease } from '../../core/types.js';
 import { outdatedTableFix, type SqlErrorDialect, type TableNames, tableList, tableNames } from '../sql.js';
@@ -250,8 +251,20 @@ export const pgErrors: SqlErrorDialect = {
 };
 
 /**
+ * The channel the inbox table's watchers LISTEN on: the table's name unquoted
+ * (`billing.onceonly_inbox`: letters, digits, `_` and `.` only), or past PostgreSQL's 63 bytes its
+ * first 46 characters, `:` and 16 hex digits of a hash of the whole.
+ */
+export function inboxChannel(inboxTable: string): string {
+  const name = inboxTable.replace(/"/g, '');
+  if (name.length <= 63) return name;
+  return `${name.slice(0, 46)}:${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+}
+
+/**
  * The inbox in PostgreSQL's words: `FOR UPDATE SKIP LOCKED` in the take's subquery (concurrent
- * takers skip each other's rows instead of waiting), `UPDATE ... RETURNING`, bytea bodies.
+ * takers skip each other's rows instead of waiting), `UPDATE ... RETURNING`, bytea bodies, and
+ * `pg_notify` in a retry or requeue that makes an entry due (sent at commit, to the listeners).
  */
 export const postgresInbox: SqlInboxDialect = {
   errors: { ...pgErrors, migration: 'postgresInboxMigration' },
@@ -280,6 +293,13 @@ export const postgresInbox: SqlInboxDialect = {
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   returning: true,
   deleteLimit: false,
+  // Still one statement, one round trip: the write, and one notification per row it left pending
+  // and due (a retry later tells nobody). The payload is the receiver; equal payloads of one
+  // transaction are sent once (a requeue of many entries).
+  wake: (write, names) => `WITH w AS (${write}
+RETURNING receiver, token, state, due_at)
+SELECT CASE WHEN state = 0 AND token = '' AND due_at <= (SELECT ${PG_NOW_MS})
+  THEN pg_notify('${inboxChannel(names.table)}', receiver) END AS woke FROM w`,
 };
 
 /** The statements of a store over `table`, named (the prepared statements' names hash them). */

@@ -6,9 +6,10 @@
 
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../../errors.js';
+import type { WatchChannel } from '../inbox-watch.js';
 import type { SqlInboxDriver } from '../sql-inbox.js';
 import { oncePerClient, type SqlFaults } from './core.js';
-import { creationRaces, type postgresDialect, sqlState } from './postgres-dialect.js';
+import { creationRaces, inboxChannel, type postgresDialect, sqlState } from './postgres-dialect.js';
 import { upgradeSteps } from './steps.js';
 import type { Row, SqlDriver, SqlOutcome } from './types.js';
 
@@ -64,6 +65,93 @@ export function runnerFor(client: unknown, prepare: boolean, what: string): Runn
     'invalid_option',
     `onceonly: ${what} must be a pg Pool, PoolClient or Client, a postgres.js sql instance, kyselyTx(trx) or drizzleTx(tx, sql)`,
   );
+}
+
+/** A `pg` Pool: the Client class it makes its connections with, and their options. */
+interface PgPoolLike {
+  readonly Client: new (options: unknown) => PgListener;
+  readonly options: object;
+  connect(): unknown;
+}
+
+/** A `pg` Client as the watch uses it. */
+interface PgListener {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  end(): Promise<unknown>;
+  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
+  on(event: 'error' | 'end', listener: (error?: unknown) => void): unknown;
+}
+
+interface PostgresJsListen {
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen?: () => void,
+  ): Promise<{ unlisten(): Promise<unknown> }>;
+}
+
+/**
+ * The inbox's watch connection on `client`: for a `pg` Pool, a connection of its own, made as the
+ * pool makes its connections but outside it (it never takes one of the pool's), which LISTENs on
+ * `channel` until closed; for postgres.js, its `listen` (one connection per `sql` instance, which
+ * it opens again and re-LISTENs on by itself after a drop, until `sql.end()`). A pg Client,
+ * PoolClient or transaction has no watch: the workers poll.
+ */
+export function postgresWatch(client: object, channel: string): WatchChannel | undefined {
+  const pool = client as Partial<PgPoolLike>;
+  if (typeof pool.Client === 'function' && typeof pool.options === 'object' && pool.options !== null) {
+    const Client = pool.Client;
+    const options = pool.options;
+    return {
+      async open(heard, lost) {
+        const listener = new Client(options);
+        let closing = false;
+        let ended = false;
+        const drop = (error: unknown) => {
+          if (closing || ended) return;
+          ended = true;
+          lost(error ?? new Error('onceonly: the inbox watch connection ended'));
+        };
+        // Without an 'error' listener a dropped connection's error would end the process.
+        listener.on('error', drop);
+        listener.on('end', () => drop(undefined));
+        listener.on('notification', (message) => {
+          if (message.channel === channel) heard(message.payload ?? '');
+        });
+        const close = async () => {
+          if (closing) return;
+          closing = true;
+          await listener.end().catch(() => undefined);
+        };
+        try {
+          await listener.connect();
+          await listener.query(`LISTEN "${channel}"`);
+        } catch (error) {
+          await close();
+          throw error;
+        }
+        return close;
+      },
+    };
+  }
+  if (isPostgresJs(client) && typeof (client as Partial<PostgresJsListen>).listen === 'function') {
+    const sql = client as unknown as PostgresJsListen;
+    return {
+      async open(heard) {
+        let listened = false;
+        const { unlisten } = await sql.listen(channel, heard, () => {
+          // Each re-LISTEN after a drop (postgres.js's own): what was accepted meanwhile.
+          if (listened) heard(undefined);
+          listened = true;
+        });
+        return async () => {
+          await unlisten().catch(() => undefined);
+        };
+      },
+    };
+  }
+  return undefined;
 }
 
 const names = new Map<string, string>();
@@ -122,7 +210,10 @@ export function postgresDriver(o: PostgresDriverOptions): SqlDriver {
   }
 
   const inboxTable = dialect.inboxNames.table;
+  const channel = inboxChannel(inboxTable);
   const inbox: SqlInboxDriver = {
+    watch: postgresWatch(client, channel),
+    notify: (receiver) => run('inbox_notify', 'SELECT pg_notify($1, $2)', [channel, receiver]),
     async query(statement, values) {
       const { rows, count } = await run(statement.name, statement.text, values);
       return { rows, changes: statement.rows ? rows.length : (count ?? 0) };
