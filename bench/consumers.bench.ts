@@ -1,12 +1,13 @@
 // Queue consumers (issue 33): a queue filled ahead with 1 KiB messages, drained by the consumer
 // written by hand (acknowledge after the handler) and by the onceonly adapter (once() per message:
 // a claim and a confirm on the store, then the acknowledgement), with the same concurrency and a
-// no-op handler: the adapter's whole cost shows. Stores: memory, and Redis (node-redis).
+// no-op handler: the adapter's whole cost shows. Stores: memory, and Redis (node-redis, ioredis).
 // Contenders run in alternating rounds in one process; each figure is the median of its rounds.
 // Target: the adapter at least 0.8x the hand-written consumer's throughput.
 //
 //   npm run bench -- consumers        (BENCH_SMALL=1 for a quick run; BENCH_ONLY=amqp for one broker)
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { Store } from '../src/once.js';
 import { memoryStore } from '../src/stores/memory.js';
@@ -25,7 +26,10 @@ const only = process.env.BENCH_ONLY;
 /** The brokers: each a module of support/consumers/ exporting `kit` and `close`. */
 const BROKERS = ['amqp'] as const;
 
-const redis = await createClient({ url: servers.redis }).connect();
+const redis = createClient({ url: servers.redis, disableOfflineQueue: true });
+redis.on('error', (error) => console.error('redis:', error.message));
+await redis.connect();
+const io = new Redis(servers.redis);
 const run = `oo-bench-consumers-${randomBytes(4).toString('hex')}`;
 
 async function drain(kit: BenchKit, store: Store | undefined, round: number, name: string): Promise<number> {
@@ -62,7 +66,14 @@ for (const broker of BROKERS) {
   const contenders: Array<{ name: string; store: () => Store | undefined }> = [
     { name: 'by hand (ack after the handler)', store: () => undefined },
     { name: 'onceonly, memory store', store: () => memoryStore() },
-    { name: 'onceonly, Redis store', store: () => redisStore({ client: redis, prefix: `${run}:${broker}` }) },
+    {
+      name: 'onceonly, Redis (node-redis)',
+      store: () => redisStore({ client: redis, prefix: `${run}:${broker}` }),
+    },
+    {
+      name: 'onceonly, Redis (ioredis)',
+      store: () => redisStore({ client: io, prefix: `${run}:${broker}:io` }),
+    },
   ];
   const figures = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
   for (let round = 0; round < rounds; round++) {
@@ -86,3 +97,4 @@ for (const broker of BROKERS) {
 const keys = await redis.keys(`${run}*`);
 if (keys.length > 0) await redis.del(keys);
 await redis.quit();
+io.disconnect();
