@@ -166,3 +166,39 @@ describe('inbox workers', () => {
     assert.equal(peak, 2, `at most 2 at once (peak ${peak})`);
   });
 });
+
+describe('inbox workers over a store that fails while it still notifies', () => {
+  it('a failed take waits out its poll interval: notifications meanwhile do not make it take again', async () => {
+    // Prepare: a store whose take always fails, and whose watch says "due" every 5 ms.
+    const [base] = stores();
+    const inner = base.inbox!;
+    let takes = 0;
+    let beat: ReturnType<typeof setInterval> | undefined;
+    const inbox: typeof inner = {
+      ...inner,
+      accept: (input, options) => inner.accept(input, options),
+      take: async () => {
+        takes++;
+        throw new Error('the database is overloaded');
+      },
+      watch: (_receiver, { due }) => {
+        beat = setInterval(due, 5);
+        return () => clearInterval(beat);
+      },
+    };
+    const receiver = createReceiver({
+      provider: provider(),
+      store: { ...base, inbox },
+      inbox: {},
+      logger: false,
+      handler: () => {},
+    });
+    // Act
+    const worker = receiver.startWorker({ concurrency: 2, pollInterval: '1h' });
+    await sleep(300);
+    await worker.stop();
+    // Assess: the watch kept notifying; one take, then the back-off; stop() still ended it at once.
+    assert.ok(beat !== undefined, 'the worker watched the store');
+    assert.equal(takes, 1, `${takes} takes in 300 ms`);
+  });
+});

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import amqp from 'amqplib';
 import { reachable, servers } from '../../test/support/servers.js';
+import type { Store } from '../core/types.js';
 import { memoryStore } from '../stores/memory.js';
 import {
   type AmqpConsumerOptions,
@@ -58,10 +59,11 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
       q: string,
       work: (m: AmqpMessage, attempt: number) => unknown,
       options: AmqpConsumerOptions = {},
+      store: Store = memoryStore(),
     ) => {
       const own = await connection.createConfirmChannel();
       await own.prefetch(4);
-      const c = await consumeOnce(own, q, memoryStore(), (m, { attempt }) => work(m, attempt), {
+      const c = await consumeOnce(own, q, store, (m, { attempt }) => work(m, attempt), {
         ...quiet,
         retryDelay: '100ms',
         ...options,
@@ -114,6 +116,8 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
         },
         { maxAttempts: 2 },
       );
+      // The dead-letter queue as the adapter declares it, so the test may read its depth before then.
+      await channel.assertQueue(`${q}.dead`, { durable: true });
       await publish(q, 'poison', 'evt_poison');
       await publish(q, 'anonymous');
       await waitFor('two dead letters', async () => (await depth(`${q}.dead`)) >= 2);
@@ -149,6 +153,79 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
       await waitFor('the dead letter', async () => (await depth(`${base}.dlx`)) >= 1);
       await c.stop();
       assert.equal(await depth(base), 0);
+    });
+
+    it('dead-letters a retry copy of a message whose runs were all killed, without running it; the re-driven original runs', async () => {
+      const q = await newQueue();
+      await channel.assertQueue(`${q}.dead`, { durable: true });
+      const store = memoryStore();
+      // Prepare: two runs of the key that were killed (claimed, never confirmed: their leases ran out).
+      for (let i = 0; i < 2; i++) {
+        assert.equal(
+          (await store.claim(`amqp:${q}:evt_killer`, { leaseMs: 20, retentionMs: 60_000 })).status,
+          'acquired',
+        );
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      const ran: number[] = [];
+      const c = await consumer(q, (_m, attempt) => void ran.push(attempt), { maxAttempts: 2 }, store);
+      // Act: the adapter's own retry copy comes back (marked), then the message re-driven by hand.
+      channel.sendToQueue(q, Buffer.from('killer'), {
+        messageId: 'evt_killer',
+        headers: { 'x-onceonly-copy': 1 },
+      });
+      await channel.waitForConfirms();
+      await waitFor('the dead letter', async () => (await depth(`${q}.dead`)) >= 1);
+      await publish(q, 'killer', 'evt_killer');
+      await waitFor('the re-driven run', () => ran.length >= 1);
+      await c.stop();
+      // Assess
+      assert.deepEqual(
+        ran,
+        [4],
+        'only the re-driven message ran (attempt 3 was the copy, dead-lettered unrun)',
+      );
+      const dead = await channel.get(`${q}.dead`);
+      assert.ok(dead);
+      assert.match(String(dead.properties.headers?.['x-onceonly-reason']), /never ended/);
+      assert.equal(
+        dead.properties.headers?.['x-onceonly-copy'],
+        undefined,
+        'a dead copy carries no retry mark',
+      );
+      channel.ack(dead);
+    });
+
+    it('re-declares a delay queue an operator deleted, and copies no CC header', async () => {
+      const q = await newQueue();
+      const cc = await newQueue();
+      const attempts: Record<string, number[]> = {};
+      const c = await consumer(q, (m, attempt) => {
+        const id = String(m.properties.messageId);
+        (attempts[id] ??= []).push(attempt);
+        if (attempt < 2) throw new Error('not yet');
+      });
+      channel.sendToQueue(q, Buffer.from('one'), { messageId: 'evt_1', headers: { CC: [cc] } });
+      await channel.waitForConfirms();
+      await waitFor('the first message retried', () => (attempts.evt_1?.length ?? 0) >= 2);
+      // Act: the delay queue, now empty, is deleted; another message fails once.
+      await waitFor('the delay queue empty', async () => (await depth(`${q}.retry.100`)) === 0);
+      await channel.deleteQueue(`${q}.retry.100`);
+      await publish(q, 'two', 'evt_2');
+      await waitFor('the second message retried', () => (attempts.evt_2?.length ?? 0) >= 2, 5_000);
+      await c.stop();
+      // Assess: both ran twice; the CC queue got the one message published, never its retry copy.
+      assert.deepEqual(attempts, { evt_1: [1, 2], evt_2: [1, 2] });
+      assert.equal(await depth(cc), 1);
+    });
+
+    it('refuses a channel that cannot confirm its copies', async () => {
+      const plain = await connection.createChannel();
+      await assert.rejects(
+        consumeOnce(plain as never, 'any', memoryStore(), () => {}),
+        /createConfirmChannel/,
+      );
+      await plain.close();
     });
 
     it('stop() waits for the runs it started; their messages are acknowledged', async () => {

@@ -9,6 +9,7 @@
  * `deadLetter: 'dlx'`. Nothing is acknowledged before its copy is confirmed on a confirm channel.
  * The amqplib types are written here, as far as the adapter uses them.
  */
+import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
 import { type ConsumerOptions, consumerRunner, type Verdict } from './settle.js';
 
@@ -37,7 +38,7 @@ export interface AmqpMessage {
   };
 }
 
-/** An amqplib channel (a confirm channel, `createConfirmChannel()`, to confirm every copy before the ack). */
+/** An amqplib confirm channel (`createConfirmChannel()`): every copy is confirmed before the ack. */
 export interface AmqpChannel {
   consume(
     queue: string,
@@ -52,7 +53,7 @@ export interface AmqpChannel {
     options?: { durable?: boolean; arguments?: Record<string, unknown> },
   ): Promise<unknown>;
   sendToQueue(queue: string, content: Uint8Array, options?: Record<string, unknown>): boolean;
-  waitForConfirms?(): Promise<void>;
+  waitForConfirms(): Promise<void>;
 }
 
 export interface AmqpConsumerOptions extends ConsumerOptions<AmqpMessage> {
@@ -63,6 +64,12 @@ export interface AmqpConsumerOptions extends ConsumerOptions<AmqpMessage> {
    * @default 'queue'
    */
   deadLetter?: 'queue' | 'dlx';
+  /**
+   * The dead-letter queue of `deadLetter: 'queue'`, when it is one of yours (a quorum queue, a
+   * length limit): it must exist, and is never declared here. By default `<queue>.dead`, declared
+   * as a plain durable queue on first use.
+   */
+  deadLetterQueue?: string;
   /** The consumer tag (RabbitMQ's by default). */
   consumerTag?: string;
 }
@@ -73,6 +80,11 @@ export interface AmqpConsumer {
   /** Cancels the consumer and waits for the messages it is running to settle. */
   stop(): Promise<void>;
 }
+
+/** The header that marks the adapter's own retry copies (redeliveries, not first deliveries). */
+const COPY = 'x-onceonly-copy';
+/** The pause before a message whose settling failed goes back to its queue. */
+const SETTLE_RETRY_MS = 1_000;
 
 /** The delays a retry waits, rounded up to one of these (one delay queue each). */
 export const RETRY_STEPS_MS = [
@@ -98,24 +110,22 @@ export async function consumeOnce(
   work: (message: AmqpMessage, ctx: WorkContext) => unknown,
   options: AmqpConsumerOptions = {},
 ): Promise<AmqpConsumer> {
-  const { deadLetter = 'queue', consumerTag, ...rest } = options;
+  const { deadLetter = 'queue', deadLetterQueue, consumerTag, ...rest } = options;
+  if (typeof channel?.waitForConfirms !== 'function')
+    throw new ConfigError(
+      'invalid_option',
+      'onceonly: consumeOnce takes a confirm channel (connection.createConfirmChannel()): a retry or dead-letter copy must be confirmed before the original is acknowledged',
+    );
   const run = consumerRunner(store, work, rest, (message) => {
     const id = message.properties.messageId;
     if (typeof id !== 'string' || id === '')
       throw new TypeError('the message has no messageId: set one when publishing, or give key');
     return `amqp:${queue}:${id}`;
   });
-  const declared = new Map<string, Promise<unknown>>();
-  const declare = (name: string, args?: Record<string, unknown>) => {
-    let done = declared.get(name);
-    if (!done) {
-      done = channel.assertQueue(name, { durable: true, ...(args ? { arguments: args } : {}) });
-      // A failed declaration is tried again by the next message that needs it.
-      done.catch(() => declared.delete(name));
-      declared.set(name, done);
-    }
-    return done;
-  };
+  // Declared before every copy (a retry is rare; a queue an operator deleted comes back, where a
+  // copy to no queue would be confirmed all the same, and the original acknowledged: lost).
+  const declare = (name: string, args?: Record<string, unknown>) =>
+    channel.assertQueue(name, { durable: true, ...(args ? { arguments: args } : {}) });
   const running = new Set<Promise<void>>();
 
   const settle = async (message: AmqpMessage, verdict: Verdict): Promise<void> => {
@@ -123,17 +133,21 @@ export async function consumeOnce(
     if (verdict.action === 'dead' && deadLetter === 'dlx') return channel.nack(message, false, false);
     // A copy first, confirmed, then the ack: a crash between them leaves two copies (the second is
     // a duplicate to once()), never none.
-    const target = verdict.action === 'dead' ? `${queue}.dead` : retryQueue(queue, verdict.delayMs);
-    await (verdict.action === 'dead'
-      ? declare(target)
-      : declare(target, {
-          'x-message-ttl': retryStep(verdict.delayMs),
-          'x-dead-letter-exchange': '',
-          'x-dead-letter-routing-key': queue,
-        }));
-    const reason = verdict.action === 'dead' ? { 'x-onceonly-reason': verdict.reason.slice(0, 1_000) } : {};
-    channel.sendToQueue(target, message.content, copyOf(message, reason));
-    await channel.waitForConfirms?.();
+    const dead = verdict.action === 'dead';
+    const target = dead ? (deadLetterQueue ?? `${queue}.dead`) : retryQueue(queue, verdict.delayMs);
+    if (!dead)
+      await declare(target, {
+        'x-message-ttl': retryStep(verdict.delayMs),
+        'x-dead-letter-exchange': '',
+        'x-dead-letter-routing-key': queue,
+      });
+    else if (deadLetterQueue === undefined) await declare(target);
+    // A retry copy is marked: it comes back as a redelivery, not a first delivery, so a message
+    // whose every run is killed still reaches the dead letters. A dead copy is not: re-driven after
+    // a fix, it runs once more.
+    const mark = dead ? { 'x-onceonly-reason': verdict.reason.slice(0, 1_000) } : { [COPY]: 1 };
+    channel.sendToQueue(target, message.content, copyOf(message, mark));
+    await channel.waitForConfirms();
     channel.ack(message);
   };
 
@@ -141,12 +155,15 @@ export async function consumeOnce(
     // null: the broker cancelled the consumer (the queue was deleted); nothing to settle.
     if (message === null) return;
     const one = (async () => {
-      const { verdict } = await run(message, { first: !message.fields.redelivered });
+      const first = !message.fields.redelivered && message.properties.headers?.[COPY] === undefined;
+      const { verdict } = await run(message, { first });
       try {
         await settle(message, verdict);
       } catch {
-        // The channel closed (or the copy was refused) before the ack: RabbitMQ redelivers the
-        // message, and once() answers for what already ran.
+        // The channel closed, or the copy was refused (a full or missing dead-letter queue): the
+        // message goes back after a pause (not at once, which would loop hot on a refusing queue),
+        // and once() answers for what already ran.
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS));
         try {
           channel.nack(message, false, true);
         } catch {}
@@ -178,11 +195,13 @@ const retryQueue = (queue: string, delayMs: number) => `${queue}.retry.${retrySt
 
 /**
  * The publish options of a copy: the message's own properties, persistent, without its expiration
- * (the delay queue's TTL times it) or its user id (RabbitMQ refuses one that is not the consumer's
- * own user, and would close the channel).
+ * (the delay queue's TTL times it), its user id (RabbitMQ refuses one that is not the consumer's
+ * own user, and would close the channel), its `CC` and `BCC` headers (each copy would be routed to
+ * their queues again) or a retry mark of an earlier copy.
  */
 function copyOf(message: AmqpMessage, headers: Record<string, unknown>): Record<string, unknown> {
   const { headers: own, expiration: _, deliveryMode: __, userId: ___, ...props } = message.properties;
-  const kept = Object.fromEntries(Object.entries(props).filter(([, v]) => v !== undefined));
-  return { ...kept, persistent: true, headers: { ...own, ...headers } };
+  const { CC: _cc, BCC: _bcc, [COPY]: _copy, ...kept } = own ?? {};
+  const defined = Object.fromEntries(Object.entries(props).filter(([, v]) => v !== undefined));
+  return { ...defined, persistent: true, headers: { ...kept, ...headers } };
 }

@@ -236,6 +236,29 @@ describe('consumerRunner: what never runs and what never loops', () => {
     );
   });
 
+  it("settles with the default delay when a retryDelay of one's own throws, and caps a delay at 12 h", async () => {
+    const run = consumerRunner<Msg>(
+      memoryStore(),
+      () => {
+        throw new Error('x');
+      },
+      {
+        ...quiet,
+        retryDelay: (attempt) => {
+          if (attempt === 1) throw new Error('a bug in the delay');
+          return 2 ** 40;
+        },
+      },
+      (m) => m.id,
+    );
+    const first = await run(msg('d1'), { first: true });
+    assert.equal(first.verdict.action, 'retry');
+    const { delayMs } = first.verdict as { delayMs: number };
+    assert.ok(delayMs >= 800 && delayMs <= 1_000, `the default first delay, ${delayMs} ms`);
+    const second = await run(msg('d1'), { first: false });
+    assert.deepEqual(second.verdict, { action: 'retry', delayMs: 43_200_000 });
+  });
+
   it('beats the heartbeat while the work runs, and stops when it ends', async () => {
     let beats = 0;
     const run = consumerRunner<Msg>(

@@ -10,14 +10,15 @@
  * | failed, attempts left | `retry` after `retryDelay(attempt)` |
  * | failed on attempt `maxAttempts` or later | `dead`: the broker's dead-letter facility |
  * | in-flight (another consumer runs it) | `retry` soon: it ends as a duplicate, or runs if that run fails |
- * | unclaimed (store unavailable, no time) | `retry`: nothing ran, no attempt spent |
+ * | unclaimed (store unavailable, no time) | `retry`: nothing ran (an attempt is spent only when a claim that timed out landed late, and was released) |
  * | redelivered past `maxAttempts` runs (each run killed) | `dead` without running |
  * | the key function threw (a malformed message) | `dead` without running |
  *
  * Attempts are the claim's (`once()`'s `attempt`: runs started, crashed ones included, kept by the
  * store), not the broker's delivery count, which also counts the redeliveries of a store outage or
  * of a message in flight elsewhere, where nothing ran. A first delivery always runs, so a message
- * re-driven from the dead-letter queue after a fix gets one more run.
+ * re-driven from the dead-letter queue after a fix gets one more run; an adapter that redelivers a
+ * message as a copy of its own (a retry) marks the copy, so the copy is not a first delivery.
  */
 import { ConfigError } from '../errors.js';
 import {
@@ -143,7 +144,15 @@ export function consumerRunner<M>(
     } finally {
       beating?.();
     }
-    return settled(message, result, verdictOf(result, maxAttempts, delayOf));
+    let verdict: Verdict;
+    try {
+      verdict = verdictOf(result, maxAttempts, delayOf);
+    } catch {
+      // A retryDelay of one's own that threw (or gave no duration): the default delay, never a
+      // message left unsettled.
+      verdict = verdictOf(result, maxAttempts, defaultDelay);
+    }
+    return settled(message, result, verdict);
   };
 
   function settled(message: M, result: ConsumerResult, verdict: Verdict) {
@@ -191,15 +200,20 @@ export function verdictOf(
   }
 }
 
-/** The retry delay by failed attempt, in ms. */
+/** The longest retry delay: 12 hours (SQS's longest visibility timeout; far inside a timer's 2^31 ms). */
+export const MAX_RETRY_DELAY_MS = 43_200_000;
+
+const defaultDelay = (attempt: number) => {
+  const full = Math.min(1_000 * 2 ** Math.min(attempt - 1, 20), 300_000);
+  return Math.round(full * (1 - Math.random() / 5));
+};
+
+/** The retry delay by failed attempt, in ms, at most {@link MAX_RETRY_DELAY_MS}. */
 export function retryDelayOf(option: ConsumerOptions<unknown>['retryDelay']): (attempt: number) => number {
-  if (option === undefined)
-    return (attempt) => {
-      const full = Math.min(1_000 * 2 ** Math.min(attempt - 1, 20), 300_000);
-      return Math.round(full * (1 - Math.random() / 5));
-    };
-  if (typeof option === 'function') return (attempt) => parseDuration(option(attempt), 'retryDelay');
-  const ms = parseDuration(option, 'retryDelay');
+  if (option === undefined) return defaultDelay;
+  const capped = (ms: number) => Math.min(MAX_RETRY_DELAY_MS, ms);
+  if (typeof option === 'function') return (attempt) => capped(parseDuration(option(attempt), 'retryDelay'));
+  const ms = capped(parseDuration(option, 'retryDelay'));
   return () => ms;
 }
 
@@ -212,7 +226,7 @@ function heartbeat({ everyMs, beat }: NonNullable<Delivery['heartbeat']>): () =>
         // The broker will redeliver if it must; the claim's lease still fences the run.
       }
     },
-    Math.max(100, everyMs),
+    Math.min(2 ** 31 - 1, Math.max(100, everyMs)),
   );
   timer.unref?.();
   return () => clearInterval(timer);

@@ -262,16 +262,22 @@ export function startWorkerLoop(
   wakers.add(waker);
   const unwatch = host.inbox.watch?.(host.space, { due: waker, failed: (error) => host.takeFailed(error) });
 
-  const idle = (ms: number) =>
+  // Waits a poll interval, ended early by a wake (a delivery may be due) unless `backOff` (after a
+  // failed take: a store that fails while its notifications still arrive is not asked again at each
+  // one); stop() always ends it.
+  let halt: (() => void) | undefined;
+  const idle = (ms: number, backOff = false) =>
     new Promise<void>((resolve) => {
-      if (woken || stopping) return resolve();
+      if ((woken && !backOff) || stopping) return resolve();
       const timer = later(() => done(), ms, { unref: true });
       const done = () => {
         timer.cancel();
         wake = undefined;
+        halt = undefined;
         resolve();
       };
-      wake = done;
+      halt = done;
+      if (!backOff) wake = done;
     });
 
   const loop = (async () => {
@@ -288,7 +294,7 @@ export function startWorkerLoop(
         jobs = await takeDue(host, free);
       } catch (error) {
         host.takeFailed(error);
-        await idle(pollMs);
+        await idle(pollMs, true);
         continue;
       }
       for (const job of jobs) {
@@ -310,7 +316,7 @@ export function startWorkerLoop(
     },
     async stop() {
       stopping = true;
-      wake?.();
+      halt?.();
       wakers.delete(waker);
       unwatch?.();
       await loop;

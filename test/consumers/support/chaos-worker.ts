@@ -39,8 +39,10 @@ const stop = await kit.consume(
   prefix,
   opened.store,
   async (id, { attempt }) => {
-    // At once, mid-handler: the other runs of this process die wherever they are.
-    if (attempt === 1 && chance(id, 'kill') < killRate) process.kill(process.pid, 'SIGKILL');
+    // At once, mid-handler: the other runs of this process die wherever they are. A killer message
+    // kills every run of its own.
+    if (id.startsWith('killer-') || (attempt === 1 && chance(id, 'kill') < killRate))
+      process.kill(process.pid, 'SIGKILL');
     if (id.startsWith('poison-') || (attempt < maxAttempts && chance(id, attempt, 'throw') < throwRate)) {
       await note(id, attempt, 'throw');
       throw new Error(`chaos: ${id} refused on attempt ${attempt}`);
