@@ -168,7 +168,7 @@ if (await reachable('Redis (BullMQ)', servers.redis, async () => new Redis(serve
       });
       const ran: string[] = [];
       // A short lease: the copy is deferred for about as long.
-      const byEvent = { key: (job: Job<Data>) => `orders:${job.data.event}`, lease: '1s' };
+      const byEvent = { key: (job: Job<Data>) => `orders:${job.data.event}`, lease: '1s' as const };
       const w1 = worker(
         q,
         async (job) => {
