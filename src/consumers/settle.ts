@@ -232,7 +232,8 @@ function heartbeat({ everyMs, beat }: NonNullable<Delivery['heartbeat']>): () =>
   return () => clearInterval(timer);
 }
 
-function errorText(error: unknown): string {
+/** An error as one line of at most 300 characters (a dead letter's reason, a log line). */
+export function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
