@@ -22,8 +22,7 @@
  * reconnect the broker has resent it, and that copy is settled instead. The mqtt.js types are
  * written here, as far as the adapter uses them.
  */
-import { ConfigError } from '../core/errors.js';
-import { resolveLogger } from '../core/logger.js';
+import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
 import { type ConsumerOptions, consumerRunner, retryDelayOf } from './settle.js';
 
@@ -52,7 +51,7 @@ export interface MqttProperties {
 export interface MqttClient {
   readonly connected: boolean;
   /** The connection's stream; a new one on each reconnect. */
-  readonly stream: { write(chunk: Uint8Array): unknown };
+  readonly stream: { write(chunk: Uint8Array): unknown; cork?(): void; uncork?(): void };
   readonly options: {
     readonly clean?: boolean | undefined;
     readonly protocolVersion?: number | undefined;
@@ -133,7 +132,8 @@ export async function consumeOnce(
   checkClient(client, topic, deadLetterTopic);
   const v5 = client.options.protocolVersion === 5;
   const run = consumerRunner(store, work, rest, (message) => `mqtt:${message.topic}:${idOf(message, v5)}`);
-  const logger = resolveLogger(rest.logger);
+  // once()'s logger: the console by default, none with `false`.
+  const logger = rest.logger === false ? undefined : (rest.logger ?? console);
   const backoff = retryDelayOf(rest.retryDelay);
   const running = new Set<Promise<void>>();
   const sleepers = new Set<() => void>();
@@ -201,17 +201,32 @@ export async function consumeOnce(
         continue;
       }
       if (verdict.action === 'dead' && !(await deadLetter(message, verdict.reason, stream))) return;
-      // PUBACK, with no reason code (success): on a later connection the broker has resent it.
-      if (current(stream)) stream.write(Uint8Array.of(0x40, 0x02, id >> 8, id & 0xff));
+      // On a later connection the broker has resent it: that copy is acknowledged instead.
+      if (current(stream)) puback(stream, id);
       return;
     }
   };
 
+  // PUBACK with no reason code (success). The PUBACKs of one tick go out in one write, as mqtt.js
+  // writes its packets (a corked stream, uncorked on the next tick).
+  const corked = new Set<MqttClient['stream']>();
+  const puback = (stream: MqttClient['stream'], id: number) => {
+    if (stream.cork && stream.uncork && !corked.has(stream)) {
+      corked.add(stream);
+      stream.cork();
+      nextTick(() => {
+        corked.delete(stream);
+        stream.uncork?.();
+      });
+    }
+    stream.write(Uint8Array.of(0x40, 0x02, id >> 8, id & 0xff));
+  };
+
+  const matches = topicFilter(topic);
   const previous = client.handleMessage.bind(client);
   client.handleMessage = (packet, callback) => {
     const id = packet.messageId;
-    if (packet.qos !== 1 || id === undefined || !topicMatches(topic, packet.topic))
-      return previous(packet, callback);
+    if (packet.qos !== 1 || id === undefined || !matches(packet.topic)) return previous(packet, callback);
     callback(WITHHELD);
     // Stopped: left unacknowledged, for the session's next connection.
     if (stopping) return;
@@ -283,16 +298,26 @@ function deadProperties(message: MqttMessage, reason: string): Record<string, un
 
 /** Whether a topic filter (`+`, `#`, `$share/<group>/`) matches a topic name. */
 export function topicMatches(filter: string, topic: string): boolean {
-  const levels = (filter.startsWith('$share/') ? filter.split('/').slice(2).join('/') : filter).split('/');
-  const names = topic.split('/');
-  // A wildcard in the first level does not match the broker's own `$` topics.
-  if (topic.startsWith('$') && (levels[0] === '+' || levels[0] === '#')) return false;
-  for (let i = 0; i < levels.length; i++) {
-    if (levels[i] === '#') return true;
-    if (i >= names.length || (levels[i] !== '+' && levels[i] !== names[i])) return false;
-  }
-  return levels.length === names.length;
+  return topicFilter(filter)(topic);
 }
+
+function topicFilter(filter: string): (topic: string) => boolean {
+  const levels = (filter.startsWith('$share/') ? filter.split('/').slice(2).join('/') : filter).split('/');
+  // A wildcard in the first level does not match the broker's own `$` topics.
+  const wild = levels[0] === '+' || levels[0] === '#';
+  return (topic) => {
+    if (wild && topic.startsWith('$')) return false;
+    const names = topic.split('/');
+    for (let i = 0; i < levels.length; i++) {
+      if (levels[i] === '#') return true;
+      if (i >= names.length || (levels[i] !== '+' && levels[i] !== names[i])) return false;
+    }
+    return levels.length === names.length;
+  };
+}
+
+const nextTick: (fn: () => void) => void =
+  (globalThis as { process?: { nextTick?: (fn: () => void) => void } }).process?.nextTick ?? queueMicrotask;
 
 /** Refuses a client whose unacknowledged messages would not survive, or that already connected. */
 function checkClient(client: MqttClient, topic: string, deadLetterTopic: string | undefined): void {
