@@ -351,6 +351,51 @@ if (
       assert.equal(sink.dead[0]?.body, 'v3');
     });
 
+    it("Mosquitto keeps a dead shared subscriber's unacknowledged messages for its own session (docs, chaos kit)", async () => {
+      const topic = newTopic();
+      const group = `$share/g${randomBytes(3).toString('hex')}/${topic}`;
+      const join = async (clientId: string, ack: boolean, got: string[]) => {
+        const c = mqtt.connect(servers.mqtt, { ...sessionOptions(clientId), reconnectPeriod: 0 });
+        c.handleMessage = (packet, callback) => {
+          got.push(`${text(packet.payload)}${packet.dup ? ' (dup)' : ''}`);
+          // An error: mqtt.js goes on without a PUBACK.
+          callback(ack ? undefined : new Error('held'));
+        };
+        await new Promise((resolve) => c.once('connect', resolve));
+        await c.subscribeAsync(group, { qos: 1 });
+        return c;
+      };
+      const [a, b] = [newSession(), newSession()];
+      const heldByA: string[] = [];
+      const gotByB: string[] = [];
+      const dying = await join(a, false, heldByA);
+      const living = await join(b, true, gotByB);
+      for (const n of [1, 2, 3, 4]) await publish(topic, `m${n}`);
+      await waitFor(
+        'both to receive',
+        () => heldByA.length > 0 && gotByB.length > 0 && heldByA.length + gotByB.length === 4,
+      );
+      const held = [...heldByA];
+      dying.stream.destroy();
+      await new Promise<void>((resolve) => dying.once('close', () => resolve()));
+      for (const n of [5, 6, 7, 8]) await publish(topic, `m${n}`);
+      await waitFor('the living subscriber to receive new ones', () => gotByB.some((m) => /m[5-8]/.test(m)));
+      const back: string[] = [];
+      const returned = await join(a, true, back);
+      await waitFor('the held messages resent', () => held.every((m) => back.includes(`${m} (dup)`)));
+      await living.endAsync();
+      await returned.endAsync();
+      assert.deepEqual(
+        gotByB.filter((m) => held.includes(m)),
+        [],
+        "none of the dead subscriber's messages went to the living one",
+      );
+      assert.ok(
+        back.some((m) => /m[5-8]$/.test(m)),
+        'new messages were queued for the dead session too',
+      );
+    });
+
     it('refuses a client without a persistent session, or one already connected, or a filter its dead letters match', async () => {
       const store = memoryStore();
       const refuse = async (options: mqtt.IClientOptions, pattern: RegExp, topic = newTopic()) => {
