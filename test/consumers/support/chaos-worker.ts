@@ -50,7 +50,11 @@ const stop = await kit.consume(
     await new Promise((resolve) => setTimeout(resolve, chance(id, attempt, 'ms') * 20));
     await note(id, attempt, 'effect');
   },
-  { ...CONSUMER_OPTIONS, confirmed: (id, attempt) => void note(id, attempt, 'confirmed').catch(() => {}) },
+  {
+    ...CONSUMER_OPTIONS,
+    confirmed: (id, attempt) => void note(id, attempt, 'confirmed').catch(() => {}),
+    slot: Number(env('CHAOS_SLOT')),
+  },
 );
 
 process.once('SIGTERM', async () => {

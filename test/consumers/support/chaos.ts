@@ -42,6 +42,11 @@ export interface ChaosKit {
     options: ChaosConsumerOptions & {
       /** To be called from the adapter's `onResult` for each processed message (once confirmed). */
       readonly confirmed: (id: string, attempt: number) => void;
+      /**
+       * The worker's slot (0 to workers − 1), the same across its restarts: where consumers have
+       * sessions of their own (MQTT), a restarted worker resumes its slot's.
+       */
+      readonly slot: number;
     },
   ): Promise<() => Promise<void>>;
 }
@@ -138,10 +143,10 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
   let processes = 0;
   let killed = 0;
   const killedPids = new Set<number>();
-  const start = () => {
+  const start = (slot: number) => {
     processes++;
     const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-      env,
+      env: { ...env, CHAOS_SLOT: String(slot) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     children.add(child);
@@ -151,11 +156,11 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
         killed++;
         if (child.pid !== undefined) killedPids.add(child.pid);
       }
-      if (!stopping) start();
+      if (!stopping) start(slot);
     });
   };
   try {
-    for (let i = 0; i < (options.workers ?? 3); i++) start();
+    for (let slot = 0; slot < (options.workers ?? 3); slot++) start(slot);
     // Half first, then the copies with the other half, while the first half is being worked on.
     const half = Math.ceil(ids.length / 2);
     await kit.publish(prefix, ids.slice(0, half));
