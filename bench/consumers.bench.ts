@@ -23,7 +23,7 @@ const body = randomBytes(1024);
 const only = process.env.BENCH_ONLY;
 
 /** The brokers: each a module of support/consumers/ exporting `kit` and `close`. */
-const BROKERS = ['amqp'] as const;
+const BROKERS = ['amqp', 'nats'] as const;
 
 const redis = await createClient({ url: servers.redis }).connect();
 const run = `oo-bench-consumers-${randomBytes(4).toString('hex')}`;
