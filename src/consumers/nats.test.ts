@@ -273,6 +273,38 @@ if (await reachable('NATS', servers.nats, async () => (await connect({ servers: 
       assert.equal(await c.closed, undefined);
     });
 
+    it('stop() hands the messages pulled ahead and not started back at once', async () => {
+      const s = await newStream();
+      let started = 0;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const c = await consumer(
+        s,
+        () => {
+          started++;
+          return held;
+        },
+        { concurrency: 2 },
+      );
+      // Three messages, two running and one pulled ahead: every one delivered, none in flight from
+      // the server when it stops (those would come back after ack_wait, as for any consume()).
+      for (const id of ['a', 'b', 'c']) await publish(s, id, `evt_${id}`);
+      await waitFor('two runs, one pulled ahead', async () => {
+        const info = await jsm.consumers.info(s, 'work');
+        return started === 2 && info.num_ack_pending === 3 && info.num_pending === 0;
+      });
+      const stopped = c.stop();
+      release();
+      await stopped;
+      assert.equal(started, 2);
+      // The next consumer gets it now, well before the consumer's ack_wait (30 s) would return it.
+      const next = await consumer(s, () => void started++);
+      await waitFor('the one not started, run by the next consumer', () => started === 3);
+      await next.stop();
+    });
+
     it('refuses a consumer whose acks or max_deliver would drop messages', async () => {
       const all = await newStream({ ack_policy: AckPolicy.All });
       await assert.rejects(
