@@ -188,7 +188,7 @@ export async function consumeOnce<M extends NatsMessage = NatsMessage>(
       for await (const message of messages) {
         // Pulled ahead but not started: back to the server at once, for another consumer.
         if (stopping) {
-          message.nak();
+          replies.send(() => message.nak());
           continue;
         }
         const one = handle(message);
