@@ -24,7 +24,7 @@ const body = randomBytes(1024);
 const only = process.env.BENCH_ONLY;
 
 /** The brokers: each a module of support/consumers/ exporting `kit` and `close`. */
-const BROKERS = ['amqp', 'bullmq', 'mqtt'] as const;
+const BROKERS = ['amqp', 'bullmq', 'mqtt', 'nats'] as const;
 
 const redis = createClient({ url: servers.redis, disableOfflineQueue: true });
 redis.on('error', (error) => console.error('redis:', error.message));
