@@ -159,8 +159,9 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
       const q = await newQueue();
       await channel.assertQueue(`${q}.dead`, { durable: true });
       const store = memoryStore();
-      // Prepare: two runs of the key that were killed (claimed, never confirmed: their leases ran out).
-      for (let i = 0; i < 2; i++) {
+      // Prepare: four runs of the key that were killed (claimed, never confirmed: their leases ran
+      // out), twice maxAttempts.
+      for (let i = 0; i < 4; i++) {
         assert.equal(
           (await store.claim(`amqp:${q}:evt_killer`, { leaseMs: 20, retentionMs: 60_000 })).status,
           'acquired',
@@ -182,8 +183,8 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
       // Assess
       assert.deepEqual(
         ran,
-        [4],
-        'only the re-driven message ran (attempt 3 was the copy, dead-lettered unrun)',
+        [6],
+        'only the re-driven message ran (attempt 5 was the copy, dead-lettered unrun)',
       );
       const dead = await channel.get(`${q}.dead`);
       assert.ok(dead);
@@ -202,7 +203,7 @@ if (await reachable('RabbitMQ', servers.amqp, async () => (await amqp.connect(se
       const attempts: Record<string, number[]> = {};
       const c = await consumer(q, (m, attempt) => {
         const id = String(m.properties.messageId);
-        (attempts[id] ??= []).push(attempt);
+        attempts[id] = [...(attempts[id] ?? []), attempt];
         if (attempt < 2) throw new Error('not yet');
       });
       channel.sendToQueue(q, Buffer.from('one'), { messageId: 'evt_1', headers: { CC: [cc] } });

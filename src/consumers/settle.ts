@@ -9,9 +9,9 @@
  * | processed, duplicate, lease-lost, conflict | `ack`: done (redelivering cannot change it) |
  * | failed, attempts left | `retry` after `retryDelay(attempt)` |
  * | failed on attempt `maxAttempts` or later | `dead`: the broker's dead-letter facility |
- * | in-flight (another consumer runs it) | `retry` soon: it ends as a duplicate, or runs if that run fails |
+ * | in-flight (another consumer runs it) | `retry` when its lease ends (0.25 to 5 s, plus up to 0.5 s at random): it ends as a duplicate, or runs if that run fails |
  * | unclaimed (store unavailable, no time) | `retry`: nothing ran (an attempt is spent only when a claim that timed out landed late, and was released) |
- * | redelivered past `maxAttempts` runs (each run killed) | `dead` without running |
+ * | redelivered after 2 × `maxAttempts` claims that never ended (runs killed) | `dead` without running |
  * | the key function threw (a malformed message) | `dead` without running |
  *
  * Attempts are the claim's (`once()`'s `attempt`: runs started, crashed ones included, kept by the
@@ -80,8 +80,10 @@ export interface Delivery {
 }
 
 /** Redelivery of a message in flight elsewhere: soon, since that run most likely ends first. */
-const IN_FLIGHT_MS = { min: 250, max: 5_000 };
+const IN_FLIGHT_MS = { min: 250, max: 5_000, jitter: 500 };
 const DEFAULT_MAX_ATTEMPTS = 5;
+/** Claims of a message that never ended, as a multiple of maxAttempts, before it is dead-lettered unrun. */
+const EXHAUSTED_FACTOR = 2;
 
 class Exhausted extends Error {}
 
@@ -132,7 +134,10 @@ export function consumerRunner<M>(
         id,
         (ctx) => {
           // Every run of this key so far was killed before it could fail: a poison message.
-          if (!delivery.first && ctx.attempt > maxAttempts) throw new Exhausted();
+          // Twice maxAttempts: a claim also ends unrun when the store answered it too late (it is
+          // released, its attempt spent) or a run outlived its lease under load; a slow store must
+          // not send good messages to the dead letters, only a message that kills its runs.
+          if (!delivery.first && ctx.attempt > EXHAUSTED_FACTOR * maxAttempts) throw new Exhausted();
           return work(message, ctx);
         },
         onceOptions,
@@ -186,14 +191,18 @@ export function verdictOf(
         : { action: 'retry', delayMs: delayOf(result.attempt) };
     case 'in-flight': {
       const left = result.expiresAt.getTime() - Date.now();
-      return { action: 'retry', delayMs: Math.min(IN_FLIGHT_MS.max, Math.max(IN_FLIGHT_MS.min, left)) };
+      // Plus up to half a second at random: the messages a killed process held all come back
+      // deferred to the same lease end, and run together they share the fate of a message among
+      // them that kills its process (each killed run spends an attempt).
+      const wait = Math.min(IN_FLIGHT_MS.max, Math.max(IN_FLIGHT_MS.min, left));
+      return { action: 'retry', delayMs: Math.round(wait + Math.random() * IN_FLIGHT_MS.jitter) };
     }
     case 'unclaimed':
       return { action: 'retry', delayMs: delayOf(1) };
     case 'exhausted':
       return {
         action: 'dead',
-        reason: `redelivered after ${result.attempt - 1} runs that never ended (killed?)`,
+        reason: `redelivered after ${result.attempt - 1} claims that never ended (runs killed?)`,
       };
     case 'invalid':
       return { action: 'dead', reason: `no key: ${errorText(result.error)}` };

@@ -18,7 +18,6 @@ const prefix = env('CHAOS_PREFIX');
 const ledger = env('CHAOS_LEDGER');
 const killRate = Number(env('CHAOS_KILL_RATE'));
 const throwRate = Number(env('CHAOS_THROW_RATE'));
-const maxAttempts = Number(env('CHAOS_MAX_ATTEMPTS'));
 const kit = ((await import(env('CHAOS_KIT'))) as { kit: ChaosKit }).kit;
 
 /** A number in [0, 1) from the id and what is decided, the same in every process. */
@@ -43,7 +42,9 @@ const stop = await kit.consume(
     // kills every run of its own.
     if (id.startsWith('killer-') || (attempt === 1 && chance(id, 'kill') < killRate))
       process.kill(process.pid, 'SIGKILL');
-    if (id.startsWith('poison-') || (attempt < maxAttempts && chance(id, attempt, 'throw') < throwRate)) {
+    // A good message throws on its first run only: it must never be dead-lettered (it has
+    // maxAttempts - 1 more runs, and twice maxAttempts claims, for the runs a SIGKILL cuts).
+    if (id.startsWith('poison-') || (attempt === 1 && chance(id, 'throw') < throwRate)) {
       await note(id, attempt, 'throw');
       throw new Error(`chaos: ${id} refused on attempt ${attempt}`);
     }

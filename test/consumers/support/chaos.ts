@@ -11,12 +11,14 @@
  * window: the kill landed before the confirm); those are counted apart and bounded. Loss is seen
  * for the messages published once (a copy's effect stands in for a lost original's).
  */
+import { strict as assert } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Duration } from '../../../src/once.js';
-import { servers } from '../../support/servers.js';
+import { reachable, servers } from '../../support/servers.js';
 
 /** Scales the run: CHAOS_SIZE=10 publishes ten times the messages (CI runs the default). */
 export const CHAOS_SIZE = Math.max(0.1, Number(process.env.CHAOS_SIZE ?? 1));
@@ -24,6 +26,8 @@ export const CHAOS_SIZE = Math.max(0.1, Number(process.env.CHAOS_SIZE ?? 1));
 /** What differs between brokers: how the queue is made, published to, read for dead letters, consumed. */
 export interface ChaosKit {
   readonly name: string;
+  /** Messages a consumer process runs at once (a SIGKILL cuts at most the others in flight). */
+  readonly inFlight: number;
   /** Makes the queue (stream, topic) and its dead-letter facility under `prefix`. */
   setup(prefix: string): Promise<void>;
   /** Publishes one message per id (the id is its message id and its body's). */
@@ -73,7 +77,7 @@ export interface ChaosOptions {
   readonly killers?: number;
   /** Share of first runs that SIGKILL their process before their effect. @default 0.03 */
   readonly killRate?: number;
-  /** Share of runs (before the last attempt) that throw. @default 0.15 */
+  /** Share of first runs that throw. @default 0.15 */
   readonly throwRate?: number;
   readonly timeoutMs?: number;
 }
@@ -108,7 +112,7 @@ const WORKER = fileURLToPath(new URL('./chaos-worker.ts', import.meta.url));
 export const CONSUMER_OPTIONS: ChaosConsumerOptions = {
   timeout: '2s',
   lease: '3s',
-  maxAttempts: 4,
+  maxAttempts: 3,
   retryDelay: '100ms',
   logger: false,
 };
@@ -136,7 +140,6 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
     CHAOS_LEDGER: ledger,
     CHAOS_KILL_RATE: String(options.killRate ?? 0.03),
     CHAOS_THROW_RATE: String(options.throwRate ?? 0.15),
-    CHAOS_MAX_ATTEMPTS: String(CONSUMER_OPTIONS.maxAttempts),
   };
   const children = new Set<ChildProcess>();
   let stopping = false;
@@ -235,4 +238,36 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
 /** One line for the test's log. */
 export function chaosSummary(label: string, r: ChaosReport): string {
   return `${label}: ${r.published} published (with copies), ${r.processes} processes, ${r.killsLanded} SIGKILLs landed, ${r.throws} throws; lost ${r.lost.length}, doubled ${r.doubled.length} (and ${r.doubledByKill.length} by a SIGKILL between effect and confirm), dead-lettered ${r.deadLettered.length} of ${r.poison.length} poison (${r.deadLetters} dead letters)`;
+}
+
+/**
+ * The chaos suite of one broker: its server probed (failing in CI when down), one run, and the
+ * verdict every adapter must meet. `kitModule` is the kit's file, loaded by each worker process.
+ */
+export async function chaosSuite(options: {
+  readonly label: string;
+  readonly server: readonly [name: string, url: string, probe: () => Promise<unknown>];
+  readonly kit: ChaosKit;
+  readonly kitModule: URL;
+  readonly adapter: string;
+  readonly deadLetters: string;
+}): Promise<void> {
+  const [name, url, probe] = options.server;
+  if (!(await reachable(name, url, probe))) return;
+  describe(`${options.adapter} under SIGKILLs, throws and duplicates`, () => {
+    it(`runs every message once, loses none, dead-letters the poison ones (${options.deadLetters})`, async () => {
+      const r = await runChaos(options.kit, { kit: options.kitModule.href });
+      console.log(chaosSummary(options.label, r));
+      assert.ok(r.killsLanded > 0, 'consumers were SIGKILLed mid-handler');
+      assert.ok(r.throws > 0, 'handlers threw');
+      assert.deepEqual(r.lost, [], 'messages lost');
+      assert.deepEqual(r.doubled, [], 'effects doubled with no SIGKILL between the effect and its confirm');
+      assert.ok(
+        r.doubledByKill.length <= r.killsLanded * (options.kit.inFlight - 1),
+        `${r.doubledByKill.length} doubles for ${r.killsLanded} kills of ${options.kit.inFlight} in flight`,
+      );
+      assert.deepEqual(r.poisonInLedger, []);
+      assert.deepEqual(r.deadLettered, r.poison, 'the poison and killer messages are dead-lettered');
+    });
+  });
 }

@@ -16,6 +16,7 @@ async function withChannel<T>(fn: (channel: amqp.ConfirmChannel) => Promise<T>):
 
 export const kit: ChaosKit = {
   name: 'amqp',
+  inFlight: 8,
   setup: (queue) =>
     withChannel(async (channel) => void (await channel.assertQueue(queue, { durable: true }))),
   publish: (queue, ids) =>

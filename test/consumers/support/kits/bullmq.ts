@@ -28,6 +28,7 @@ async function withQueue<T>(prefix: string, fn: (queue: Queue<Data>) => Promise<
 
 export const kit: ChaosKit = {
   name: 'bullmq',
+  inFlight: 8,
   setup: async () => {},
   publish: (prefix, ids) =>
     withQueue(

@@ -31,6 +31,7 @@ const collectors = new Map<string, { client: mqtt.MqttClient; ids: string[] }>()
 
 export const kit: ChaosKit = {
   name: 'mqtt',
+  inFlight: 8,
   async setup(prefix) {
     for (let slot = 0; slot < SLOTS; slot++) {
       const c = await mqtt.connectAsync(servers.mqtt, session(slotId(prefix, slot)));

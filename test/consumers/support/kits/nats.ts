@@ -22,6 +22,7 @@ async function withConnection<T>(fn: (nc: NatsConnection) => Promise<T>): Promis
 
 export const kit: ChaosKit = {
   name: 'nats',
+  inFlight: 8,
   setup: (stream) =>
     withConnection(async (nc) => {
       const jsm = await jetstreamManager(nc);
