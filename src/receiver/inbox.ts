@@ -129,6 +129,7 @@ export function entryOps(
   retentionMs: number,
   acceptedAt: Date,
   handlerEnded?: () => void,
+  complete: InboxStore['complete'] = (lease, options) => inbox.complete(lease, options),
 ): LeaseOps & { decided: InboxRunEnd | undefined } {
   let ended = handlerEnded;
   const end = () => {
@@ -142,7 +143,7 @@ export function entryOps(
     extend: (lease: Lease, leaseMs: number) => inbox.extend(lease, { leaseMs }),
     settle: async (lease: Lease) => {
       end();
-      const done = await inbox.complete(lease, { retentionMs, dropBody: policy.dropBody });
+      const done = await complete(lease, { retentionMs, dropBody: policy.dropBody });
       ops.decided = done ? { state: 'completed' } : { state: 'lost' };
       return done;
     },
@@ -184,9 +185,18 @@ export async function runEntry<T>(
     telemetry?: TelemetryRun | undefined;
     /** Called once the handler has ended, as its complete (retry, burial) is sent. */
     handlerEnded?: (() => void) | undefined;
+    /** `inbox.complete`, or one that batches (complete-batch.ts). */
+    complete?: InboxStore['complete'] | undefined;
   },
 ): Promise<{ result: EngineResult<T>; end: InboxRunEnd | undefined }> {
-  const ops = entryOps(inbox, options.policy, options.retentionMs, acceptedAt, options.handlerEnded);
+  const ops = entryOps(
+    inbox,
+    options.policy,
+    options.retentionMs,
+    acceptedAt,
+    options.handlerEnded,
+    options.complete,
+  );
   const result = await runLeased(lease, sentAt, work, ops, options);
   return { result, end: ops.decided };
 }

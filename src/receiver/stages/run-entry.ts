@@ -33,6 +33,7 @@ export function runEntryOf(
     storeTimeoutMs: timings.storeTimeoutMs,
     telemetry: e.run,
     handlerEnded,
+    complete: core.complete,
   });
 }
 
