@@ -3,13 +3,13 @@
  * runs each under its own fenced lease.
  *
  * Where a worker's time goes is round trips: a take, the handler, a complete per entry. So a slot
- * never waits on either: the loop keeps a few taken entries ready (at most `concurrency`), taking
- * again when they run low, not one entry per freed slot; and a slot frees when its handler ends,
- * its complete (or retry, or burial) still in flight: handlers and completes in flight are at most
- * twice `concurrency` together. A
- * ready entry's lease runs from its take: one that waited past a sixth of it is extended before it
- * runs (so the run's heartbeats keep their margin), and the entries still ready at `stop()` are
- * handed back, due at once, never run.
+ * never waits on either. The loop keeps a few taken entries ready (at most `concurrency`), taking
+ * again as they go (one take out at a time, its batch what was used up meanwhile), not one take
+ * per freed slot. A slot frees when its handler ends, its complete (or retry, or burial) still in
+ * flight: handlers and completes in flight are at most twice `concurrency` together (the completes
+ * go to the store together where it can: complete-batch.ts). A ready entry's lease runs from its
+ * take: one that waited past a sixth of it is extended before it runs (so the run's heartbeats keep
+ * their margin), and the entries still ready at `stop()` are handed back, due at once, never run.
  */
 import { type Duration, parsePositiveDuration } from '../core/duration.js';
 import type { InboxJob, InboxStore } from '../core/inbox.js';
@@ -135,9 +135,11 @@ export function startWorkerLoop(
     );
   }
   const pollMs = parsePositiveDuration(options.pollInterval ?? '1s', 'worker pollInterval');
-  // Taken ahead: at most `concurrency`, topped up once half of them have gone to slots.
+  // Taken ahead: at most `concurrency`, topped up (one take out at a time) as soon as a quarter of
+  // them has gone to slots, so a take's round trip is covered by what is left: the entries used up
+  // meanwhile make the next take's batch.
   const ahead = concurrency;
-  const lowWater = Math.floor(ahead / 2);
+  const lowWater = ahead - Math.max(1, Math.floor(ahead / 4));
   const ready: Ready[] = [];
   let handlers = 0; // handlers running (or about to: a ready entry's extend)
   let settling = 0; // runs whose handler ended, their complete (retry, burial) in flight
