@@ -18,7 +18,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { createClient } from 'redis';
 import type { InboxJob, InboxStore } from '../src/core/inbox.js';
-import { startWorkerLoop } from '../src/receiver/inbox.js';
+import { startWorkerLoop } from '../src/receiver/worker-loop.js';
 import { mysqlStore } from '../src/stores/mysql.js';
 import { postgresStore } from '../src/stores/postgres.js';
 import { redisStore } from '../src/stores/redis.js';

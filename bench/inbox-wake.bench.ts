@@ -3,8 +3,8 @@
  * worker (concurrency 8) over PostgreSQL (pg Pool) or Redis (node-redis), idle; this process
  * accepts GitHub-signed deliveries through its own receiver and store (its own client) at a steady
  * rate (open loop, each sent on time), and the time from the accept's 202 in hand to the handler's
- * start in the child is measured per delivery (both sides read `performance.timeOrigin +
- * performance.now()`). Side by side in one run, per store, in alternating rounds: the store's watch
+ * start in the child is measured per delivery (both sides read the host's monotonic
+ * clock, `process.hrtime`). Side by side in one run, per store, in alternating rounds: the store's watch
  * (LISTEN/NOTIFY, pub/sub) against the same worker with the watch hidden, polling every 1 s (the
  * default `pollInterval`, as before the watch).
  *
@@ -30,7 +30,11 @@ const ROUNDS = 2;
 const RATE = 10;
 const run = randomBytes(4).toString('hex');
 const secret = demoSecret('github');
-const now = () => performance.timeOrigin + performance.now();
+// CLOCK_MONOTONIC, one clock for every process on the host. Not performance.timeOrigin + now():
+// timeOrigin is the wall clock read at each process's start, and the wall clock drifts from the
+// monotonic one (about -0.4 ms per 20 s here), so a child started minutes after its parent read
+// its starts several ms early (negative accept → start latencies).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const pool = new pg.Pool({ connectionString: servers.postgres, max: 8 });

@@ -140,7 +140,7 @@ describe('inbox workers', () => {
     assert.equal((await store.inbox!.get('acme:evt_hybrid'))?.state, 'completed');
   });
 
-  it('a worker runs at most `concurrency` entries at once, taking no more while its runs go on', async () => {
+  it('a worker runs at most `concurrency` handlers at once, whatever it has taken ahead', async () => {
     const [store] = stores();
     let running = 0;
     let peak = 0;
@@ -164,6 +164,157 @@ describe('inbox workers', () => {
     await worker.stop();
     assert.equal(done, 9, 'every entry ran');
     assert.equal(peak, 2, `at most 2 at once (peak ${peak})`);
+  });
+
+  it('stop() hands back every entry taken ahead and not started: pending, due at once, none leased to nobody, none run twice', async () => {
+    // Prepare: concurrency 2, six entries, handlers held until released.
+    const [store, other] = stores();
+    const ran: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const make = (s: Store, hold: boolean) =>
+      createReceiver({
+        provider: provider(),
+        store: s,
+        inbox: true,
+        handler: async ({ id }) => {
+          ran.push(id!);
+          if (hold) await held;
+        },
+        logger: false,
+      });
+    const receiver = make(store, true);
+    for (let i = 0; i < 6; i++) await receiver.fetch(delivery(`evt_s${i}`));
+    const worker = receiver.startWorker({ concurrency: 2, pollInterval: '20ms' });
+    const deadline = Date.now() + 10_000;
+    while ((ran.length < 2 || (await store.inbox!.stats()).processing < 4) && Date.now() < deadline)
+      await sleep(10);
+    assert.equal(ran.length, 2, 'two handlers running');
+    assert.equal((await store.inbox!.stats()).processing, 4, 'two more taken ahead, waiting for a slot');
+    // Act: stop while the two run, then let them end.
+    const stopped = worker.stop();
+    release();
+    await stopped;
+    // Assess: the two ran and completed; the two taken ahead are pending again, due now, with why.
+    const stats = await store.inbox!.stats();
+    assert.equal(stats.processing, 0, 'no entry left leased to a stopped worker');
+    assert.equal(stats.completed, 2);
+    assert.equal(stats.pending, 4);
+    const pending = await store.inbox!.list({ state: 'pending' });
+    const back = pending.filter((e) => e.lastError !== undefined);
+    assert.equal(back.length, 2, 'two handed back');
+    for (const e of back) {
+      assert.match(e.lastError!, /handed back unrun: its worker stopped/);
+      assert.ok(e.dueAt.getTime() <= Date.now(), 'due at once');
+    }
+    // ... and another worker runs the four left, each once.
+    assert.equal(await make(other, false).runDue(), 4);
+    assert.deepEqual([...ran].sort(), ['evt_s0', 'evt_s1', 'evt_s2', 'evt_s3', 'evt_s4', 'evt_s5']);
+  });
+
+  it('an entry taken ahead whose lease ran out while it waited for a slot is not run by the worker that took it: the run that took it over is the only one', async () => {
+    // Prepare: concurrency 1, lease 300 ms; the first entry's handler holds the slot past the lease
+    // of the entry taken ahead behind it (its own lease kept by its heartbeats).
+    const [store, other] = stores();
+    const ran: [string, number][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const make = (s: Store) =>
+      createReceiver({
+        provider: provider(),
+        store: s,
+        lease: '300ms',
+        timeout: '10s',
+        inbox: true,
+        handler: async ({ id, attempt }) => {
+          ran.push([id!, attempt]);
+          if (id === 'evt_t0') await held;
+        },
+        logger: false,
+      });
+    const receiver = make(store);
+    await receiver.fetch(delivery('evt_t0'));
+    await receiver.fetch(delivery('evt_t1'));
+    const worker = receiver.startWorker({ concurrency: 1, pollInterval: '10s' });
+    const deadline = Date.now() + 10_000;
+    while (ran.length < 1 && Date.now() < deadline) await sleep(10);
+    assert.equal((await store.inbox!.stats()).processing, 2, 'evt_t1 taken ahead');
+    // Act: past its lease, another worker takes evt_t1 over and runs it; then the slot frees.
+    await sleep(450);
+    assert.equal(await make(other).runDue(), 1);
+    release();
+    while ((await store.inbox!.stats()).completed < 2 && Date.now() < deadline) await sleep(10);
+    await worker.stop();
+    // Assess: evt_t1 ran once, by the takeover (attempt 2); evt_t0 once.
+    assert.deepEqual(ran, [
+      ['evt_t0', 1],
+      ['evt_t1', 2],
+    ]);
+    assert.equal((await store.inbox!.get('acme:evt_t1'))?.state, 'completed');
+  });
+
+  it("a slot frees when its handler ends, the entry's complete still in flight; handlers and completes in flight at most twice `concurrency` together", async () => {
+    // Prepare: completes held at the store until released; concurrency 2, eight entries.
+    const [base] = stores();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let completing = 0;
+    let peak = 0;
+    const completed: boolean[] = [];
+    const store: Store = {
+      ...base,
+      inbox: {
+        ...base.inbox!,
+        complete: async (lease, options) => {
+          peak = Math.max(peak, ++completing);
+          await held;
+          completing--;
+          const done = await base.inbox!.complete(lease, options);
+          completed.push(done);
+          return done;
+        },
+        // The worker's completes in one call where the store can: held alike, each lease counted.
+        completeMany: async (leases, options) => {
+          completing += leases.length;
+          peak = Math.max(peak, completing);
+          await held;
+          completing -= leases.length;
+          const done = await base.inbox!.completeMany!(leases, options);
+          completed.push(...done);
+          return done;
+        },
+      },
+    };
+    let started = 0;
+    const receiver = createReceiver({
+      provider: provider(),
+      store,
+      inbox: true,
+      handler: () => void started++,
+      logger: false,
+    });
+    for (let i = 0; i < 8; i++) await receiver.fetch(delivery(`evt_f${i}`));
+    // Act: a worker runs them while no complete lands.
+    const worker = receiver.startWorker({ concurrency: 2, pollInterval: '20ms' });
+    const deadline = Date.now() + 10_000;
+    while (started < 4 && Date.now() < deadline) await sleep(10);
+    await sleep(100);
+    // Assess: four handlers ran (two slots, each freed at its handler's end), then no more: four
+    // runs between handler start and complete landed is the bound.
+    assert.equal(started, 4, 'four handlers ran with no complete landed');
+    assert.ok(peak >= 1 && peak <= 4, `at most 2 × concurrency completes out (${peak} at the store)`);
+    release();
+    while (completed.length < 8 && Date.now() < deadline) await sleep(10);
+    await worker.stop();
+    // Each complete presented its own lease and landed.
+    assert.deepEqual(completed, Array(8).fill(true));
+    assert.equal((await base.inbox!.stats()).completed, 8);
   });
 });
 

@@ -2,7 +2,7 @@
  * The worker process of bench/inbox-e2e.bench.ts: runs one contender's workers
  * (argv: contender index, namespace, concurrency, handler ms) and tells its parent, over IPC, when
  * it is ready, when the expected number of runs has ended, and (when tracking) when each run started
- * on the shared wall clock (performance.timeOrigin + now, in ms), batched every 20 ms.
+ * on the host's monotonic clock (process.hrtime, in ms), batched every 20 ms.
  */
 import { contenders } from './e2e-contenders.js';
 
@@ -10,7 +10,11 @@ const [index, ns, concurrency, handlerMs, initial] = process.argv.slice(2);
 const contender = contenders[Number(index)]!;
 const ms = Number(handlerMs);
 const send = (m: unknown) => process.send!(m);
-const now = () => performance.timeOrigin + performance.now();
+// CLOCK_MONOTONIC, one clock for every process on the host. Not performance.timeOrigin + now():
+// timeOrigin is the wall clock read at each process's start, and the wall clock drifts from the
+// monotonic one (about -0.4 ms per 20 s here), so a child started minutes after its parent read
+// its starts several ms early (negative accept → start latencies).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 let expected = Number(initial) > 0 ? Number(initial) : Number.POSITIVE_INFINITY;
 let ended = 0;

@@ -1,7 +1,7 @@
 /**
  * The worker process of bench/inbox-wake.bench.ts: a GitHub receiver in inbox mode over PostgreSQL
  * (pg Pool) or Redis (node-redis), its worker idle until a delivery comes, the handler sending the
- * time it started (`performance.timeOrigin + performance.now()`, comparable across processes) to
+ * time it started (`process.hrtime`: CLOCK_MONOTONIC, one clock for every process on the host) to
  * the parent over IPC. `watch` uses the store's watch; `poll` hides it (the worker polls every 1 s).
  *
  *   node --import tsx bench/support/wake-worker.ts <postgres|redis> <watch|poll> <table or prefix>
@@ -17,7 +17,11 @@ import { servers } from '../../test/support/servers.js';
 
 const [kind, mode, where] = process.argv.slice(2) as ['postgres' | 'redis', 'watch' | 'poll', string];
 const send = (message: unknown) => process.send?.(message);
-const now = () => performance.timeOrigin + performance.now();
+// CLOCK_MONOTONIC, one clock for every process on the host. Not performance.timeOrigin + now():
+// timeOrigin is the wall clock read at each process's start, and the wall clock drifts from the
+// monotonic one (about -0.4 ms per 20 s here), so a child started minutes after its parent read
+// its starts several ms early (negative accept → start latencies).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 let store: Store;
 let end: () => Promise<unknown>;

@@ -252,6 +252,15 @@ export interface InboxStore {
   /** Marks the entry completed, kept `retentionMs`; drops the body when `dropBody`. `false` unless ours. */
   complete(lease: Lease, options: { retentionMs: number; dropBody?: boolean }): Promise<boolean>;
   /**
+   * Optional: `complete` for several leases in one round trip (one statement, one script), each
+   * entry completed only under its own lease as `complete` checks it; whether each was, in order.
+   * Workers send the completes of runs that end together through it.
+   */
+  completeMany?(
+    leases: readonly Lease[],
+    options: { retentionMs: number; dropBody?: boolean },
+  ): Promise<boolean[]>;
+  /**
    * Back to pending, due after `delayMs`, recording `error` (as {@link inboxErrorLine} keeps it).
    * `false` unless ours.
    */
@@ -332,6 +341,9 @@ export function plainInbox(inbox: InboxStore): InboxStore {
     take: (options) => inbox.take(options),
     extend: (lease, options) => inbox.extend(lease, options),
     complete: (lease, options) => inbox.complete(lease, options),
+    ...(inbox.completeMany
+      ? { completeMany: (leases, options) => inbox.completeMany!(leases, options) }
+      : {}),
     retry: (lease, options) => inbox.retry(lease, options),
     bury: (lease, options) => inbox.bury(lease, options),
     stats: (options) => inbox.stats(options),

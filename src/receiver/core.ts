@@ -20,6 +20,7 @@ import type { Store } from '../core/types.js';
 import { ConfigError, StoreMisconfiguredError, StoreUnavailableError } from '../errors.js';
 import type { HandshakeAnswer, HandshakeRequest, Provider } from '../providers/types.js';
 import { Clashes } from './accepted-by.js';
+import { batchedComplete } from './complete-batch.js';
 import { watchResponse } from './http.js';
 import { type InboxPolicy, inboxPolicy } from './inbox.js';
 import { logEntryFor } from './log-entry.js';
@@ -53,6 +54,8 @@ export interface ReceiverCore {
   /** Inbox mode's policy and the store's inbox; both undefined in inline mode. */
   readonly policy: InboxPolicy | undefined;
   readonly inbox: InboxStore | undefined;
+  /** The inbox's `complete` for this receiver's runs, batched where the store can (complete-batch.ts). */
+  readonly complete: InboxStore['complete'] | undefined;
   /** The provider's handshake, bound; undefined when it has none. */
   readonly handshake:
     | ((request: HandshakeRequest) => HandshakeAnswer | undefined | Promise<HandshakeAnswer | undefined>)
@@ -163,6 +166,7 @@ export function createCore(
     runInfo,
     policy,
     inbox,
+    complete: inbox ? batchedComplete(inbox) : undefined,
     handshake: typeof provider.handshake === 'function' ? provider.handshake.bind(provider) : undefined,
     wakers: new Set(),
     clashes: new Clashes(),

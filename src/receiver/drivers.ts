@@ -177,11 +177,23 @@ export async function fetchResponse(core: ReceiverCore, request: Request): Promi
 }
 
 /** A worker's run of one taken entry, inside its own telemetry run (linked to the accepting delivery) when telemetry is on. */
-export function runTaken(core: ReceiverCore, job: InboxJob, takenAt: number): Promise<DeliveryResult> {
-  return core.runInfo ? runTakenTraced(core, job, takenAt) : runJob(core, job, takenAt);
+export function runTaken(
+  core: ReceiverCore,
+  job: InboxJob,
+  takenAt: number,
+  handlerEnded?: () => void,
+): Promise<DeliveryResult> {
+  return core.runInfo
+    ? runTakenTraced(core, job, takenAt, handlerEnded)
+    : runJob(core, job, takenAt, undefined, handlerEnded);
 }
 
-async function runTakenTraced(core: ReceiverCore, job: InboxJob, takenAt: number): Promise<DeliveryResult> {
+async function runTakenTraced(
+  core: ReceiverCore,
+  job: InboxJob,
+  takenAt: number,
+  handlerEnded: (() => void) | undefined,
+): Promise<DeliveryResult> {
   const run = core.telemetry!.start({
     ...core.runInfo!,
     kind: 'inbox',
@@ -189,7 +201,7 @@ async function runTakenTraced(core: ReceiverCore, job: InboxJob, takenAt: number
   });
   let result: DeliveryResult;
   try {
-    result = await run.wrap(() => runJob(core, job, takenAt, run));
+    result = await run.wrap(() => runJob(core, job, takenAt, run, handlerEnded));
   } catch (error) {
     run.end({ outcome: 'failed', status: 500, code: 'internal_error', error });
     throw error;

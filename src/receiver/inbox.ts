@@ -8,10 +8,10 @@
 
 import { type Duration, parsePositiveDuration } from '../core/duration.js';
 import { type EngineResult, type LeaseOps, runLeased, type WorkContext } from '../core/engine.js';
-import type { InboxJob, InboxStore } from '../core/inbox.js';
+import type { InboxStore } from '../core/inbox.js';
 import { causeOf } from '../core/logger.js';
 import type { TelemetryRun } from '../core/telemetry.js';
-import { later, leaseNow, sleep, withDeadline } from '../core/timers.js';
+import { sleep } from '../core/timers.js';
 import type { Lease } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 
@@ -120,24 +120,35 @@ export type InboxRunEnd =
 /**
  * The lease operations of one inbox entry: extend, complete on success, and on failure a retry
  * after the backoff, or burial once the attempts or the age are spent. `decided` tells what the
- * failure led to.
+ * failure led to. `handlerEnded` is called once, when the first of them is sent (the handler has
+ * ended by then).
  */
 export function entryOps(
   inbox: InboxStore,
   policy: InboxPolicy,
   retentionMs: number,
   acceptedAt: Date,
+  handlerEnded?: () => void,
+  complete: InboxStore['complete'] = (lease, options) => inbox.complete(lease, options),
 ): LeaseOps & { decided: InboxRunEnd | undefined } {
+  let ended = handlerEnded;
+  const end = () => {
+    const call = ended;
+    ended = undefined;
+    call?.();
+  };
   const ops = {
     decided: undefined as InboxRunEnd | undefined,
     steps: inbox.steps,
     extend: (lease: Lease, leaseMs: number) => inbox.extend(lease, { leaseMs }),
     settle: async (lease: Lease) => {
-      const done = await inbox.complete(lease, { retentionMs, dropBody: policy.dropBody });
+      end();
+      const done = await complete(lease, { retentionMs, dropBody: policy.dropBody });
       ops.decided = done ? { state: 'completed' } : { state: 'lost' };
       return done;
     },
     giveUp: async (lease: Lease, error: unknown) => {
+      end();
       const line = causeOf(error);
       const tooOld = Date.now() - acceptedAt.getTime() >= policy.maxAgeMs;
       if (lease.attempt >= policy.maxAttempts || tooOld) {
@@ -158,173 +169,6 @@ export function entryOps(
   return ops;
 }
 
-export interface WorkerOptions {
-  /**
-   * Entries run at once by this worker.
-   * @default 4
-   */
-  concurrency?: number;
-  /**
-   * How often an idle worker looks for due entries. A delivery accepted in this process wakes it
-   * at once, and so does one accepted in another process where the store can tell (PostgreSQL
-   * LISTEN/NOTIFY, Redis pub/sub: `inbox.watch`); the poll is what remains when it cannot.
-   * @default '1s'
-   */
-  pollInterval?: Duration;
-}
-
-/** A running worker. */
-export interface InboxWorker {
-  /** Stops taking entries and waits for the running ones to end (each within its deadline). */
-  stop(): Promise<void>;
-  /** Entries run so far by this worker. */
-  readonly runs: number;
-}
-
-/** What the worker loop needs from the receiver. */
-export interface WorkerHost {
-  readonly inbox: InboxStore;
-  readonly space: string;
-  readonly leaseMs: number;
-  readonly storeTimeoutMs: number;
-  /**
-   * Runs one taken entry to its end (re-verify, handler under the lease, complete/retry/bury);
-   * `takenAt` is when the take was sent, on `leaseNow()`'s clock: the lease's conservative start.
-   */
-  run(job: InboxJob, takenAt: number): Promise<unknown>;
-  /**
-   * A store error while taking: reported, then the loop waits a poll interval. A failure of the
-   * store's watch (`inbox.watch`) is reported here too: the loop polls meanwhile.
-   */
-  takeFailed(error: unknown): void;
-}
-
-/**
- * One take within the store deadline. A take that lands after it has leased its entries to nobody:
- * they are handed back at once (due now, no attempt spent on them by this process), instead of
- * sitting out their lease and then counting as taken over, which on an entry's last attempt would
- * bury it without its handler ever running.
- */
-export function takeDue(
-  host: Pick<WorkerHost, 'inbox' | 'space' | 'leaseMs' | 'storeTimeoutMs'>,
-  limit: number,
-): Promise<InboxJob[]> {
-  let taking: Promise<InboxJob[]> | undefined;
-  return withDeadline('take', host.storeTimeoutMs, () => {
-    taking = host.inbox.take({ limit, leaseMs: host.leaseMs, receiver: host.space });
-    return taking;
-  }).catch((error: unknown) => {
-    taking
-      ?.then(
-        (late) =>
-          Promise.all(
-            late.map((job) =>
-              host.inbox
-                .retry(job.lease, { delayMs: 0, error: 'taken after storeTimeout' })
-                .catch(() => false),
-            ),
-          ),
-        () => undefined,
-      )
-      .catch(() => undefined);
-    throw error;
-  });
-}
-
-/**
- * Worker loops of one receiver in this process, woken when a delivery is accepted here, or where
- * the store watches ({@link InboxStore.watch}) when one may have become due in another process.
- */
-export function startWorkerLoop(
-  host: WorkerHost,
-  options: WorkerOptions,
-  wakers: Set<() => void>,
-): InboxWorker {
-  const concurrency = options.concurrency ?? 4;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
-    throw new ConfigError(
-      'invalid_option',
-      `onceonly: worker concurrency must be a positive integer, got ${concurrency}`,
-    );
-  }
-  const pollMs = parsePositiveDuration(options.pollInterval ?? '1s', 'worker pollInterval');
-  let stopping = false;
-  let runs = 0;
-  const running = new Set<Promise<unknown>>();
-  let wake: (() => void) | undefined;
-  // Woken since the last take began: a wake that lands while a take runs (which may not have seen
-  // its entry) takes once more at once; any number of wakes meanwhile make that one take.
-  let woken = false;
-  const waker = () => {
-    woken = true;
-    wake?.();
-  };
-  wakers.add(waker);
-  const unwatch = host.inbox.watch?.(host.space, { due: waker, failed: (error) => host.takeFailed(error) });
-
-  // Waits a poll interval, ended early by a wake (a delivery may be due) unless `backOff` (after a
-  // failed take: a store that fails while its notifications still arrive is not asked again at each
-  // one); stop() always ends it.
-  let halt: (() => void) | undefined;
-  const idle = (ms: number, backOff = false) =>
-    new Promise<void>((resolve) => {
-      if ((woken && !backOff) || stopping) return resolve();
-      const timer = later(() => done(), ms, { unref: true });
-      const done = () => {
-        timer.cancel();
-        wake = undefined;
-        halt = undefined;
-        resolve();
-      };
-      halt = done;
-      if (!backOff) wake = done;
-    });
-
-  const loop = (async () => {
-    while (!stopping) {
-      const free = concurrency - running.size;
-      if (free <= 0) {
-        await Promise.race(running);
-        continue;
-      }
-      let jobs: InboxJob[];
-      const takenAt = leaseNow();
-      woken = false;
-      try {
-        jobs = await takeDue(host, free);
-      } catch (error) {
-        host.takeFailed(error);
-        await idle(pollMs, true);
-        continue;
-      }
-      for (const job of jobs) {
-        runs++;
-        const run = host.run(job, takenAt).catch(() => {});
-        running.add(run);
-        run.finally(() => running.delete(run));
-      }
-      // Idle only when nothing was due: a short take (entries arriving as fast as they are run, or
-      // accepted in another process on a store with no watch) is followed by another at once, so
-      // a busy worker never sleeps out a poll interval; an empty inbox still costs one take a poll.
-      if (jobs.length === 0 && !stopping) await idle(pollMs);
-    }
-  })();
-
-  return {
-    get runs() {
-      return runs;
-    },
-    async stop() {
-      stopping = true;
-      halt?.();
-      wakers.delete(waker);
-      unwatch?.();
-      await loop;
-      await Promise.allSettled([...running]);
-    },
-  };
-}
-
 /** Runs `work` under an entry's lease; resolves with the engine's result and what the inbox did. */
 export async function runEntry<T>(
   inbox: InboxStore,
@@ -339,9 +183,20 @@ export async function runEntry<T>(
     timeoutMs: number;
     storeTimeoutMs: number;
     telemetry?: TelemetryRun | undefined;
+    /** Called once the handler has ended, as its complete (retry, burial) is sent. */
+    handlerEnded?: (() => void) | undefined;
+    /** `inbox.complete`, or one that batches (complete-batch.ts). */
+    complete?: InboxStore['complete'] | undefined;
   },
 ): Promise<{ result: EngineResult<T>; end: InboxRunEnd | undefined }> {
-  const ops = entryOps(inbox, options.policy, options.retentionMs, acceptedAt);
+  const ops = entryOps(
+    inbox,
+    options.policy,
+    options.retentionMs,
+    acceptedAt,
+    options.handlerEnded,
+    options.complete,
+  );
   const result = await runLeased(lease, sentAt, work, ops, options);
   return { result, end: ops.decided };
 }

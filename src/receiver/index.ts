@@ -8,7 +8,7 @@ export {
   outcomeHeaders,
   toResponse,
 } from './http.js';
-export type { InboxOptions, InboxWorker, WorkerOptions } from './inbox.js';
+export type { InboxOptions } from './inbox.js';
 export {
   createReceiver,
   type DeliveryResult,
@@ -21,3 +21,4 @@ export {
   type ReceiverOptions,
   warningFor,
 } from './receiver.js';
+export type { InboxWorker, WorkerOptions } from './worker-loop.js';

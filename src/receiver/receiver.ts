@@ -9,9 +9,9 @@ import { ConfigError } from '../errors.js';
 import type { Provider } from '../providers/types.js';
 import { createCore, type ReceiverCore } from './core.js';
 import { fetchResponse, receive, runTaken, takeFailed } from './drivers.js';
-import { type InboxWorker, startWorkerLoop, takeDue, type WorkerOptions } from './inbox.js';
 import { callSite } from './spaces.js';
 import type { HealthCheckOptions, Receiver, ReceiverOptions } from './types.js';
+import { type InboxWorker, startWorkerLoop, takeDue, type WorkerOptions } from './worker-loop.js';
 
 export type { Logger } from '../core/logger.js';
 export { logEntryFor, warningFor } from './log-entry.js';
@@ -52,7 +52,7 @@ export function createReceiver<P extends Provider<any, any>>(options: ReceiverOp
           space: core.space,
           leaseMs: core.timings.leaseMs,
           storeTimeoutMs: core.timings.storeTimeoutMs,
-          run: (job, takenAt) => runTaken(core, job, takenAt),
+          run: (job, takenAt, handlerEnded) => runTaken(core, job, takenAt, handlerEnded),
           takeFailed: (error) => takeFailed(core, error),
         },
         workerOptions,

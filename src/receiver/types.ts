@@ -10,8 +10,9 @@ import type { Telemetry } from '../core/telemetry.js';
 import type { Lease, Store } from '../core/types.js';
 import type { EventMapOf, EventOf, Provider } from '../providers/types.js';
 import type { BodySource, HeadersInput, RawBody } from './body.js';
-import type { InboxOptions, InboxWorker, WorkerOptions } from './inbox.js';
+import type { InboxOptions } from './inbox.js';
 import type { DeliveryResult } from './result.js';
+import type { InboxWorker, WorkerOptions } from './worker-loop.js';
 
 /** What a handler receives for one verified delivery. */
 export interface HandlerContext<E> {

@@ -42,6 +42,7 @@ import { inboxErrorLine } from '../core/inbox.js';
 import { storeKey } from '../core/keys.js';
 import { createLease, type Lease } from '../core/types.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { inboxDdl } from './sql/inbox-ddl.js';
 import {
   delivery,
   entryValues,
@@ -55,7 +56,6 @@ import {
 import { type InboxStatements, inboxStatements, wasDue } from './sql/inbox-statements.js';
 import {
   DUE_HEX,
-  type InboxTableNames,
   type Row,
   type SqlInboxDialect,
   type SqlInboxDriver,
@@ -67,6 +67,7 @@ import {
 import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import { sqlStoreError, type TableNames } from './sql.js';
 
+export { inboxDdl, inboxNames } from './sql/inbox-ddl.js';
 export type {
   InboxTableNames,
   SqlInboxDialect,
@@ -76,55 +77,6 @@ export type {
   SqlInboxResult,
   SqlInboxStatement,
 } from './sql/inbox-types.js';
-
-/** The inbox's names from a store's `table` option (already checked by the store). */
-export function inboxNames(table: string, quote: '"' | '`', indexInSchema: boolean): InboxTableNames {
-  const parts = table.split('.');
-  const last = parts[parts.length - 1]!;
-  const q = (p: string) => `${quote}${p}${quote}`;
-  const schema = parts.length === 2 ? `${q(parts[0]!)}.` : '';
-  const index = indexInSchema ? schema : '';
-  return {
-    table: schema + q(`${last}_inbox`),
-    receiverIndex: index + q(`${last}_ibx_rcv`),
-    dueIndex: index + q(`${last}_ibx_due`),
-    indexOn: indexInSchema ? q(`${last}_inbox`) : schema + q(`${last}_inbox`),
-  };
-}
-
-/** The DDL of an inbox table, statement by statement (each idempotent). */
-export function inboxDdl(d: SqlInboxDialect, n: InboxTableNames): string[] {
-  const y = d.types;
-  const rcv = `(receiver, state, due_at, seq)`;
-  const due = `(state, due_at, seq)`;
-  const indexes = d.inlineIndexes ? `,\n  KEY ${n.receiverIndex} ${rcv},\n  KEY ${n.dueIndex} ${due}` : '';
-  const table = `CREATE TABLE IF NOT EXISTS ${n.table} (
-  entry_key ${y.key},
-  seq ${y.seq},
-  full_key ${y.text} NULL, -- the key as given (JSON), when the stored one is its hash
-  receiver ${y.receiver} NOT NULL,
-  state ${y.int} NOT NULL, -- 0 queued (pending: token = '', processing: token is the owner), 1 completed, 2 dead
-  token ${y.token} NOT NULL,
-  attempts ${y.int} NOT NULL,
-  fingerprint ${y.text} NOT NULL,
-  event_type ${y.text} NULL,
-  event_id ${y.text} NULL,
-  item ${y.text} NULL,
-  meta ${y.meta} NULL, -- JSON [headers, url, receivedAt, type, id, item], NULL once the body is dropped
-  body ${y.bytes} NULL,
-  accepted_at ${y.bigint} NOT NULL, -- ms since the epoch, the server's clock
-  due_at ${y.bigint} NOT NULL, -- pending: due, processing: lease end, completed: forgotten after
-  updated_at ${y.bigint} NOT NULL,
-  steps ${d.steps.type} NULL, -- durable steps: JSON object of name to result, until completed
-  last_error ${y.text} NULL${indexes}
-)${d.tableSuffix}`;
-  if (d.inlineIndexes) return [table];
-  return [
-    table,
-    `CREATE INDEX IF NOT EXISTS ${n.receiverIndex} ON ${n.indexOn} ${rcv}`,
-    `CREATE INDEX IF NOT EXISTS ${n.dueIndex} ON ${n.indexOn} ${due}`,
-  ];
-}
 
 const LAZY_PURGE_EVERY_MS = 60_000;
 const LAZY_PURGE_BATCH = 500;
@@ -394,6 +346,28 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
   const owned = async (action: string, st: SqlInboxStatement, lease: Lease, before: unknown[]) =>
     (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt])).changes > 0;
 
+  /**
+   * Completes in one statement, each under its own owner check (a row comes back for each it
+   * changed: its key and attempt, which the lease's token and attempt matched). Up to 64 a
+   * statement; a batch naming one key twice goes one by one.
+   */
+  const completeMany = async (leases: readonly Lease[], retention: number, drop: boolean) => {
+    const keys = leases.map((l) => storedOf(l));
+    const owned1 = (l: Lease) =>
+      l.token !== '' && owned('complete an inbox entry', drop ? s.completeDrop : s.complete, l, [retention]);
+    if (new Set(keys).size !== keys.length) return Promise.all(leases.map(owned1));
+    const done = new Set<string>();
+    for (let at = 0; at < leases.length; at += 64) {
+      const part = leases.slice(at, at + 64).filter((l) => l.token !== '');
+      if (part.length === 0) continue;
+      const values: unknown[] = [retention];
+      for (const l of part) values.push(storedOf(l), l.token, l.attempt);
+      const { rows } = await exec('complete inbox entries', s.completeMany(part.length, drop), values);
+      for (const row of rows) done.add(`${String(row.entry_key)}\n${num(row.attempts)}`);
+    }
+    return leases.map((l, i) => l.token !== '' && done.has(`${keys[i]}\n${l.attempt}`));
+  };
+
   return {
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
       accept(c, input, acceptOptions),
@@ -432,6 +406,13 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
       const retention = ms(retentionMs, 'retentionMs', store, 0);
       return owned('complete an inbox entry', dropBody ? s.completeDrop : s.complete, lease, [retention]);
     },
+
+    ...(d.returning
+      ? {
+          completeMany: (leases: readonly Lease[], o: { retentionMs: number; dropBody?: boolean }) =>
+            completeMany(leases, ms(o.retentionMs, 'retentionMs', store, 0), o.dropBody === true),
+        }
+      : {}),
 
     async retry(lease: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {
       if (lease.token === '') return false;

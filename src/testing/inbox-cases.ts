@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import type { InboxStore } from '../core/inbox.js';
 import type { Lease } from '../core/types.js';
+import { inboxBatchCases } from './inbox-batch-cases.js';
 import {
   entry,
   fp,
@@ -492,4 +493,5 @@ export const inboxConformanceCases: readonly InboxConformanceCase[] = [
     },
   },
   ...inboxListCases,
+  ...inboxBatchCases,
 ];

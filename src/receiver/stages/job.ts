@@ -20,12 +20,17 @@ import type { DeliveryResult } from '../result.js';
 import { isPromise } from '../work.js';
 import { runEntryOf, runResult } from './run-entry.js';
 
-/** Runs one entry taken at `takenAt` (on `leaseNow()`'s clock): its outcome, reported. */
+/**
+ * Runs one entry taken at `takenAt` (on `leaseNow()`'s clock): its outcome, reported.
+ * `handlerEnded` is called once its handler has ended, as the entry's complete (retry, burial) is
+ * sent: the worker's slot is free from then.
+ */
 export async function runJob(
   core: ReceiverCore,
   job: InboxJob,
   takenAt: number,
   tracing?: TelemetryRun,
+  handlerEnded?: () => void,
 ): Promise<DeliveryResult> {
   const done = doneFor(core.known(job.key, job.id, job.type), Date.now(), core.report);
   const { maxAttempts } = core.policy!;
@@ -87,7 +92,7 @@ export async function runJob(
     run: tracing,
   };
   // The lease was taken when take() was sent; a conservative start for its bound.
-  const run = await runEntryOf(core, runnable, delivery, job.lease, takenAt, job.acceptedAt);
+  const run = await runEntryOf(core, runnable, delivery, job.lease, takenAt, job.acceptedAt, handlerEnded);
   return runResult(core, run, done);
 }
 

@@ -20,6 +20,7 @@ export function runEntryOf(
   lease: Lease,
   sentAt: number,
   acceptedAt: Date,
+  handlerEnded?: () => void,
 ): Promise<EntryRun> {
   const { timings } = core;
   // Called as a plain function: `this` is undefined, never the record.
@@ -31,6 +32,8 @@ export function runEntryOf(
     timeoutMs: Math.min(timings.timeoutMs, e.timeoutMs ?? Number.POSITIVE_INFINITY),
     storeTimeoutMs: timings.storeTimeoutMs,
     telemetry: e.run,
+    handlerEnded,
+    complete: core.complete,
   });
 }
 

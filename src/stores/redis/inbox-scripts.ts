@@ -182,6 +182,39 @@ return 1
 `;
 
 /**
+ * KEYS: anchor, then entry, delivery, steps of each lease (one space's). ARGV: retentionMs, '1' to
+ * drop the bodies, then each lease's token. Completes each entry its lease still owns, as
+ * INBOX_COMPLETE does; returns 1 or 0 for each, in order.
+ */
+export const INBOX_COMPLETE_MANY = `${prelude}
+local ttl = ARGV[1]
+local due = now + tonumber(ttl)
+local done, touched = {}, {}
+for i = 1, (#KEYS - 1) / 3 do
+  local entry, body = KEYS[3 * i - 1], KEYS[3 * i]
+  local held = redis.call('HMGET', entry, 's', 't', 'q', 'o')
+  done[i] = 0
+  if held[1] == 'r' and ARGV[i + 2] ~= '' and held[2] == ARGV[i + 2] then
+    local q = held[3]
+    local member = memberOf(held[4], string.sub(entry, #base + 3))
+    redis.call('HSET', entry, 's', 'c', 't', '', 'd', due, 'u', now)
+    redis.call('PEXPIRE', entry, ttl)
+    redis.call('DEL', KEYS[3 * i + 1])
+    if ARGV[2] == '1' then redis.call('DEL', body) else redis.call('PEXPIRE', body, ttl) end
+    redis.call('ZREM', base .. 'r:' .. q, member)
+    redis.call('ZADD', base .. 'c:' .. q, due, member)
+    touched[q] = true
+    done[i] = 1
+  end
+end
+for q in pairs(touched) do
+  local gone = redis.call('ZRANGEBYSCORE', base .. 'c:' .. q, '-inf', now, 'LIMIT', 0, 16)
+  if #gone > 0 then redis.call('ZREM', base .. 'c:' .. q, unpack(gone)) end
+end
+return done
+`;
+
+/**
  * KEYS: anchor, entry. ARGV: token, delayMs, error, watch channel. Back to pending, due after the
  * delay; published on the channel when due now.
  */
@@ -328,6 +361,7 @@ export const inboxScripts = {
   extend: script(INBOX_EXTEND),
   get: script(INBOX_GET),
   complete: script(INBOX_COMPLETE),
+  completeMany: script(INBOX_COMPLETE_MANY),
   retry: script(INBOX_RETRY),
   bury: script(INBOX_BURY),
   requeueOne: script(INBOX_REQUEUE_ONE),

@@ -40,6 +40,7 @@ import { inboxErrorLine, positionAfter, positionCursor, unreadableJob } from '..
 import { keyPart, storeKey } from '../../core/keys.js';
 import { createLease, type Lease } from '../../core/types.js';
 import type { WatchHub } from '../inbox-watch.js';
+import { completeBySpace } from './inbox-many.js';
 import { inboxScripts as s } from './inbox-scripts.js';
 import {
   fields,
@@ -61,16 +62,9 @@ import {
 } from './inbox-values.js';
 import type { Script } from './scripts.js';
 import { redisSteps } from './steps.js';
+import type { InboxWire } from './wire.js';
 
 export { spaceOf } from './inbox-values.js';
-
-/** How the inbox talks to the client: replies keep bulk strings as Buffers (bodies are bytes). */
-export interface InboxWire {
-  /** EVALSHA (EVAL on NOSCRIPT) over keys of one slot, sent to the node of the first. */
-  script(s: Script, keys: string[], args: (string | Buffer)[]): Promise<unknown>;
-  /** One command on the node that holds `key`. */
-  command(key: string, args: string[]): Promise<unknown>;
-}
 
 export interface RedisInboxDeps {
   wire: InboxWire;
@@ -375,6 +369,15 @@ class RedisInbox implements InboxStore {
       String(ms(retentionMs, 'retentionMs', 1)),
       dropBody ? '1' : '',
     ]);
+  }
+
+  completeMany(helds: readonly Lease[], o: { retentionMs: number; dropBody?: boolean }): Promise<boolean[]> {
+    const args = [String(ms(o.retentionMs, 'retentionMs', 1)), o.dropBody ? '1' : ''];
+    return completeBySpace(
+      helds,
+      (h) => this.#namesOf.get(h) ?? this.#names(h.key),
+      (keys, tokens) => this.#run('complete', s.completeMany, keys, [...args, ...tokens]),
+    );
   }
 
   retry(held: Lease, { delayMs, error }: { delayMs: number; error: string }): Promise<boolean> {

@@ -4,7 +4,6 @@
  * clients' shapes are used: neither package is imported at run time.
  */
 import { ConfigError } from '../../errors.js';
-import type { InboxWire } from './inbox.js';
 import {
   ADVANCE,
   CLAIM,
@@ -56,6 +55,14 @@ export const scripts = {
   saveStep: script(STEPS_SAVE),
   loadSteps: script(STEPS_LOAD),
 };
+
+/** How the inbox talks to the client: replies keep bulk strings as Buffers (bodies are bytes). */
+export interface InboxWire {
+  /** EVALSHA (EVAL on NOSCRIPT) over keys of one slot, sent to the node of the first. */
+  script(s: Script, keys: string[], args: (string | Buffer)[]): Promise<unknown>;
+  /** One command on the node that holds `key`. */
+  command(key: string, args: string[]): Promise<unknown>;
+}
 
 /**
  * How the store talks to a client: each command on one key's node (and the inbox's), always as a

@@ -68,12 +68,14 @@ WHERE body IS NOT NULL`;
  */
 const stillDue = (NOW: string) => `+state = ${STATE.queued} AND +due_at <= ${NOW}`;
 
-/** The statements of one inbox table. */
-export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
-  const T = n.table;
-  const NOW = d.now;
+/** The owner checks of `n` leases at once: one entry's run each. */
+const owners = (n: number) =>
+  `state = ${STATE.queued} AND (${Array.from({ length: n }, () => '(entry_key = ? AND token = ? AND attempts = ?)').join(' OR ')})`;
+
+/** Makes each statement once (by name and text), its placeholders in the dialect's form. */
+function statementMaker(d: SqlInboxDialect) {
   const cache = new Map<string, SqlInboxStatement>();
-  const st = (name: string, text: string, rows: boolean): SqlInboxStatement => {
+  return (name: string, text: string, rows: boolean): SqlInboxStatement => {
     const key = `${name}\n${text}`;
     let s = cache.get(key);
     if (!s) {
@@ -82,6 +84,13 @@ export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
     }
     return s;
   };
+}
+
+/** The statements of one inbox table. */
+export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
+  const T = n.table;
+  const NOW = d.now;
+  const st = statementMaker(d);
   const live = `(state <> ${STATE.completed} OR due_at > ${NOW})`;
   /** A write that may make an entry due: it tells the watchers where the dialect can (`wake`). */
   const waking = (name: string, write: string): SqlInboxStatement =>
@@ -96,6 +105,8 @@ export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
   const dueRows = (receiver: boolean, limit: number, columns: string) =>
     `SELECT ${columns} FROM ${T} WHERE ${receiver ? 'receiver = ? AND ' : ''}state = ${STATE.queued} AND due_at <= ${NOW}
 ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
+  const COMPLETE = `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, steps = NULL`;
+  const COMPLETE_DROP = `${COMPLETE}, body = NULL, meta = NULL`;
   const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
   const requeue = requeueSql(T, NOW);
 
@@ -124,14 +135,18 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
     ),
     leaseEnd: st('lease_end', `SELECT due_at FROM ${T} WHERE entry_key = ? AND token = ?`, true),
     extend: ownedWrite('extend', `due_at = ${NOW} + ?, updated_at = ${NOW}`),
-    complete: ownedWrite(
-      'complete',
-      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, steps = NULL`,
-    ),
-    completeDrop: ownedWrite(
-      'complete_drop',
-      `state = ${STATE.completed}, token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, body = NULL, meta = NULL, steps = NULL`,
-    ),
+    complete: ownedWrite('complete', COMPLETE),
+    completeDrop: ownedWrite('complete_drop', COMPLETE_DROP),
+    /**
+     * `n` completes in one statement (dialects with `RETURNING`), each row under its own owner
+     * check; the rows it changed come back. Values: retention, then key, token, attempt per lease.
+     */
+    completeMany: (n: number, drop: boolean) =>
+      st(
+        `complete_many${drop ? '_drop' : ''}_${n}`,
+        `UPDATE ${T} SET ${drop ? COMPLETE_DROP : COMPLETE} WHERE ${owners(n)} RETURNING entry_key, attempts`,
+        true,
+      ),
     /** Values: delay, error line, then the owner check. */
     retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`, true),
     bury: ownedWrite(
