@@ -11,7 +11,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
-import { type ConsumerOptions, consumerRunner, type Verdict } from './settle.js';
+import { type ConsumerOptions, consumerRunner, Runs, type Verdict } from './settle.js';
 
 /** A delivered message, as amqplib gives it. */
 export interface AmqpMessage {
@@ -126,7 +126,7 @@ export async function consumeOnce(
   // copy to no queue would be confirmed all the same, and the original acknowledged: lost).
   const declare = (name: string, args?: Record<string, unknown>) =>
     channel.assertQueue(name, { durable: true, ...(args ? { arguments: args } : {}) });
-  const running = new Set<Promise<void>>();
+  const running = new Runs();
 
   const settle = async (message: AmqpMessage, verdict: Verdict): Promise<void> => {
     if (verdict.action === 'ack') return channel.ack(message);
@@ -170,7 +170,6 @@ export async function consumeOnce(
       }
     })();
     running.add(one);
-    void one.finally(() => running.delete(one));
   };
 
   const { consumerTag: tag } = await channel.consume(queue, onMessage, {
@@ -181,7 +180,7 @@ export async function consumeOnce(
     consumerTag: tag,
     async stop() {
       await channel.cancel(tag).catch(() => {});
-      await Promise.allSettled([...running]);
+      await running.settled();
     },
   };
 }

@@ -24,7 +24,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
-import { type ConsumerOptions, consumerRunner, retryDelayOf } from './settle.js';
+import { type ConsumerOptions, consumerRunner, Runs, retryDelayOf } from './settle.js';
 
 /** A received PUBLISH packet, as mqtt.js gives it. */
 export interface MqttMessage {
@@ -135,7 +135,7 @@ export async function consumeOnce(
   // once()'s logger: the console by default, none with `false`.
   const logger = rest.logger === false ? undefined : (rest.logger ?? console);
   const backoff = retryDelayOf(rest.retryDelay);
-  const running = new Set<Promise<void>>();
+  const running = new Runs();
   const sleepers = new Set<() => void>();
   let stopping = false;
 
@@ -232,7 +232,6 @@ export async function consumeOnce(
     if (stopping) return;
     const one = deliver(packet, client.stream, id).catch(() => {});
     running.add(one);
-    void one.finally(() => running.delete(one));
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -250,7 +249,7 @@ export async function consumeOnce(
     async stop() {
       stopping = true;
       for (const wake of [...sleepers]) wake();
-      await Promise.allSettled([...running]);
+      await running.settled();
       client.removeListener('packetreceive', onPacket);
     },
   };

@@ -13,7 +13,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
-import { type ConsumerOptions, consumerRunner, retryDelayOf, type Verdict } from './settle.js';
+import { type ConsumerOptions, consumerRunner, Runs, retryDelayOf, type Verdict } from './settle.js';
 
 /** Message headers, as the client's `MsgHdrs` (`headers()` of @nats-io/transport-node makes them). */
 export interface NatsHeaders {
@@ -181,7 +181,7 @@ export async function consumeOnce<M extends NatsMessage = NatsMessage>(
   };
 
   const messages = await consumer.consume({ max_messages: concurrency });
-  const running = new Set<Promise<void>>();
+  const running = new Runs();
   let stopping = false;
   const closed = (async (): Promise<Error | undefined> => {
     try {
@@ -193,15 +193,14 @@ export async function consumeOnce<M extends NatsMessage = NatsMessage>(
         }
         const one = handle(message);
         running.add(one);
-        void one.finally(() => running.delete(one));
         // The iterator is not read while every slot is taken: the client pulls no more meanwhile.
-        while (running.size >= concurrency) await Promise.race(running);
+        while (running.size >= concurrency) await running.any();
       }
       return undefined;
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));
     } finally {
-      await Promise.allSettled([...running]);
+      await running.settled();
       replies.flush();
     }
   })();

@@ -246,3 +246,30 @@ export function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
+
+/**
+ * The runs an adapter started and has not seen end: added as they start, each gone when it
+ * settles; `settled()` is what stop() waits for. The runs never reject (each catches its own end).
+ */
+export class Runs {
+  readonly #runs = new Set<Promise<unknown>>();
+
+  add(run: Promise<unknown>): void {
+    this.#runs.add(run);
+    void run.finally(() => this.#runs.delete(run));
+  }
+
+  get size(): number {
+    return this.#runs.size;
+  }
+
+  /** Until one of them ends. */
+  any(): Promise<unknown> {
+    return Promise.race(this.#runs);
+  }
+
+  /** Until every one started so far has ended. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#runs]);
+  }
+}

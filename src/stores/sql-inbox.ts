@@ -264,15 +264,16 @@ const filters = (o: { receiver?: string | undefined; state?: InboxState | undefi
   return { where, values };
 };
 
-const COUNTS = ['pending', 'processing', 'completed', 'dead', 'scheduled'] as const;
-
 async function stats(c: InboxContext, o: { receiver?: string }): Promise<InboxStats> {
   const { where, values } = filters(o);
   const row =
     (await c.exec('count inbox entries', c.s.stats(o.receiver !== undefined, where), values)).rows[0] ?? {};
-  const counts = Object.fromEntries(COUNTS.map((name) => [name, num(row[name] ?? 0)]));
   return {
-    ...(counts as Record<(typeof COUNTS)[number], number>),
+    pending: num(row.pending ?? 0),
+    processing: num(row.processing ?? 0),
+    completed: num(row.completed ?? 0),
+    dead: num(row.dead ?? 0),
+    scheduled: num(row.scheduled ?? 0),
     oldestDueMs: row.oldest == null ? 0 : Math.max(0, num(row.now_ms) - num(row.oldest)),
   };
 }

@@ -2,7 +2,7 @@
 import amqp from 'amqplib';
 import { consumeOnce, RETRY_STEPS_MS } from '../../../../src/consumers/amqp.js';
 import { servers } from '../../../support/servers.js';
-import type { ChaosKit } from '../chaos.js';
+import { type ChaosKit, IN_FLIGHT } from '../chaos.js';
 
 async function withChannel<T>(fn: (channel: amqp.ConfirmChannel) => Promise<T>): Promise<T> {
   const connection = await amqp.connect(servers.amqp);
@@ -16,7 +16,6 @@ async function withChannel<T>(fn: (channel: amqp.ConfirmChannel) => Promise<T>):
 
 export const kit: ChaosKit = {
   name: 'amqp',
-  inFlight: 8,
   setup: (queue) =>
     withChannel(async (channel) => void (await channel.assertQueue(queue, { durable: true }))),
   publish: (queue, ids) =>
@@ -46,7 +45,7 @@ export const kit: ChaosKit = {
   async consume(queue, store, work, { confirmed, ...options }) {
     const connection = await amqp.connect(servers.amqp);
     const channel = await connection.createConfirmChannel();
-    await channel.prefetch(8);
+    await channel.prefetch(IN_FLIGHT);
     const consumer = await consumeOnce(
       channel,
       queue,

@@ -9,7 +9,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { onceProcessor } from '../../../../src/consumers/bullmq.js';
 import { servers } from '../../../support/servers.js';
-import type { ChaosKit } from '../chaos.js';
+import { type ChaosKit, IN_FLIGHT } from '../chaos.js';
 
 const { hostname, port } = new URL(servers.redis);
 const connection = { host: hostname, port: Number(port || 6379), maxRetriesPerRequest: null };
@@ -28,7 +28,6 @@ async function withQueue<T>(prefix: string, fn: (queue: Queue<Data>) => Promise<
 
 export const kit: ChaosKit = {
   name: 'bullmq',
-  inFlight: 8,
   setup: async () => {},
   publish: (prefix, ids) =>
     withQueue(
@@ -59,7 +58,7 @@ export const kit: ChaosKit = {
       {
         connection,
         prefix: bullPrefix(prefix),
-        concurrency: 8,
+        concurrency: IN_FLIGHT,
         lockDuration: 2_000,
         stalledInterval: 1_000,
         // Above maxAttempts: a job whose runs keep being killed is dead-lettered by the adapter,

@@ -12,7 +12,7 @@
 import mqtt from 'mqtt';
 import { consumeOnce, type MqttMessage } from '../../../../src/consumers/mqtt.js';
 import { servers } from '../../../support/servers.js';
-import type { ChaosKit } from '../chaos.js';
+import { type ChaosKit, IN_FLIGHT } from '../chaos.js';
 
 const SLOTS = 3;
 const v5 = { protocolVersion: 5 as const };
@@ -20,7 +20,7 @@ const session = (clientId: string): mqtt.IClientOptions => ({
   ...v5,
   clientId,
   clean: false,
-  properties: { sessionExpiryInterval: 600, receiveMaximum: 8 },
+  properties: { sessionExpiryInterval: 600, receiveMaximum: IN_FLIGHT },
 });
 const slotId = (prefix: string, slot: number) => `${prefix}-w${slot}`;
 const shared = (prefix: string) => `$share/${prefix}/${prefix}`;
@@ -31,7 +31,6 @@ const collectors = new Map<string, { client: mqtt.MqttClient; ids: string[] }>()
 
 export const kit: ChaosKit = {
   name: 'mqtt',
-  inFlight: 8,
   async setup(prefix) {
     for (let slot = 0; slot < SLOTS; slot++) {
       const c = await mqtt.connectAsync(servers.mqtt, session(slotId(prefix, slot)));

@@ -9,7 +9,7 @@ import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { consumeOnce } from '../../../../src/consumers/nats.js';
 import { servers } from '../../../support/servers.js';
-import type { ChaosKit } from '../chaos.js';
+import { type ChaosKit, IN_FLIGHT } from '../chaos.js';
 
 async function withConnection<T>(fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
   const nc = await connect({ servers: servers.nats });
@@ -22,7 +22,6 @@ async function withConnection<T>(fn: (nc: NatsConnection) => Promise<T>): Promis
 
 export const kit: ChaosKit = {
   name: 'nats',
-  inFlight: 8,
   setup: (stream) =>
     withConnection(async (nc) => {
       const jsm = await jetstreamManager(nc);
@@ -67,7 +66,7 @@ export const kit: ChaosKit = {
       {
         ...options,
         headers,
-        concurrency: 8,
+        concurrency: IN_FLIGHT,
         onResult: (message, result) => {
           if (result.outcome === 'processed') confirmed(message.json<{ id: string }>().id, result.attempt);
         },
