@@ -63,6 +63,11 @@ const LINE_SUITES = {
     /^test\/(architecture|readme|runner)\.test\.ts$/,
     // The server stores (Redis, PostgreSQL, MySQL, DynamoDB): their suites run on the main line.
     /^src\/stores\/(redis|postgres|mysql|dynamodb)[.-]/,
+    // The broker consumers (amqplib, the NATS and MQTT clients, BullMQ: plain JavaScript, as are the
+    // server stores' clients) and their runnable examples: on the main line. Their shared verdict
+    // and the SQS consumers (fake clients, no broker) run on every line.
+    /^src\/consumers\/(amqp|bullmq|mqtt|nats)\.test\.ts$/,
+    /^test\/examples-consumers\.test\.ts$/,
     // Drizzle and Kysely over better-sqlite3; the CLI suites on the server stores and the examples (for time).
     /^test\/sqlite\/tx\.test\.ts$/,
     /^test\/cli\/(demo|inspect|inbox|redis-outage)\.test\.ts$/,
@@ -131,11 +136,15 @@ const roots = lineSelection ? [...LINE_SUITES.roots, ...args] : args.length > 0 
 // file that happened to sort last.
 // The cross-runtime suites (a `next build` among them) come last of the long ones: started beside
 // the other long suites their builds starve; beside the short files they take about two minutes.
+// The consumers' chaos suites (80-90 s each) and the published types' compiles (35 s) were sorted by
+// name among the short files, the types last of all: the run's tail waited on them.
 const heavy = [
   /^test\/cli\/(demo|inspect)\./,
   /^test\/faults\//,
   /^test\/cli\//,
+  /^test\/types\//,
   /^test\/(postgres|mysql|sqlite|redis|dynamodb)\//,
+  /^test\/consumers\//,
   /^test\/adapters\//,
   /^src\/stores\//,
   /^test\/runtimes\//,
