@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { createReceiver, memoryStore, type Provider } from '../../src/index.js';
 import * as providers from '../../src/providers/index.js';
 import {
+  type KeyTrust,
   providerOptions,
   SENDER_NAMES,
   type SenderName,
@@ -20,7 +21,9 @@ import {
 
 function credentialFor(name: SenderName) {
   const row = senders.find((s) => s.name === name)!;
-  return row.credential === 'keys' ? { keys: testKeys(name) } : { secret: testSecret(name) };
+  return row.credential === 'keys'
+    ? { keys: testKeys(name as keyof KeyTrust) }
+    : { secret: testSecret(name) };
 }
 
 function providerFor(name: SenderName, credential: ReturnType<typeof credentialFor>, url?: string) {

@@ -192,6 +192,11 @@ describe("nothing but the kit's values makes a provider accept the kit's deliver
     assert.deepEqual({ ...process.env }, initially.env);
   });
 
+  it('a sender that signs with a shared secret has no test keys: a type error, and a clear error at run time', () => {
+    // @ts-expect-error stripe signs with a shared secret: testKeys takes the key-signed senders only
+    assert.throws(() => testKeys('stripe'), /stripe signs with a shared secret, not keys: pass secret/);
+  });
+
   it('each testKeys() call is a fresh key pair under the one test root of the process', () => {
     const [a, b] = [testKeys('awsSns'), testKeys('awsSns')];
     assert.notEqual(a.trust.fetch, b.trust.fetch);

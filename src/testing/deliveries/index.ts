@@ -13,6 +13,7 @@ import type { SenderName } from './names.js';
 import { senderRows } from './senders/index.js';
 import type {
   HandshakeRequest,
+  KeyTrust,
   SenderRow,
   SignedDelivery,
   SignedDeliveryOptions,
@@ -287,11 +288,14 @@ export function providerOptions<P extends SenderName>(
 }
 
 /**
- * A local key pair for a sender that signs with its own private key, and `trust`: what its
- * provider is built with to accept the kit's deliveries (`discord({ ...keys.trust })`). In tests
- * only: a provider built with it says so.
+ * A local key pair for a sender that signs with its own private key (`discord`, `sendgrid`,
+ * `awsSns`, `paypal`, `plaid`: the names of {@link KeyTrust}; any other name does not type-check),
+ * and `trust`: what its provider is built with to accept the kit's deliveries
+ * (`discord({ ...keys.trust })`). In tests only: a provider built with it says so.
  */
-export function testKeys<P extends SenderName>(provider: P): TestKeys<TrustOf<P>> {
+export function testKeys<P extends keyof KeyTrust>(provider: P): TestKeys<TrustOf<P>> {
+  // Checked again at run time: a JavaScript caller, or a name cast to one of these, still gets a
+  // clear error for a sender that signs with a shared secret.
   const row = rowOf(provider);
   if (!row.testKeys) {
     throw new TypeError(`onceonly/testing: ${row.name} signs with a shared secret, not keys: pass secret`);
