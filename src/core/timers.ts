@@ -212,7 +212,7 @@ let suspended = 0;
  * the host was suspended, never stepped. Its lead over the monotonic clock, less what was counted.
  */
 const bootClock = linuxUptime();
-let bootBase = bootClock && bootLead(performance.now());
+let bootBase = bootClock && bootLead();
 
 /**
  * `os.uptime` on Linux, found without importing `node:os` (edge runtimes have no such module and
@@ -231,10 +231,18 @@ function linuxUptime(): { uptime(): number } | undefined {
   }
 }
 
-function bootLead(mono: number): number | undefined {
+/**
+ * The boot clock's lead over the monotonic one. `mono` read before the boot clock (a file read,
+ * which a loaded host may delay by tens of ms) makes the lead larger by that delay; read after
+ * (`mono` omitted), smaller. The base is taken the second way and every later reading the first,
+ * so a delay can only make a suspend count more (bounds err early), never less: a base read with
+ * `mono` first under load once counted a 5 s suspend as 4.95 s.
+ */
+function bootLead(mono?: number): number | undefined {
   try {
     const up = bootClock!.uptime();
-    return Number.isFinite(up) && up > 0 ? up * 1_000 - mono : undefined;
+    const at = mono ?? performance.now();
+    return Number.isFinite(up) && up > 0 ? up * 1_000 - at : undefined;
   } catch {
     return undefined;
   }
