@@ -58,8 +58,11 @@ if (up) {
     });
 
     it('the stale owner gets lease-lost, and its fenced write is rejected while the plain one overwrites', async () => {
-      // Arrange: one store on one database; owner A's extends are cut off from it.
+      // Arrange: one store on one database; owner A's extends are cut off from it. Its tables are
+      // made first: made by the first claim, under a loaded CI's DDL they once took longer than
+      // this lease's store deadline (300 ms), A answered 503 unrun, and the test waited forever.
       const store = postgresStore({ client: pool, table });
+      await store.ready();
       const partitioned: Store = {
         ...store,
         claim: (...a) => store.claim(...a),
@@ -123,7 +126,12 @@ if (up) {
 
       // Act: A claims and stalls past its lease; B's retry takes over; then A finishes.
       const a = receiverA.fetch(signed(`evt_${run}`));
-      await aRunning;
+      const early = await Promise.race([aRunning.then(() => undefined), a]);
+      assert.equal(
+        early,
+        undefined,
+        `A answered before its handler ran: ${early?.status} ${early?.headers.get('onceonly-outcome')}`,
+      );
       await sleep(1_000);
       const b = await receiverB.fetch(signed(`evt_${run}`));
       releaseA();
