@@ -20,9 +20,12 @@ export { type Duration, parseDuration } from './core/duration.js';
 export type { WorkContext } from './core/engine.js';
 export type { Logger } from './core/logger.js';
 export { DEFAULT_STORE_TIMEOUT, DEFAULT_TIMEOUT, resolveTimings } from './core/timings.js';
+/** Internal: the queue consumer adapters' heartbeats share the engine's one coarse clock. */
+export { wheel } from './core/timers.js';
 export type { Store } from './core/types.js';
 /** How long a completed key is remembered when nothing else is known: 3 days. */
 export const DEFAULT_RETENTION = '3d';
+const DEFAULT_RETENTION_MS = parseDuration(DEFAULT_RETENTION);
 
 export interface OnceOptions {
   /**
@@ -97,25 +100,74 @@ export type OnceResult<T> =
  * }, { timeout: '20s', retention: '7d' });
  * if (result.outcome === 'failed' || result.outcome === 'in-flight') msg.nack(); else msg.ack();
  */
-export async function once<T>(
+export function once<T>(
   store: Store,
   key: string,
   work: (ctx: WorkContext) => T | Promise<T>,
   options: OnceOptions = {},
 ): Promise<OnceResult<T>> {
+  // Not an async function around the one below (a promise and a tick more per call); a bad key or
+  // option rejects all the same.
+  try {
+    checkKey(key);
+    return runOnce(store, key, work, resolveOnce(options));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * `once()` with its options resolved once, for a caller that runs it per message (the queue
+ * consumer adapters): the same calls, without parsing the durations and checking the logger and
+ * telemetry again for every message. Bad options throw here. Not part of the public API.
+ */
+export function onceWith(
+  options: OnceOptions = {},
+): <T>(store: Store, key: string, work: (ctx: WorkContext) => T | Promise<T>) => Promise<OnceResult<T>> {
+  const resolved = resolveOnce(options);
+  return (store, key, work) => {
+    try {
+      checkKey(key);
+      return runOnce(store, key, work, resolved);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+}
+
+interface ResolvedOnce {
+  readonly engine: Parameters<typeof runClaimed>[3];
+  readonly logger: Logger | undefined;
+  readonly telemetry: Telemetry | undefined;
+}
+
+function resolveOnce(options: OnceOptions): ResolvedOnce {
+  const { timeoutMs, leaseMs, retentionMs, storeTimeoutMs } = resolveTimings(options);
+  return {
+    engine: {
+      leaseMs,
+      timeoutMs,
+      storeTimeoutMs,
+      retentionMs: retentionMs ?? DEFAULT_RETENTION_MS,
+      fingerprint: options.fingerprint,
+    },
+    logger: resolveLogger(options.logger),
+    telemetry: resolveTelemetry(options.telemetry),
+  };
+}
+
+function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '') {
     throw new ConfigError('invalid_key', 'onceonly: once() needs a non-empty string key');
   }
-  const { timeoutMs, leaseMs, retentionMs, storeTimeoutMs } = resolveTimings(options);
-  const logger = resolveLogger(options.logger);
-  const telemetry = resolveTelemetry(options.telemetry);
-  const engine = {
-    leaseMs,
-    timeoutMs,
-    storeTimeoutMs,
-    retentionMs: retentionMs ?? parseDuration(DEFAULT_RETENTION),
-    fingerprint: options.fingerprint,
-  };
+}
+
+async function runOnce<T>(
+  store: Store,
+  key: string,
+  work: (ctx: WorkContext) => T | Promise<T>,
+  { engine, logger, telemetry }: ResolvedOnce,
+): Promise<OnceResult<T>> {
   // Any string is a valid key: long or unprintable ones are hashed losslessly (see core/keys.ts).
   const result = telemetry
     ? await traced(telemetry, store, keyPart(key), visible(work), engine)

@@ -335,6 +335,33 @@ if (
       assert.deepEqual(await leftover(c.clientId, topic), []);
     });
 
+    it('runs at most receiveMaximum messages at once, even when the broker sends more', async () => {
+      const topic = newTopic();
+      let running = 0;
+      let most = 0;
+      let done = 0;
+      const c = await consumer(topic, async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+        done++;
+      });
+      // Mosquitto 2.0 sends past a session's receive maximum: the unacknowledged ones it has sent.
+      let sent = 0;
+      c.client.on('packetreceive', (packet) => void (packet.cmd === 'publish' && sent++));
+      let ahead = 0;
+      const watch = setInterval(() => {
+        ahead = Math.max(ahead, sent - done);
+      }, 2);
+      await Promise.all(Array.from({ length: 40 }, (_, i) => publish(topic, `m${i}`, `evt_many_${i}`)));
+      await waitFor('40 runs', () => done === 40);
+      clearInterval(watch);
+      await c.stop();
+      assert.ok(ahead > 8, `the broker had ${ahead} messages out at most (expected more than 8)`);
+      assert.equal(most, 8, 'receiveMaximum (8) runs at once, no more');
+      assert.deepEqual(await leftover(c.clientId, topic), []);
+    });
+
     it('with MQTT 3.1.1 needs key: a message is dead-lettered untouched without one', async () => {
       const topic = newTopic();
       const sink = await deadLetters(`${topic}/dead`);

@@ -24,7 +24,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { Store, WorkContext } from '../once.js';
-import { type ConsumerOptions, consumerRunner, Runs, retryDelayOf } from './settle.js';
+import { type ConsumerOptions, consumerRunner, Runs, retryDelayOf, type Verdict } from './settle.js';
 
 /** A received PUBLISH packet, as mqtt.js gives it. */
 export interface MqttMessage {
@@ -51,11 +51,13 @@ export interface MqttProperties {
 export interface MqttClient {
   readonly connected: boolean;
   /** The connection's stream; a new one on each reconnect. */
-  readonly stream: { write(chunk: Uint8Array): unknown; cork?(): void; uncork?(): void };
+  readonly stream: { write(chunk: Uint8Array): unknown };
   readonly options: {
     readonly clean?: boolean | undefined;
     readonly protocolVersion?: number | undefined;
-    readonly properties?: { readonly sessionExpiryInterval?: number | undefined } | undefined;
+    readonly properties?:
+      | { readonly sessionExpiryInterval?: number | undefined; readonly receiveMaximum?: number | undefined }
+      | undefined;
   };
   handleMessage(packet: MqttMessage, callback: (error?: Error) => void): void;
   subscribe(
@@ -190,10 +192,26 @@ export async function consumeOnce(
     }
   };
 
+  // At most receiveMaximum messages run at once, whatever the broker sends: Mosquitto 2.0 goes past
+  // a client's receive maximum (measured: 142 unacknowledged on a session of 4), and thousands of
+  // runs at once cost more than they bring (their store calls, their garbage). Those over it wait
+  // here, in order, unacknowledged; mqtt.js is never held back (it would stop reading the
+  // connection: the dead letters' PUBACKs, the keepalive's PINGRESP).
+  const slots = runSlots(client.options.properties?.receiveMaximum);
+
   const deliver = async (message: MqttMessage, stream: MqttClient['stream'], id: number) => {
     let first = !message.dup;
     for (;;) {
-      const { verdict } = await run(message, { first });
+      const wait = slots.take();
+      if (wait) await wait;
+      // Stopped while it waited: left unacknowledged, for the session's next connection.
+      if (stopping) return slots.give();
+      let verdict: Verdict;
+      try {
+        ({ verdict } = await run(message, { first }));
+      } finally {
+        slots.give();
+      }
       first = false;
       if (verdict.action === 'retry') {
         // Unacknowledged while it waits: a crash meanwhile, and the session resends it.
@@ -207,20 +225,7 @@ export async function consumeOnce(
     }
   };
 
-  // PUBACK with no reason code (success). The PUBACKs of one tick go out in one write, as mqtt.js
-  // writes its packets (a corked stream, uncorked on the next tick).
-  const corked = new Set<MqttClient['stream']>();
-  const puback = (stream: MqttClient['stream'], id: number) => {
-    if (stream.cork && stream.uncork && !corked.has(stream)) {
-      corked.add(stream);
-      stream.cork();
-      nextTick(() => {
-        corked.delete(stream);
-        stream.uncork?.();
-      });
-    }
-    stream.write(Uint8Array.of(0x40, 0x02, id >> 8, id & 0xff));
-  };
+  const { puback, flush: flushAcks } = pubacks();
 
   const matches = topicFilter(topic);
   const previous = client.handleMessage.bind(client);
@@ -250,6 +255,8 @@ export async function consumeOnce(
       stopping = true;
       for (const wake of [...sleepers]) wake();
       await running.settled();
+      // The last PUBACKs now, before the caller ends the client.
+      flushAcks();
       client.removeListener('packetreceive', onPacket);
     },
   };
@@ -304,7 +311,7 @@ function topicFilter(filter: string): (topic: string) => boolean {
   const levels = (filter.startsWith('$share/') ? filter.split('/').slice(2).join('/') : filter).split('/');
   // A wildcard in the first level does not match the broker's own `$` topics.
   const wild = levels[0] === '+' || levels[0] === '#';
-  return (topic) => {
+  const match = (topic: string) => {
     if (wild && topic.startsWith('$')) return false;
     const names = topic.split('/');
     for (let i = 0; i < levels.length; i++) {
@@ -312,6 +319,75 @@ function topicFilter(filter: string): (topic: string) => boolean {
       if (i >= names.length || (levels[i] !== '+' && levels[i] !== names[i])) return false;
     }
     return levels.length === names.length;
+  };
+  // The last topic's answer kept: a consumer mostly sees one topic, not split again per message.
+  let last: string | undefined;
+  let answer = false;
+  return (topic) => {
+    if (topic !== last) {
+      answer = match(topic);
+      last = topic;
+    }
+    return answer;
+  };
+}
+
+/**
+ * PUBACKs with no reason code (success), four bytes each (the same in MQTT 3.1.1 and 5). Those of
+ * one tick go out together at its end, one write per connection (not a write per message).
+ */
+function pubacks() {
+  const acks = new Map<MqttClient['stream'], number[]>();
+  const flush = () => {
+    for (const [stream, ids] of acks) {
+      const packets = new Uint8Array(ids.length * 4);
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!;
+        packets[i * 4] = 0x40;
+        packets[i * 4 + 1] = 0x02;
+        packets[i * 4 + 2] = id >> 8;
+        packets[i * 4 + 3] = id & 0xff;
+      }
+      stream.write(packets);
+    }
+    acks.clear();
+  };
+  const puback = (stream: MqttClient['stream'], id: number) => {
+    const ids = acks.get(stream);
+    if (ids) return void ids.push(id);
+    if (acks.size === 0) nextTick(flush);
+    acks.set(stream, [id]);
+  };
+  return { puback, flush };
+}
+
+/**
+ * A counting semaphore for the runs: `take()` is undefined when a slot is free (taken at once, no
+ * await on the common path), else a promise of the next slot given back, first come first served.
+ */
+function runSlots(limit: number | undefined) {
+  let free =
+    limit !== undefined && Number.isSafeInteger(limit) && limit > 0 ? limit : Number.POSITIVE_INFINITY;
+  let waiting: Array<() => void> = [];
+  let head = 0;
+  return {
+    take(): Promise<void> | undefined {
+      if (free > 0) {
+        free--;
+        return undefined;
+      }
+      return new Promise<void>((resolve) => waiting.push(resolve));
+    },
+    give(): void {
+      if (head < waiting.length) {
+        const next = waiting[head++]!;
+        if (head === waiting.length) {
+          waiting = [];
+          head = 0;
+        }
+        next();
+      } else free++;
+    },
   };
 }
 

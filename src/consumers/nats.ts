@@ -167,7 +167,7 @@ export async function consumeOnce<M extends NatsMessage = NatsMessage>(
   const handle = async (message: M): Promise<void> => {
     const { verdict } = await run(message, {
       first: message.info.deliveryCount === 1,
-      heartbeat: { everyMs: beatMs, beat: () => message.working() },
+      heartbeat: { everyMs: beatMs, beat: working(message) },
     });
     try {
       await settle(message, verdict);
@@ -242,6 +242,11 @@ function outbox() {
     },
     flush,
   };
+}
+
+/** The message's heartbeat (a function made by a call, not a property's: see Beating in settle.ts). */
+function working(message: NatsMessage): () => unknown {
+  return () => message.working();
 }
 
 /** `nats:<stream>:<Nats-Msg-Id>`, or `nats:<stream>:#<seq>` without one (the same on every redelivery). */

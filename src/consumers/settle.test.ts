@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { sharedStores } from '../../test/support/probes.js';
 import { reachable } from '../../test/support/servers.js';
 import { openStore } from '../cli/stores.js';
+import { ConfigError } from '../errors.js';
 import type { Store } from '../core/types.js';
 import { memoryStore } from '../stores/memory.js';
 import { type ConsumerResult, consumerRunner, retryDelayOf, verdictOf } from './settle.js';
@@ -178,6 +179,29 @@ describe('consumerRunner: what never runs and what never loops', () => {
     }
     assert.equal(claims, 0);
     assert.equal(ran, 0);
+  });
+
+  it('refuses a key, onResult or work given that is no function, with a ConfigError: no message dead-lettered for it', () => {
+    const store = memoryStore();
+    const refused = (work: unknown, options: Record<string, unknown>, name: string) =>
+      assert.throws(
+        () => consumerRunner<Msg>(store, work as () => unknown, { ...quiet, ...options }, (m) => m.id),
+        (e: unknown) =>
+          e instanceof ConfigError && e.code === 'invalid_option' && new RegExp(name).test(e.message),
+        `${name}: ${JSON.stringify(options)}`,
+      );
+    for (const bad of ['orderId', 5, null, {}]) {
+      refused(() => {}, { key: bad }, 'key');
+      refused(() => {}, { onResult: bad }, 'onResult');
+      refused(bad, {}, 'work');
+    }
+    // Left out (undefined): the defaults.
+    consumerRunner<Msg>(
+      store,
+      () => {},
+      { ...quiet, key: undefined, onResult: undefined },
+      (m) => m.id,
+    );
   });
 
   it('retries, never acknowledges, when the store is unavailable: nothing ran and no attempt is spent', async () => {

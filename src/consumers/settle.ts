@@ -2,7 +2,7 @@
  * What every queue consumer adapter shares: a message run through `once()` under its key, and the
  * one decision of what the broker must then do with it, so that no adapter acknowledges a failure
  * (the message would be lost) or requeues a poison message forever (it would loop). The adapters
- * (amqp, nats, bullmq, mqtt) only translate the verdict into their broker's verbs:
+ * (amqp, nats, bullmq, mqtt, sqs) only translate the verdict into their broker's verbs:
  *
  * | result | verdict |
  * | --- | --- |
@@ -25,11 +25,11 @@ import {
   type Duration,
   type OnceOptions,
   type OnceResult,
-  once,
+  onceWith,
   parseDuration,
-  resolveTimings,
   type Store,
   type WorkContext,
+  wheel,
 } from '../once.js';
 
 export interface ConsumerOptions<M> extends OnceOptions {
@@ -109,9 +109,22 @@ export function consumerRunner<M>(
       'invalid_option',
       `onceonly: maxAttempts must be a positive integer, got ${maxAttempts}`,
     );
+  // Refused here, not per message: a key that is no function would dead-letter every message as
+  // keyless, a work that is none would fail every run into the dead letters.
+  for (const [name, given] of [
+    ['work', work],
+    ['key', key],
+    ['onResult', onResult === undefined ? () => {} : onResult],
+  ] as const)
+    if (typeof given !== 'function')
+      throw new ConfigError(
+        'invalid_option',
+        `onceonly: ${name} must be a function, got ${given === null ? 'null' : typeof given}`,
+      );
   const delayOf = retryDelayOf(retryDelay);
-  // Checked here, once: a bad duration is the caller's mistake, not a message's.
-  resolveTimings(onceOptions);
+  // Resolved here, once: a bad duration (or logger) is the caller's mistake, not a message's, and
+  // no message pays for parsing them again.
+  const runOnce = onceWith(onceOptions);
 
   return async (message, delivery) => {
     let result: ConsumerResult;
@@ -129,19 +142,14 @@ export function consumerRunner<M>(
     }
     const beating = delivery.heartbeat ? heartbeat(delivery.heartbeat) : undefined;
     try {
-      result = await once(
-        store,
-        id,
-        (ctx) => {
-          // Every run of this key so far was killed before it could fail: a poison message.
-          // Twice maxAttempts: a claim also ends unrun when the store answered it too late (it is
-          // released, its attempt spent) or a run outlived its lease under load; a slow store must
-          // not send good messages to the dead letters, only a message that kills its runs.
-          if (!delivery.first && ctx.attempt > EXHAUSTED_FACTOR * maxAttempts) throw new Exhausted();
-          return work(message, ctx);
-        },
-        onceOptions,
-      );
+      result = await runOnce(store, id, (ctx) => {
+        // Every run of this key so far was killed before it could fail: a poison message.
+        // Twice maxAttempts: a claim also ends unrun when the store answered it too late (it is
+        // released, its attempt spent) or a run outlived its lease under load; a slow store must
+        // not send good messages to the dead letters, only a message that kills its runs.
+        if (!delivery.first && ctx.attempt > EXHAUSTED_FACTOR * maxAttempts) throw new Exhausted();
+        return work(message, ctx);
+      });
       if (result.outcome === 'failed' && result.error instanceof Exhausted)
         result = { outcome: 'exhausted', attempt: result.attempt };
     } catch (error) {
@@ -226,19 +234,39 @@ export function retryDelayOf(option: ConsumerOptions<unknown>['retryDelay']): (a
   return () => ms;
 }
 
+/**
+ * Beats every `everyMs` (at least 100 ms) until stopped: on the engine's shared clock, not a timer
+ * of its own per message (most runs end long before their first beat). Unref'd: a beat keeps no
+ * process alive.
+ */
 function heartbeat({ everyMs, beat }: NonNullable<Delivery['heartbeat']>): () => void {
-  const timer = setInterval(
-    () => {
-      try {
-        void Promise.resolve(beat()).catch(() => {});
-      } catch {
-        // The broker will redeliver if it must; the claim's lease still fences the run.
-      }
-    },
-    Math.min(2 ** 31 - 1, Math.max(100, everyMs)),
-  );
-  timer.unref?.();
-  return () => clearInterval(timer);
+  const beating = new Beating(Math.max(100, everyMs), beat);
+  return () => beating.stop();
+}
+
+// A class, not closures: made per message, and a named closure costs a defineProperty per run
+// where the code is run through esbuild with keepNames (tsx: the tests, the benchmarks).
+class Beating {
+  #tick: ReturnType<typeof wheel.add>;
+  constructor(
+    private readonly period: number,
+    private readonly beat: () => unknown,
+  ) {
+    this.#tick = wheel.add(period, () => this.#fire(), false);
+  }
+
+  #fire(): void {
+    this.#tick = wheel.add(this.period, () => this.#fire(), false);
+    try {
+      void Promise.resolve(this.beat()).catch(() => {});
+    } catch {
+      // The broker will redeliver if it must; the claim's lease still fences the run.
+    }
+  }
+
+  stop(): void {
+    wheel.cancel(this.#tick);
+  }
 }
 
 /** An error as one line of at most 300 characters (a dead letter's reason, a log line). */
@@ -253,23 +281,40 @@ export function errorText(error: unknown): string {
  */
 export class Runs {
   readonly #runs = new Set<Promise<unknown>>();
+  /** Those waiting in any(), woken by the next end (one list, not a race over every run per call). */
+  #waiting: Array<() => void> = [];
 
   add(run: Promise<unknown>): void {
     this.#runs.add(run);
-    void run.finally(() => this.#runs.delete(run));
+    const end = Runs.#ender(this, run);
+    run.then(end, end);
   }
 
   get size(): number {
     return this.#runs.size;
   }
 
-  /** Until one of them ends. */
-  any(): Promise<unknown> {
-    return Promise.race(this.#runs);
+  /** Until one of them ends (at once when none runs). */
+  any(): Promise<void> {
+    if (this.#runs.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.#waiting.push(resolve));
   }
 
   /** Until every one started so far has ended. */
   async settled(): Promise<void> {
     await Promise.allSettled([...this.#runs]);
+  }
+
+  #end(run: Promise<unknown>): void {
+    this.#runs.delete(run);
+    if (this.#waiting.length === 0) return;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
+  }
+
+  /** The end of `run` (made by a call: no name to keep per run, see Beating). */
+  static #ender(runs: Runs, run: Promise<unknown>): () => void {
+    return () => runs.#end(run);
   }
 }
