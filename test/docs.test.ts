@@ -198,6 +198,8 @@ declare const app: import('express').Express;
 `,
   'docs/consumers.md': `
 declare const store: import('onceonly').Store;
+declare const queueUrl: string;
+declare const deadLetterQueueUrl: string;
 declare function ship(order: unknown, options: { attempt: number; signal: AbortSignal }): Promise<void>;
 `,
   'docs/console.md': `
@@ -303,6 +305,10 @@ const ambient = `declare module 'node:sqlite' {
   }
 }
 declare module '@aws-sdk/client-sqs' {
+  export class SQS {
+    constructor(config: object);
+    receiveMessage: any; deleteMessageBatch: any; changeMessageVisibility: any; changeMessageVisibilityBatch: any; sendMessage: any;
+  }
   export class SQSClient { constructor(config: object); send(command: SendMessageCommand): Promise<unknown> }
   export class SendMessageCommand { constructor(input: { QueueUrl: string | undefined; MessageBody: string }) }
 }

@@ -7,12 +7,13 @@
  */
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import mqtt from 'mqtt';
+import { elasticMqForSuite } from './support/elasticmq.js';
 import { reachable, servers } from './support/servers.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -51,7 +52,13 @@ function run(
   });
 }
 
-const examples = [
+const examples: Array<{
+  broker: string;
+  file: string;
+  variable: string;
+  url: string;
+  probe: () => Promise<unknown>;
+}> = [
   {
     broker: 'RabbitMQ',
     file: 'amqp.ts',
@@ -81,6 +88,23 @@ const examples = [
     probe: async () => (await mqtt.connectAsync(servers.mqtt, { reconnectPeriod: 0 })).endAsync(),
   },
 ];
+
+// SQS: ElasticMQ 0.7.1, started here (see support/elasticmq.ts), the example given its endpoint.
+const elastic = await elasticMqForSuite();
+if (elastic) {
+  const client = elastic.client();
+  after(async () => {
+    client.destroy();
+    await elastic.stop();
+  });
+  examples.push({
+    broker: 'ElasticMQ (SQS)',
+    file: 'sqs.ts',
+    variable: 'SQS_ENDPOINT',
+    url: elastic.endpoint,
+    probe: () => client.listQueues({}),
+  });
+}
 
 for (const { broker, file, variable, url, probe } of examples) {
   if (!(await reachable(broker, url, probe))) continue;

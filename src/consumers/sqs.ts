@@ -2,7 +2,8 @@
  * SQS-triggered Lambdas: `export const handler = sqsBatch(store, work)` runs `once()` per record
  * and reports the records to redeliver as partial batch failures (`batchItemFailures`), so a batch
  * that partly failed re-runs only what failed, and a redelivered record that already ran is a
- * duplicate. The SQS and Lambda types are written here, as far as the helper reads them.
+ * duplicate. The SQS and Lambda types are written here, as far as the helper reads them. Long-poll
+ * consumers (`consumeOnce`) are in ./sqs-poll.ts, exported from here too (`onceonly/sqs`).
  */
 
 import { ConfigError } from '../errors.js';
@@ -17,6 +18,17 @@ import {
   type WorkContext,
 } from '../once.js';
 import { verdictOf } from './settle.js';
+
+export {
+  consumeOnce,
+  DEAD_LETTER_ATTRIBUTES,
+  type SqsClient,
+  type SqsConsumer,
+  type SqsConsumerOptions,
+  type SqsMessage,
+  type SqsMessageAttribute,
+  sqsKey,
+} from './sqs-poll.js';
 
 /** One SQS message of a Lambda event, as far as the helper reads it. */
 export interface SqsRecord {

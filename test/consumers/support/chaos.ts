@@ -99,6 +99,12 @@ export interface ChaosReport {
   readonly poisonInLedger: string[];
   /** The distinct ids in the dead letters, sorted. */
   readonly deadLettered: string[];
+  /**
+   * Good messages dead-lettered as a killer message's collateral: every process that ran them was
+   * SIGKILLed, none of their runs confirmed, their claims spent (2 × maxAttempts never ended). Kept
+   * in the broker's dead-letter facility for an operator, so not lost, even with no effect.
+   */
+  readonly deadByKill: string[];
   /** Dead letters in all (a message dead-lettered twice: its copy landed and its ack was killed). */
   readonly deadLetters: number;
   /** The messages that always throw or always kill, sorted. */
@@ -169,13 +175,16 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
     await kit.publish(prefix, ids.slice(0, half));
     await kit.publish(prefix, [...again, ...ids.slice(half)]);
     const deadline = Date.now() + (options.timeoutMs ?? 120_000);
-    const target = n;
     for (;;) {
-      const { rows } = await db.query(
-        `SELECT count(DISTINCT id)::int AS n FROM ${ledger} WHERE kind = 'effect'`,
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT DISTINCT id FROM ${ledger} WHERE kind = 'effect'`,
       );
-      const dead = await kit.deadLettered(prefix);
-      if ((rows[0].n >= target && new Set(dead).size >= poison.length) || Date.now() > deadline) break;
+      const ran = new Set(rows.map((r) => r.id));
+      const dead = new Set(await kit.deadLettered(prefix));
+      // Settled: every poison message dead-lettered, every good one run or dead-lettered (the
+      // verdict below says which dead letters are explained).
+      const settled = poison.every((id) => dead.has(id)) && ids.every((id) => ran.has(id) || dead.has(id));
+      if (settled || Date.now() > deadline) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     // Let any late redelivery land (a copy, a retry) before the verdict.
@@ -213,16 +222,33 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
       [[...effects].filter(([, count]) => count > 1).map(([id]) => id)],
     );
     const explained = (f: (typeof firsts)[number]) => f.unconfirmed && killedPids.has(f.pid);
+    // A good message dead-lettered is explained only as the collateral of a killer message: its
+    // claims never ended (settle.ts's `exhausted`) because every process that ran it was SIGKILLed:
+    // no run of it was confirmed, and each of its runs that left a row ran in a killed process.
+    const deadIds = [...new Set(dead)];
+    const { rows: runsOfDead } = await db.query<{ id: string; kind: string; pid: number }>(
+      `SELECT id, kind, pid FROM ${ledger} WHERE id = ANY($1)`,
+      [deadIds.filter((id) => !poison.includes(id))],
+    );
+    const byKill = new Set(
+      deadIds.filter(
+        (id) =>
+          !poison.includes(id) &&
+          runsOfDead.every((r) => r.id !== id || (r.kind !== 'confirmed' && killedPids.has(r.pid))),
+      ),
+    );
     const throws = rows.filter((r) => r.kind === 'throw').reduce((sum, r) => sum + r.n, 0);
     return {
       published: ids.length + again.length,
       killsLanded: killed,
       throws,
-      lost: ids.filter((id) => !poison.includes(id) && !effects.has(id)),
+      // Lost: a good message with no effect that is not in the dead letters as a killer's collateral.
+      lost: ids.filter((id) => !poison.includes(id) && !effects.has(id) && !byKill.has(id)),
       doubled: firsts.filter((f) => !explained(f)).map((f) => f.id),
       doubledByKill: firsts.filter(explained).map((f) => f.id),
       poisonInLedger: poison.filter((id) => effects.has(id)),
-      deadLettered: [...new Set(dead)].sort(),
+      deadLettered: deadIds.filter((id) => !byKill.has(id)).sort(),
+      deadByKill: [...byKill].sort(),
       deadLetters: dead.length,
       poison: [...poison].sort(),
       processes,
@@ -237,7 +263,7 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
 
 /** One line for the test's log. */
 export function chaosSummary(label: string, r: ChaosReport): string {
-  return `${label}: ${r.published} published (with copies), ${r.processes} processes, ${r.killsLanded} SIGKILLs landed, ${r.throws} throws; lost ${r.lost.length}, doubled ${r.doubled.length} (and ${r.doubledByKill.length} by a SIGKILL between effect and confirm), dead-lettered ${r.deadLettered.length} of ${r.poison.length} poison (${r.deadLetters} dead letters)`;
+  return `${label}: ${r.published} published (with copies), ${r.processes} processes, ${r.killsLanded} SIGKILLs landed, ${r.throws} throws; lost ${r.lost.length}, doubled ${r.doubled.length} (and ${r.doubledByKill.length} by a SIGKILL between effect and confirm), dead-lettered ${r.deadLettered.length} of ${r.poison.length} poison (${r.deadLetters} dead letters; ${r.deadByKill.length} good ones beside a killer, every run of theirs SIGKILLed)`;
 }
 
 /**
@@ -267,7 +293,15 @@ export async function chaosSuite(options: {
         `${r.doubledByKill.length} doubles for ${r.killsLanded} kills of ${IN_FLIGHT} in flight`,
       );
       assert.deepEqual(r.poisonInLedger, []);
-      assert.deepEqual(r.deadLettered, r.poison, 'the poison and killer messages are dead-lettered');
+      assert.deepEqual(
+        r.deadLettered,
+        r.poison,
+        'the poison and killer messages are dead-lettered, and no good message but a killed one',
+      );
+      assert.ok(
+        r.deadByKill.length <= r.killsLanded,
+        `${r.deadByKill.length} good dead-lettered beside a killer`,
+      );
     });
   });
 }
