@@ -7,25 +7,15 @@
  */
 import { strict as assert } from 'node:assert';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createReceiver, type DeliveryResult, hmac, type Store } from '../src/index.js';
-import { sqliteStore } from '../src/stores/sqlite.js';
-import { openSqlite } from './support/sqlite-client.js';
+import { sqliteStorePairs } from './support/sqlite-pair.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const SECRET = 'workers-secret';
-const dir = mkdtempSync(join(tmpdir(), 'onceonly-inbox-workers-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
 
 /** A SQLite store on a file of its own, and a second one on the same file (another process's). */
-function stores(): [Store, Store] {
-  const file = join(dir, `inbox-${files++}.db`);
-  return [sqliteStore({ client: openSqlite(file).client }), sqliteStore({ client: openSqlite(file).client })];
-}
+const stores = sqliteStorePairs('inbox-workers');
 
 const provider = () =>
   hmac<{ id: string; type: string }>({
@@ -166,6 +156,54 @@ describe('inbox workers', () => {
     assert.equal(peak, 2, `at most 2 at once (peak ${peak})`);
   });
 
+  it('a worker holds up to 4 × `concurrency` ahead while its runs are short, `concurrency` ahead while they are slow, in takes of at most 2 × `concurrency`', async () => {
+    // Each take's batch size (`limit`) is recorded, and after each the entries held ahead: taken,
+    // their handler not started yet.
+    const heldOf = async (handlerMs: number, entries: number) => {
+      const [store] = stores();
+      const inner = store.inbox!;
+      const limits: number[] = [];
+      let taken = 0;
+      let started = 0;
+      let held = 0;
+      const inbox = {
+        ...inner,
+        take: async (o: Parameters<typeof inner.take>[0]) => {
+          limits.push(o.limit);
+          const jobs = await inner.take(o);
+          taken += jobs.length;
+          held = Math.max(held, taken - started);
+          return jobs;
+        },
+      };
+      let done = 0;
+      const receiver = createReceiver({
+        provider: provider(),
+        store: { ...store, inbox },
+        inbox: true,
+        handler: async () => {
+          started++;
+          await sleep(handlerMs);
+          done++;
+        },
+        logger: false,
+      });
+      for (let i = 0; i < entries; i++) await receiver.fetch(delivery(`evt_d${handlerMs}_${i}`));
+      const worker = receiver.startWorker({ concurrency: 2, pollInterval: '20ms' });
+      const deadline = Date.now() + 10_000;
+      while (done < entries && Date.now() < deadline) await sleep(10);
+      await worker.stop();
+      assert.equal(done, entries, 'every entry ran');
+      assert.ok(Math.max(...limits) <= 4, `takes for at most 2 × concurrency (${limits})`);
+      return held;
+    };
+    const short = await heldOf(0, 80);
+    assert.ok(short > 4, `short runs: more than 2 × concurrency held ahead (${short})`);
+    assert.ok(short <= 10, `never more than concurrency + 4 × concurrency (${short})`);
+    const slow = await heldOf(60, 14);
+    assert.ok(slow <= 4, `slow runs: at most 2 × concurrency held (${slow})`);
+  });
+
   it('stop() hands back every entry taken ahead and not started: pending, due at once, none leased to nobody, none run twice', async () => {
     // Prepare: concurrency 2, six entries, handlers held until released.
     const [store, other] = stores();
@@ -215,8 +253,8 @@ describe('inbox workers', () => {
   });
 
   it('an entry taken ahead whose lease ran out while it waited for a slot is not run by the worker that took it: the run that took it over is the only one', async () => {
-    // Prepare: concurrency 1, lease 300 ms; the first entry's handler holds the slot past the lease
-    // of the entry taken ahead behind it (its own lease kept by its heartbeats).
+    // Prepare: concurrency 1, lease 300 ms; the first entry's handler holds the slot while the
+    // process stalls past the lease of the entry taken ahead behind it.
     const [store, other] = stores();
     const ran: [string, number][] = [];
     let release!: () => void;
@@ -232,7 +270,7 @@ describe('inbox workers', () => {
         inbox: true,
         handler: async ({ id, attempt }) => {
           ran.push([id!, attempt]);
-          if (id === 'evt_t0') await held;
+          if (id === 'evt_t0' && attempt === 1) await held;
         },
         logger: false,
       });
@@ -243,79 +281,93 @@ describe('inbox workers', () => {
     const deadline = Date.now() + 10_000;
     while (ran.length < 1 && Date.now() < deadline) await sleep(10);
     assert.equal((await store.inbox!.stats()).processing, 2, 'evt_t1 taken ahead');
-    // Act: past its lease, another worker takes evt_t1 over and runs it; then the slot frees.
-    await sleep(450);
-    assert.equal(await make(other).runDue(), 1);
+    // Act: this process stalls past the lease of evt_t1 (its event loop blocked: the keeper that
+    // extends the entries held ahead cannot run); before it resumes another worker takes evt_t1
+    // over and runs it (and evt_t0, whose heartbeats stalled too); then the first run ends.
+    const stalled = Date.now() + 450;
+    while (Date.now() < stalled) {
+      // blocked
+    }
+    assert.equal(await make(other).runDue(), 2);
     release();
     while ((await store.inbox!.stats()).completed < 2 && Date.now() < deadline) await sleep(10);
     await worker.stop();
-    // Assess: evt_t1 ran once, by the takeover (attempt 2); evt_t0 once.
+    // Assess: evt_t1 ran once, by the takeover (attempt 2); the stalled worker never ran it.
     assert.deepEqual(ran, [
       ['evt_t0', 1],
+      ['evt_t0', 2],
       ['evt_t1', 2],
     ]);
     assert.equal((await store.inbox!.get('acme:evt_t1'))?.state, 'completed');
   });
 
-  it("a slot frees when its handler ends, the entry's complete still in flight; handlers and completes in flight at most twice `concurrency` together", async () => {
-    // Prepare: completes held at the store until released; concurrency 2, eight entries.
-    const [base] = stores();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let completing = 0;
-    let peak = 0;
-    const completed: boolean[] = [];
-    const store: Store = {
-      ...base,
-      inbox: {
-        ...base.inbox!,
-        complete: async (lease, options) => {
-          peak = Math.max(peak, ++completing);
-          await held;
-          completing--;
-          const done = await base.inbox!.complete(lease, options);
-          completed.push(done);
-          return done;
+  for (const [handlerMs, bound, what] of [
+    [60, 4, 'twice `concurrency` while runs are slow'],
+    [0, 10, '5 × `concurrency` (it and 4 × ahead) while runs are short'],
+  ] as const)
+    it(`a slot frees when its handler ends, the entry's complete still in flight; handlers and completes in flight at most ${what}`, async () => {
+      // Prepare: completes held at the store until released; concurrency 2, fourteen entries.
+      const entries = 14;
+      const [base] = stores();
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let completing = 0;
+      let peak = 0;
+      const completed: boolean[] = [];
+      const store: Store = {
+        ...base,
+        inbox: {
+          ...base.inbox!,
+          complete: async (lease, options) => {
+            peak = Math.max(peak, ++completing);
+            await held;
+            completing--;
+            const done = await base.inbox!.complete(lease, options);
+            completed.push(done);
+            return done;
+          },
+          // The worker's completes in one call where the store can: held alike, each lease counted.
+          completeMany: async (leases, options) => {
+            completing += leases.length;
+            peak = Math.max(peak, completing);
+            await held;
+            completing -= leases.length;
+            const done = await base.inbox!.completeMany!(leases, options);
+            completed.push(...done);
+            return done;
+          },
         },
-        // The worker's completes in one call where the store can: held alike, each lease counted.
-        completeMany: async (leases, options) => {
-          completing += leases.length;
-          peak = Math.max(peak, completing);
-          await held;
-          completing -= leases.length;
-          const done = await base.inbox!.completeMany!(leases, options);
-          completed.push(...done);
-          return done;
+      };
+      let started = 0;
+      const receiver = createReceiver({
+        provider: provider(),
+        store,
+        inbox: true,
+        handler: async () => {
+          started++;
+          if (handlerMs > 0) await sleep(handlerMs);
         },
-      },
-    };
-    let started = 0;
-    const receiver = createReceiver({
-      provider: provider(),
-      store,
-      inbox: true,
-      handler: () => void started++,
-      logger: false,
+        logger: false,
+      });
+      for (let i = 0; i < entries; i++) await receiver.fetch(delivery(`evt_f${handlerMs}_${i}`));
+      // Act: a worker runs them while no complete lands.
+      const worker = receiver.startWorker({ concurrency: 2, pollInterval: '20ms' });
+      const deadline = Date.now() + 10_000;
+      while (started < bound && Date.now() < deadline) await sleep(10);
+      await sleep(100 + 2 * handlerMs);
+      // Assess: `bound` handlers ran (two slots, each freed at its handler's end), then no more:
+      // `bound` runs between handler start and complete landed is the bound.
+      assert.equal(started, bound, `${bound} handlers ran with no complete landed`);
+      assert.ok(peak >= 1 && peak <= bound, `at most ${bound} completes out (${peak} at the store)`);
+      release();
+      while (completed.length < entries && Date.now() < deadline) await sleep(10);
+      await worker.stop();
+      // Each complete presented its own lease and landed.
+      assert.deepEqual(completed, Array(entries).fill(true));
+      assert.equal((await base.inbox!.stats()).completed, entries);
     });
-    for (let i = 0; i < 8; i++) await receiver.fetch(delivery(`evt_f${i}`));
-    // Act: a worker runs them while no complete lands.
-    const worker = receiver.startWorker({ concurrency: 2, pollInterval: '20ms' });
-    const deadline = Date.now() + 10_000;
-    while (started < 4 && Date.now() < deadline) await sleep(10);
-    await sleep(100);
-    // Assess: four handlers ran (two slots, each freed at its handler's end), then no more: four
-    // runs between handler start and complete landed is the bound.
-    assert.equal(started, 4, 'four handlers ran with no complete landed');
-    assert.ok(peak >= 1 && peak <= 4, `at most 2 × concurrency completes out (${peak} at the store)`);
-    release();
-    while (completed.length < 8 && Date.now() < deadline) await sleep(10);
-    await worker.stop();
-    // Each complete presented its own lease and landed.
-    assert.deepEqual(completed, Array(8).fill(true));
-    assert.equal((await base.inbox!.stats()).completed, 8);
-  });
 });
 
 describe('inbox workers over a store that fails while it still notifies', () => {

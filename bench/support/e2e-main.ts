@@ -20,7 +20,8 @@ const WARM = small ? 50 : 200;
 const L = small ? 20 : 100;
 const IN_FLIGHT = 32;
 const CONCURRENCY = 8;
-const HANDLERS = [0, 5];
+// BENCH_HANDLERS=0 for the no-op handler alone (the handler times in ms, comma-separated).
+const HANDLERS = process.env.BENCH_HANDLERS?.split(',').map(Number) ?? [0, 5];
 const run = randomBytes(3).toString('hex');
 // CLOCK_MONOTONIC, one clock for every process on the host. Not performance.timeOrigin + now():
 // timeOrigin is the wall clock read at each process's start, and the wall clock drifts from the

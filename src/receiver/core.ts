@@ -166,7 +166,7 @@ export function createCore(
     runInfo,
     policy,
     inbox,
-    complete: inbox ? batchedComplete(inbox) : undefined,
+    complete: inbox ? batchedComplete(inbox, timings.storeTimeoutMs) : undefined,
     handshake: typeof provider.handshake === 'function' ? provider.handshake.bind(provider) : undefined,
     wakers: new Set(),
     clashes: new Clashes(),

@@ -42,6 +42,7 @@ if (up) {
       for (const statement of ddl.split(';').filter((x) => x.trim() !== '')) await pool.query(statement);
     },
     inbox: (t, autoCreate) => mysqlStore({ client: pool, table: t, autoCreate }).inbox,
+    ready: (t, options) => mysqlStore({ client: pool, table: t }).ready(options),
     table: (name) => `${table}_${name}`,
     setColumn: async (t, key, column, value) =>
       void (await pool.query(`UPDATE \`${t}_inbox\` SET ${column} = ? WHERE entry_key = ?`, [value, key])),

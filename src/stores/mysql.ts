@@ -83,8 +83,11 @@ export interface MysqlStore extends Store, StoreAdmin {
    * docs/mysql.md.
    */
   purgeExpired(options?: MysqlPurgeOptions): Promise<number>;
-  /** Creates the tables now instead of on first use (a no-op after the first success). */
-  ready(): Promise<void>;
+  /**
+   * Creates the tables now instead of on first use (a no-op after the first success); with
+   * `{ inbox: true }` the inbox's table too (`<table>_inbox`), for receivers in inbox mode.
+   */
+  ready(options?: { inbox?: boolean }): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
   /**

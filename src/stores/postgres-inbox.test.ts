@@ -41,6 +41,7 @@ if (up) {
     migration: postgresInboxMigration,
     apply: async (ddl) => void (await pool.query(ddl)),
     inbox: (t, autoCreate) => postgresStore({ client: pool, table: t, autoCreate }).inbox,
+    ready: (t, options) => postgresStore({ client: pool, table: t }).ready(options),
     table: (name) => `${table}_${name}`,
     setColumn: async (t, key, column, value) =>
       void (await pool.query(`UPDATE "${t}_inbox" SET ${column} = $1 WHERE entry_key = $2`, [value, key])),

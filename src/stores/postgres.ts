@@ -82,8 +82,11 @@ export interface PostgresStore extends Store, StoreAdmin {
    * Returns how many rows it deleted. Schedule it (cron, pg_cron, a timer): see docs/postgres.md.
    */
   purgeExpired(options?: PurgeOptions): Promise<number>;
-  /** Creates the tables now instead of on first use (a no-op after the first success). */
-  ready(): Promise<void>;
+  /**
+   * Creates the tables now instead of on first use (a no-op after the first success); with
+   * `{ inbox: true }` the inbox's table too (`<table>_inbox`), for receivers in inbox mode.
+   */
+  ready(options?: { inbox?: boolean }): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
   /**

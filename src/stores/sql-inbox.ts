@@ -53,17 +53,15 @@ import {
   stateOf,
   view,
 } from './sql/inbox-rows.js';
-import { type InboxStatements, inboxStatements, wasDue } from './sql/inbox-statements.js';
+import { inboxStatements, wasDue } from './sql/inbox-statements.js';
 import {
-  DUE_HEX,
   type Row,
-  type SqlInboxDialect,
-  type SqlInboxDriver,
   type SqlInboxOptions,
   type SqlInboxResult,
   type SqlInboxStatement,
   STATE,
 } from './sql/inbox-types.js';
+import { completeMany, type InboxContext, takeInTransaction, takeReturning } from './sql/inbox-writes.js';
 import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import { sqlStoreError, type TableNames } from './sql.js';
 
@@ -102,17 +100,6 @@ function count(value: unknown, name: string, store: string): number {
     );
   }
   return value as number;
-}
-
-/** What the inbox's operations share: its dialect, driver, statements, and the store's errors. */
-interface InboxContext {
-  readonly d: SqlInboxDialect;
-  readonly driver: SqlInboxDriver;
-  readonly store: string;
-  readonly s: InboxStatements;
-  ready(): Promise<void>;
-  exec(action: string, s: SqlInboxStatement, values: unknown[]): Promise<SqlInboxResult>;
-  fail(action: string, err: unknown): StoreUnavailableError;
 }
 
 /** The values of a retry, in its placeholders' order: delay, error line, then the owner check. */
@@ -196,53 +183,6 @@ async function accept(
   throw new StoreUnavailableError(
     `onceonly: ${c.d.errors.store} store could not accept "${input.key}" into its inbox: it changed under every one of 10 tries; retry the delivery later`,
   );
-}
-
-/** The rows of a take in one statement: `UPDATE ... RETURNING`. */
-async function takeReturning(
-  c: InboxContext,
-  receiver: string | undefined,
-  limit: number,
-  leaseMs: number,
-): Promise<Row[]> {
-  const values = [...(receiver === undefined ? [] : [receiver]), newToken(), leaseMs];
-  return (await c.exec('take inbox entries', c.s.take(receiver !== undefined, limit), values)).rows;
-}
-
-/** The rows of a take without `RETURNING`: a locking read and an UPDATE in one transaction. */
-async function takeInTransaction(
-  c: InboxContext,
-  receiver: string | undefined,
-  limit: number,
-  leaseMs: number,
-): Promise<Row[]> {
-  const { driver } = c;
-  if (!driver.transaction) throw new TypeError('onceonly: this SQL inbox needs a driver transaction');
-  const select = c.s.takeSelect(receiver !== undefined, limit);
-  await c.ready();
-  try {
-    return await driver.transaction(async (query): Promise<Row[]> => {
-      const { rows } = await query(select, receiver === undefined ? [] : [receiver]);
-      if (rows.length === 0) return [];
-      const prefix = newToken();
-      const expires = num(rows[0]!.now_ms) + leaseMs;
-      const update = c.s.takeUpdate(rows.length);
-      await query(update, [prefix, expires, num(rows[0]!.now_ms), ...rows.map((r) => r.entry_key)]);
-      // The rows are locked until commit: what the UPDATE wrote follows from what was read.
-      return rows.map((r) => ({
-        ...r,
-        token:
-          (r.token === '' ? '0' : '1') +
-          num(r.due_at).toString(16).padStart(DUE_HEX, '0') +
-          prefix +
-          BigInt(String(r.seq)).toString(16),
-        attempts: num(r.attempts) + 1,
-        due_at: expires,
-      }));
-    });
-  } catch (err) {
-    throw c.fail('take inbox entries', err);
-  }
 }
 
 const filters = (o: { receiver?: string | undefined; state?: InboxState | undefined }) => {
@@ -335,7 +275,7 @@ function inboxContext(options: SqlInboxOptions): InboxContext {
 }
 
 /** The inbox over a SQL store: see the module comment. */
-export function sqlInbox(options: SqlInboxOptions): InboxStore {
+export function sqlInbox(options: SqlInboxOptions): InboxStore & { ready(): Promise<void> } {
   const c = inboxContext(options);
   const { d, exec, s, store } = c;
   const { job, storedOf } = jobReader();
@@ -347,29 +287,10 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
   const owned = async (action: string, st: SqlInboxStatement, lease: Lease, before: unknown[]) =>
     (await exec(action, st, [...before, storedOf(lease), lease.token, lease.attempt])).changes > 0;
 
-  /**
-   * Completes in one statement, each under its own owner check (a row comes back for each it
-   * changed: its key and attempt, which the lease's token and attempt matched). Up to 64 a
-   * statement; a batch naming one key twice goes one by one.
-   */
-  const completeMany = async (leases: readonly Lease[], retention: number, drop: boolean) => {
-    const keys = leases.map((l) => storedOf(l));
-    const owned1 = (l: Lease) =>
-      l.token !== '' && owned('complete an inbox entry', drop ? s.completeDrop : s.complete, l, [retention]);
-    if (new Set(keys).size !== keys.length) return Promise.all(leases.map(owned1));
-    const done = new Set<string>();
-    for (let at = 0; at < leases.length; at += 64) {
-      const part = leases.slice(at, at + 64).filter((l) => l.token !== '');
-      if (part.length === 0) continue;
-      const values: unknown[] = [retention];
-      for (const l of part) values.push(storedOf(l), l.token, l.attempt);
-      const { rows } = await exec('complete inbox entries', s.completeMany(part.length, drop), values);
-      for (const row of rows) done.add(`${String(row.entry_key)}\n${num(row.attempts)}`);
-    }
-    return leases.map((l, i) => l.token !== '' && done.has(`${keys[i]}\n${l.attempt}`));
-  };
-
   return {
+    /** Creates the table now (when `autoCreate`), instead of on first use. */
+    ready: c.ready,
+
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
       accept(c, input, acceptOptions),
 
@@ -408,10 +329,15 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore {
       return owned('complete an inbox entry', dropBody ? s.completeDrop : s.complete, lease, [retention]);
     },
 
-    ...(d.returning
+    ...(d.returning || c.driver.transaction
       ? {
-          completeMany: (leases: readonly Lease[], o: { retentionMs: number; dropBody?: boolean }) =>
-            completeMany(leases, ms(o.retentionMs, 'retentionMs', store, 0), o.dropBody === true),
+          completeMany: (leases: readonly Lease[], o: { retentionMs: number; dropBody?: boolean }) => {
+            const retention = ms(o.retentionMs, 'retentionMs', store, 0);
+            const drop = o.dropBody === true;
+            const one = (l: Lease) =>
+              owned('complete an inbox entry', drop ? s.completeDrop : s.complete, l, [retention]);
+            return completeMany(c, leases, { retention, drop, storedOf, one });
+          },
         }
       : {}),
 

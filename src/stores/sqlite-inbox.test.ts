@@ -29,6 +29,7 @@ sqlInboxSchemaSpec({
   migration: sqliteInboxMigration,
   apply: async (ddl) => void dbs[0]!.exec(ddl),
   inbox: (table, autoCreate) => sqliteStore({ client: dbs[0]!.client, table, autoCreate }).inbox,
+  ready: (table, options) => sqliteStore({ client: dbs[0]!.client, table }).ready(options),
   table: (name) => `oo_schema_${name}`,
   setColumn: async (t, key, column, value) =>
     void dbs[0]!.prepare(`UPDATE "${t}_inbox" SET ${column} = ? WHERE entry_key = ?`).run(value, key),

@@ -148,8 +148,11 @@ export interface SqliteStore extends Store, StoreAdmin {
    * Returns how many rows it deleted. Schedule it: see docs/sqlite.md.
    */
   purgeExpired(options?: SqlitePurgeOptions): Promise<number>;
-  /** Creates the tables (and switches to WAL) now instead of on first use. */
-  ready(): Promise<void>;
+  /**
+   * Creates the tables (and switches to WAL) now instead of on first use; with `{ inbox: true }`
+   * the inbox's table too (`<table>_inbox`), for receivers in inbox mode.
+   */
+  ready(options?: { inbox?: boolean }): Promise<void>;
   /** The (quoted) table names the store uses. */
   readonly tables: { readonly keys: string; readonly versions: string };
   /**

@@ -12,7 +12,7 @@ import type { InboxStore } from '../../src/core/inbox.js';
 import { storeKey } from '../../src/core/keys.js';
 
 /** The names this suite passes to `spec.table()`: a store's test drops each of them afterwards. */
-export const SCHEMA_TABLES = ['missing', 'migrated', 'damaged', 'hashed', 'names'] as const;
+export const SCHEMA_TABLES = ['missing', 'migrated', 'damaged', 'hashed', 'names', 'ready'] as const;
 
 export interface SqlInboxSchemaSpec {
   /** The store, in test names. */
@@ -23,6 +23,8 @@ export interface SqlInboxSchemaSpec {
   /** Runs a migration's text (several statements). */
   apply(ddl: string): Promise<void>;
   inbox(table: string, autoCreate: boolean): InboxStore;
+  /** The store's `ready(options)` (autoCreate on) over `table`. */
+  ready(table: string, options?: { inbox?: boolean }): Promise<void>;
   /** A table name unique to this run and case. */
   table(name: (typeof SCHEMA_TABLES)[number]): string;
   /** Writes a column of the entry stored under `key` in `<table>_inbox` as is (damage from outside). */
@@ -48,6 +50,16 @@ export function sqlInboxSchemaSpec(spec: SqlInboxSchemaSpec): void {
         assert.match(err.message, new RegExp(`${spec.migrationName}\\('`));
         return true;
       });
+    });
+
+    it('store.ready() creates the claims tables only; ready({ inbox: true }) the inbox table too, before any inbox call', async () => {
+      const table = spec.table('ready');
+      const missing = (err: unknown) =>
+        err instanceof StoreMisconfiguredError && err.code === 'store_missing_table';
+      await spec.ready(table);
+      await assert.rejects(spec.inbox(table, false).accept(entry('schema:evt_r0')), missing);
+      await spec.ready(table, { inbox: true });
+      assert.equal((await spec.inbox(table, false).accept(entry('schema:evt_r1'))).status, 'accepted');
     });
 
     it("the exported migration (run twice: idempotent) makes a table the inbox uses as it is; a take without a receiver takes every receiver's", async () => {

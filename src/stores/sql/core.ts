@@ -373,7 +373,7 @@ export function sqlStore(parts: SqlStoreParts) {
   // PostgreSQL's watch: one LISTEN per store hears what the writes that make an entry due notify.
   const { watch, notify } = parts.driver.inbox;
   const hub = watch ? watchHub(watch) : undefined;
-  const sqlBox: InboxStore = sqlInbox({
+  const sqlBox = sqlInbox({
     dialect: dialect.inbox,
     names: dialect.inboxNames,
     table: parts.table,
@@ -386,7 +386,8 @@ export function sqlStore(parts: SqlStoreParts) {
   // commits of every transaction that notifies (a lock held through the commit's flush), which cut
   // the accepts of 32 in flight to 0.37x of a raw INSERT. Coalesced: one in flight per receiver.
   const told = notify && coalesced(notify);
-  const inbox: InboxStore = { ...sqlBox };
+  const { ready: _, ...box } = sqlBox;
+  const inbox: InboxStore = box;
   if (hub) inbox.watch = hub.watch;
   if (told) {
     inbox.accept = async (input, acceptOptions) => {
@@ -401,8 +402,9 @@ export function sqlStore(parts: SqlStoreParts) {
     inbox,
     health: async (scope?: HealthScope): Promise<StoreHealth> => health(c, scope),
     /** Creates the tables now instead of on first use (a no-op after the first success). */
-    ready: async (): Promise<void> => {
+    ready: async (options?: { inbox?: boolean }): Promise<void> => {
       await c.ready('create its tables');
+      if (options?.inbox === true) await sqlBox.ready();
     },
     claim: async (key: string, options: ClaimOptions): Promise<Claim> => claim(c, key, options),
     confirm: async (lease: Lease, { retentionMs }: { retentionMs: number }): Promise<boolean> =>

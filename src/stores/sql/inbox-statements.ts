@@ -68,9 +68,14 @@ WHERE body IS NOT NULL`;
  */
 const stillDue = (NOW: string) => `+state = ${STATE.queued} AND +due_at <= ${NOW}`;
 
-/** The owner checks of `n` leases at once: one entry's run each. */
+/**
+ * The owner checks of `n` leases at once: one entry's run each. The state is compared as an
+ * expression (`+state`): each lease names its row by key, but PostgreSQL without fresh statistics
+ * read `state = 0` as selective and scanned the due index instead (a batch of 8 under 36,000 queued
+ * entries: 1.6 ms, against 0.15 ms by key).
+ */
 const owners = (n: number) =>
-  `state = ${STATE.queued} AND (${Array.from({ length: n }, () => '(entry_key = ? AND token = ? AND attempts = ?)').join(' OR ')})`;
+  `+state = ${STATE.queued} AND (${Array.from({ length: n }, () => '(entry_key = ? AND token = ? AND attempts = ?)').join(' OR ')})`;
 
 /** Makes each statement once (by name and text), its placeholders in the dialect's form. */
 function statementMaker(d: SqlInboxDialect) {
@@ -138,15 +143,19 @@ WHERE entry_key = ? AND state = ${STATE.completed} AND due_at <= ${NOW}`,
     complete: ownedWrite('complete', COMPLETE),
     completeDrop: ownedWrite('complete_drop', COMPLETE_DROP),
     /**
-     * `n` completes in one statement (dialects with `RETURNING`), each row under its own owner
-     * check; the rows it changed come back. Values: retention, then key, token, attempt per lease.
+     * `n` completes in one statement, each row under its own owner check; with `RETURNING`, the rows
+     * it changed come back. Without it (MySQL), `ownedRows` reads and locks those rows first, in the
+     * same transaction. Values: retention, then key, token, attempt per lease.
      */
     completeMany: (n: number, drop: boolean) =>
       st(
         `complete_many${drop ? '_drop' : ''}_${n}`,
-        `UPDATE ${T} SET ${drop ? COMPLETE_DROP : COMPLETE} WHERE ${owners(n)} RETURNING entry_key, attempts`,
-        true,
+        `UPDATE ${T} SET ${drop ? COMPLETE_DROP : COMPLETE} WHERE ${owners(n)}${d.returning ? ' RETURNING entry_key, attempts' : ''}`,
+        d.returning,
       ),
+    /** Values: key, token, attempt per lease. */
+    ownedRows: (n: number) =>
+      st(`owned_rows_${n}`, `SELECT entry_key, attempts FROM ${T} WHERE ${owners(n)} FOR UPDATE`, true),
     /** Values: delay, error line, then the owner check. */
     retry: ownedWrite('retry', `token = '', due_at = ${NOW} + ?, updated_at = ${NOW}, last_error = ?`, true),
     bury: ownedWrite(
