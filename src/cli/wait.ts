@@ -67,10 +67,18 @@ export function assignPort(
   let port: number | undefined;
   let picking = false;
   const waiting: WorkerLike[] = [];
+  // A worker killed after it said ready needs no port (its restart asks again): a send to it that
+  // throws (EPIPE: its channel closed between the check and the send) must not throw out of here.
+  const tell = (worker: WorkerLike, listen: number) => {
+    if (worker.isDead()) return;
+    try {
+      worker.send({ onceonlyListen: listen });
+    } catch {}
+  };
   const onMessage = (worker: WorkerLike, message: unknown) => {
     if ((message as { onceonlyReady?: unknown } | null)?.onceonlyReady !== true) return;
     if (port !== undefined) {
-      worker.send({ onceonlyListen: port });
+      tell(worker, port);
       return;
     }
     waiting.push(worker);
@@ -78,7 +86,7 @@ export function assignPort(
     picking = true;
     void freePort().then((picked) => {
       port = picked;
-      for (const w of waiting.splice(0)) if (!w.isDead()) w.send({ onceonlyListen: picked });
+      for (const w of waiting.splice(0)) tell(w, picked);
     });
   };
   cluster.on('message', onMessage);

@@ -18,6 +18,7 @@ import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
 import { toResponse } from '../receiver/http.js';
 import { createReceiver } from '../receiver/receiver.js';
+import type { HandlerContext } from '../receiver/types.js';
 import { CHARGE_KILLS, type ChargeKill, chargeEvent, type DemoEffects } from './demo/api-effect.js';
 import { ledgerWriter } from './demo/ledger.js';
 import { eventIdOf, type SimProvider } from './sign.js';
@@ -88,6 +89,12 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 // clears its own: a duplicate of the same event answered in-flight meanwhile must not open the
 // window early.
 const unconfirmed = new Set<string>();
+// Runs whose handler failed here, their retry or burial still on its way to the store. A kill in
+// that window would leave a burial the store made and the ledger never heard of (an event neither
+// applied nor dead there, so never drained): the kill waits for these too.
+const failing = new Set<string>();
+/** The receiver's store deadline (its default: the demo does not set it). */
+const STORE_DEADLINE_MS = 3_000;
 const ran = (key: string | undefined, attempt: number | undefined) => `${key}#${attempt}`;
 // The ledger's event id of each key a handler ran here (GitHub's is in the body, not the result).
 const eventOfKey = new Map<string, string | undefined>();
@@ -146,9 +153,55 @@ async function kill(id: string | undefined, at: string, due: boolean): Promise<v
 
 async function crash(): Promise<never> {
   dying = true;
-  while (unconfirmed.size > 0) await sleep(1);
+  // (The failed runs' store calls end within their store deadline: wait no longer than that.)
+  const failedBy = performance.now() + 2 * STORE_DEADLINE_MS;
+  while (unconfirmed.size > 0 || (failing.size > 0 && performance.now() < failedBy)) await sleep(1);
   process.kill(process.pid, 'SIGKILL');
   return new Promise<never>(() => {});
+}
+
+/** One chaotic handler run: a kill, a throw or a hang as the dice say, else the effect. */
+async function chaosRun(ctx: HandlerContext<unknown>): Promise<void> {
+  const deadlineAt = performance.now() + config.timeoutMs;
+  const { event, id: deliveryId, key, attempt, signal } = ctx;
+  const id = eventIdOf(config.provider, event, deliveryId);
+  if (key !== undefined) eventOfKey.set(key, id);
+  ledger.write('runs', { id: id ?? null, attempt, pid: process.pid });
+  const dice = Math.random();
+  if (++runs === killAt) killDue = true;
+  const api = config.effects === 'ledger' ? undefined : config.effects;
+  // The API effect's kills land after the call, where the run has charged and not yet ended.
+  let chargeKill: ChargeKill | undefined;
+  let due = false;
+  if (killDue || dice < killRate) {
+    due = killDue;
+    killDue = false;
+    if (api) chargeKill = CHARGE_KILLS[Math.floor(Math.random() * CHARGE_KILLS.length)];
+    else await kill(id, 'mid-work', due);
+  }
+  // A kill refused is a throw instead (the dice say so), as are throws; with the API effect they
+  // strike before the call or after it (a later step failed), half and half, and after a kill's.
+  const late = chargeKill !== undefined || (api !== undefined && Math.random() < 0.5);
+  const chaos = async () => {
+    if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
+    if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
+  };
+  if (!late) await chaos();
+  await sleep(2 + Math.random() * 10, signal); // the real work
+  if (api)
+    await chargeEvent(ctx, api, config.paymentsUrl!, String(id), chargeKill, (at) => kill(id, at, due));
+  if (late) await chaos();
+  // A well-behaved handler commits nothing once its signal has aborted.
+  if (signal.aborted) throw signal.reason;
+  // This process is about to be killed: the run dies here, before its effect, like the killed one.
+  if (dying) await new Promise<never>(() => {});
+  if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) {
+    // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
+    await sleep(config.timeoutMs, signal);
+    throw new Error('ended at its deadline before its effect');
+  }
+  ledger.write('effects', { id: id ?? null, attempt, pid: process.pid });
+  unconfirmed.add(ran(key, attempt));
 }
 
 const provider =
@@ -177,52 +230,17 @@ const receiver = createReceiver({
       if (!/: handler_(failed|timeout): |: dead in the inbox: /.test(message)) console.error(message);
     },
   },
-  handler: async (ctx) => {
-    const deadlineAt = performance.now() + config.timeoutMs;
-    const { event, id: deliveryId, key, attempt, signal } = ctx;
-    const id = eventIdOf(config.provider, event, deliveryId);
-    if (key !== undefined) eventOfKey.set(key, id);
-    ledger.write('runs', { id: id ?? null, attempt, pid: process.pid });
-    const dice = Math.random();
-    if (++runs === killAt) killDue = true;
-    const api = config.effects === 'ledger' ? undefined : config.effects;
-    // The API effect's kills land after the call, where the run has charged and not yet ended.
-    let chargeKill: ChargeKill | undefined;
-    let due = false;
-    if (killDue || dice < killRate) {
-      due = killDue;
-      killDue = false;
-      if (api) chargeKill = CHARGE_KILLS[Math.floor(Math.random() * CHARGE_KILLS.length)];
-      else await kill(id, 'mid-work', due);
-    }
-    // A kill refused is a throw instead (the dice say so), as are throws; with the API effect they
-    // strike before the call or after it (a later step failed), half and half, and after a kill's.
-    const late = chargeKill !== undefined || (api !== undefined && Math.random() < 0.5);
-    const chaos = async () => {
-      if (dice < killRate + config.throwRate) throw new Error('chaos: the payment API answered 502');
-      if (dice < killRate + config.throwRate + config.hangRate) await sleep(config.timeoutMs * 3, signal);
-    };
-    if (!late) await chaos();
-    await sleep(2 + Math.random() * 10, signal); // the real work
-    if (api)
-      await chargeEvent(ctx, api, config.paymentsUrl!, String(id), chargeKill, (at) => kill(id, at, due));
-    if (late) await chaos();
-    // A well-behaved handler commits nothing once its signal has aborted.
-    if (signal.aborted) throw signal.reason;
-    // This process is about to be killed: the run dies here, before its effect, like the killed one.
-    if (dying) await new Promise<never>(() => {});
-    if (performance.now() > deadlineAt - COMMIT_MARGIN_MS) {
-      // Too near the deadline to commit and end before it: the run ends at its deadline, uncommitted.
-      await sleep(config.timeoutMs, signal);
-      throw new Error('ended at its deadline before its effect');
-    }
-    ledger.write('effects', { id: id ?? null, attempt, pid: process.pid });
-    unconfirmed.add(ran(key, attempt));
-  },
+  handler: (ctx) =>
+    chaosRun(ctx).catch((error: unknown) => {
+      failing.add(ran(ctx.key, ctx.attempt));
+      throw error;
+    }),
   onOutcome: (result) => {
     // in-flight and duplicate come from other deliveries of the event; they ran no handler here.
-    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate')
+    if (result.outcome !== 'in-flight' && result.outcome !== 'duplicate') {
       unconfirmed.delete(ran(result.key, result.attempt));
+      failing.delete(ran(result.key, result.attempt));
+    }
     const id = result.key === undefined ? undefined : eventOfKey.get(result.key);
     // A failed run: inline's 500, an inbox run to be retried, a hybrid one failed within its budget.
     const failed =
@@ -237,10 +255,14 @@ const receiver = createReceiver({
       // An entry buried without running here (its attempts spent by runs killed elsewhere) has no
       // event id in this process: read it from the entry the inbox kept.
       if (id !== undefined) ledger.write('dead', { id, attempt: result.attempt ?? 0 });
-      else
-        void storedEventId(result.key, result.id).then((at) =>
-          ledger.write('dead', { id: at ?? null, attempt: result.attempt ?? 0 }),
-        );
+      else {
+        const burial = `dead:${result.key}`;
+        failing.add(burial);
+        void storedEventId(result.key, result.id).then((at) => {
+          ledger.write('dead', { id: at ?? null, attempt: result.attempt ?? 0 });
+          failing.delete(burial);
+        });
+      }
     }
     if (result.outcome === 'lease-lost')
       ledger.write('lease_lost', { id: id ?? result.id ?? null, attempt: result.attempt ?? null });

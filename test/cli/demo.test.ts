@@ -85,6 +85,13 @@ describe('onceonly demo', () => {
       // host: the entry was written before the answer, and ran).
       assertLedger(report);
       assert.equal(report.lostAfter2xx, 0);
+      // Nothing killed: no attempt spent without a run, but for a run whose lease a stall lost (a
+      // worker that handed back what it held when one run was slow spent up to 38 here).
+      assert.equal(report.workersKilled, 0);
+      assert.ok(
+        report.takeoversAfterCrash <= report.leasesLost,
+        `${report.takeoversAfterCrash} attempts spent without a run, ${report.leasesLost} leases lost`,
+      );
     }
   });
 

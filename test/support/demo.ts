@@ -29,6 +29,8 @@ export interface DemoRunReport {
   handlerRuns: number;
   workersKilled: number;
   takeoversAfterCrash: number;
+  /** Runs that ended after their lease ran out and another took over (`lease-lost`). */
+  leasesLost: number;
   retriesAfterFailure: number;
   deliveries: number;
   deliveriesFailed: number;

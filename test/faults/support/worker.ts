@@ -181,6 +181,12 @@ async function crash(waitForWindow: boolean, id: string | undefined, step: Crash
 const plainEffect = config.effect !== 'tx' && config.effect !== 'fenced';
 
 const idOf = (key: string) => key.slice(key.indexOf(':') + 1);
+/** `before-complete`: dies before completes that hold a chosen entry's first attempt are sent. */
+async function crashBeforeComplete(leases: readonly Lease[]): Promise<void> {
+  if (config.crash?.at !== 'before-complete') return;
+  const mark = leases.find((l) => l.attempt === 1 && chosen(idOf(l.key)));
+  if (mark) await crash(false, idOf(mark.key), 'before-complete');
+}
 const inner = opened.store.inbox;
 const inbox: InboxStore | undefined = inner && {
   ...inner,
@@ -201,10 +207,18 @@ const inbox: InboxStore | undefined = inner && {
     return accepted;
   },
   async complete(lease: Lease, o) {
-    if (config.crash?.at === 'before-complete' && lease.attempt === 1 && chosen(idOf(lease.key)))
-      await crash(false, idOf(lease.key), 'before-complete');
+    await crashBeforeComplete([lease]);
     return inner.complete(lease, o);
   },
+  // The receiver sends the completes of several runs together (batchedComplete): a batch holding a
+  // chosen entry dies before it is sent, as a lone complete does, so the kill lands on every store
+  // whatever the batching (a MariaDB hybrid run once saw no kill: its completes all went in batches).
+  ...(inner?.completeMany && {
+    async completeMany(leases: readonly Lease[], o: Parameters<InboxStore['complete']>[1]) {
+      await crashBeforeComplete(leases);
+      return inner.completeMany!(leases, o);
+    },
+  }),
 };
 const store: Store = {
   ...opened.store,
