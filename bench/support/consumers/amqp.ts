@@ -25,7 +25,7 @@ export const kit: BenchKit = {
       // As a consumer is written by hand: the handler awaited, then the ack.
       const { consumerTag } = await channel.consume(queue, async (m) => {
         if (!m) return;
-        await handler();
+        await handler(String(m.properties.messageId));
         channel.ack(m);
       });
       return async () => {
@@ -33,7 +33,7 @@ export const kit: BenchKit = {
         await channel.close();
       };
     }
-    const consumer = await consumeOnce(channel, queue, store, handler, { logger: false });
+    const consumer = await consumeOnce(channel, queue, store, () => handler(''), { logger: false });
     return async () => {
       await consumer.stop();
       await channel.close();

@@ -32,10 +32,10 @@ export const kit: BenchKit = {
       queue,
       store === undefined
         ? // As a processor is written by hand: the handler awaited, then the job completes.
-          async () => {
-            await handler();
+          async (job) => {
+            await handler(String(job.id));
           }
-        : onceProcessor(store, handler, { logger: false }),
+        : onceProcessor(store, () => handler(''), { logger: false }),
       { connection, prefix, concurrency },
     );
     worker.on('error', () => {});

@@ -7,19 +7,22 @@ import type { Store } from '../../../src/once.js';
 
 export interface BenchKit {
   readonly name: string;
+  /** Only the memory store beside the hand-written consumer (a broker slow enough that Redis adds nothing to learn). */
+  readonly memoryOnly?: boolean;
   /** Makes an empty queue (stream, topic) named `queue`. */
   setup(queue: string): Promise<void>;
   /** Publishes `n` messages of `body`, ids `<prefix>-<i>`, before the timed part. */
   fill(queue: string, n: number, prefix: string, body: Uint8Array): Promise<void>;
   /**
    * Starts a consumer of `queue`, `concurrency` messages at once, that calls `handler` per message
-   * and then acknowledges it: by hand (`store` undefined), or through the onceonly adapter on
+   * and then acknowledges it: by hand (`store` undefined: the handler is given the message's id, as
+   * a hand-written consumer that deduplicates keys by it), or through the onceonly adapter on
    * `store`. Resolves with a function that stops it.
    */
   consume(
     queue: string,
     concurrency: number,
-    handler: () => unknown,
+    handler: (id: string) => unknown,
     store: Store | undefined,
   ): Promise<() => Promise<void>>;
   teardown(queue: string): Promise<void>;

@@ -61,8 +61,9 @@ export const kit: BenchKit = {
     if (store === undefined) {
       // As a consumer is written by hand with mqtt.js: the handler awaited, then mqtt.js's PUBACK.
       for (const client of clients)
-        client.handleMessage = async (_packet, callback) => {
-          await handler();
+        client.handleMessage = async (packet, callback) => {
+          const id = packet.cmd === 'publish' ? packet.properties?.userProperties?.['message-id'] : undefined;
+          await handler(String(id));
           callback();
         };
       return async () => {
@@ -71,7 +72,7 @@ export const kit: BenchKit = {
     }
     const consumers = await Promise.all(
       clients.map((client) =>
-        consumeOnce(client, `$share/${topic}/${topic}`, store, handler, { logger: false }),
+        consumeOnce(client, `$share/${topic}/${topic}`, store, () => handler(''), { logger: false }),
       ),
     );
     return async () => {

@@ -39,7 +39,7 @@ export const kit: BenchKit = {
       const loop = (async () => {
         for await (const m of messages) {
           const one = (async (msg: JsMsg) => {
-            await handler();
+            await handler(msg.headers?.get('Nats-Msg-Id') ?? String(msg.seq));
             msg.ack();
           })(m);
           running.add(one);
@@ -53,7 +53,11 @@ export const kit: BenchKit = {
         await loop;
       };
     }
-    const running = await consumeOnce(js, consumer, store, handler, { logger: false, headers, concurrency });
+    const running = await consumeOnce(js, consumer, store, () => handler(''), {
+      logger: false,
+      headers,
+      concurrency,
+    });
     return () => running.stop();
   },
   async teardown(queue) {
