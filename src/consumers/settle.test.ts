@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { sharedStores } from '../../test/support/probes.js';
 import { reachable } from '../../test/support/servers.js';
 import { openStore } from '../cli/stores.js';
-import { ConfigError } from '../errors.js';
 import type { Store } from '../core/types.js';
+import { ConfigError } from '../errors.js';
 import { memoryStore } from '../stores/memory.js';
 import { type ConsumerResult, consumerRunner, retryDelayOf, verdictOf } from './settle.js';
 

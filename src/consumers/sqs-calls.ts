@@ -1,6 +1,6 @@
 /**
  * The long-poll consumer's calls of the client (./sqs-poll.ts): each one's promise (a method that
- * throws is a refusal), and its deletes, batched and resent.
+ * throws is a refusal), its deletes, batched and resent, and its heartbeat.
  */
 import { Runs } from './settle.js';
 
@@ -11,6 +11,48 @@ interface Deletes {
     Entries: { Id: string; ReceiptHandle: string }[];
   }): PromiseLike<{ readonly Failed?: readonly unknown[] | undefined }>;
 }
+
+/** What the heartbeat and the visibility changes need of the client. */
+interface Beats {
+  changeMessageVisibilityBatch(input: {
+    QueueUrl: string;
+    Entries: { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[];
+  }): PromiseLike<unknown>;
+  changeMessageVisibility(input: {
+    QueueUrl: string;
+    ReceiptHandle: string;
+    VisibilityTimeout: number;
+  }): PromiseLike<unknown>;
+}
+
+/**
+ * A held message made visible in `ms` (a retry's delay, 0 for a hand-back). Sent after the beat in
+ * flight that names the message, if any: SQS applies calls in no promised order, and a beat landing
+ * after it would put the retry (or the hand-back) off by a whole visibility timeout.
+ */
+export function visibility(sqs: Beats, queueUrl: string) {
+  return async (m: Beating, ms: number): Promise<unknown> => {
+    await m.beat;
+    return called(() =>
+      sqs.changeMessageVisibility({
+        QueueUrl: queueUrl,
+        ReceiptHandle: m.handle,
+        VisibilityTimeout: Math.min(Math.ceil(ms / 1_000), secondsLeft(m)),
+      }),
+    );
+  };
+}
+
+/** A message held by the consumer, as the heartbeat reads it. */
+export interface Beating {
+  readonly handle: string;
+  readonly receivedAt: number;
+  /** The last heartbeat call that named this message (it never rejects). */
+  beat?: Promise<unknown>;
+}
+
+/** SQS's longest visibility, counted from the receive: 12 hours, in seconds. */
+export const MAX_VISIBILITY_S = 43_200;
 
 /** DeleteMessageBatch sends of one batch at most: the first and two for its `Failed` entries. */
 const DELETE_SENDS = 3;
@@ -71,4 +113,49 @@ export function deleter(sqs: Deletes, queueUrl: string) {
       await sent.settled();
     },
   };
+}
+
+/**
+ * The visibility a held message may still be given: SQS refuses to extend it past 12 hours after
+ * the receive (a few seconds kept back for the receive's own time in flight).
+ */
+export function secondsLeft(m: Beating): number {
+  return Math.max(0, MAX_VISIBILITY_S - 5 - Math.ceil((Date.now() - m.receivedAt) / 1_000));
+}
+
+/**
+ * The held messages' visibility extended, ten per call. A failed extension is not retried: the
+ * next beat tries again, and a message that became visible meanwhile is redelivered elsewhere,
+ * where once() defers it while this run holds its key. Each call names only the messages still
+ * held when it is sent: one settled while an earlier call of the beat was in flight (deleted, or
+ * given its retry's visibility) is not extended after its settle. A call in flight is kept on each
+ * message it names (`beat`): a retry's or a hand-back's visibility is set once it has landed.
+ */
+export async function heartbeat(
+  sqs: Beats,
+  queueUrl: string,
+  held: ReadonlyMap<string, Beating>,
+  visibleS: number,
+): Promise<void> {
+  const beating = [...held.values()];
+  for (let i = 0; i < beating.length; i += 10) {
+    const Entries = beating
+      .slice(i, i + 10)
+      .filter((m) => held.get(m.handle) === m)
+      .map((m, j) => ({
+        Id: String(j),
+        ReceiptHandle: m.handle,
+        VisibilityTimeout: Math.min(visibleS, secondsLeft(m)),
+      }))
+      .filter((entry) => entry.VisibilityTimeout > 0);
+    if (Entries.length === 0) continue;
+    const call = called(() => sqs.changeMessageVisibilityBatch({ QueueUrl: queueUrl, Entries })).catch(
+      () => {},
+    );
+    for (const entry of Entries) {
+      const m = held.get(entry.ReceiptHandle);
+      if (m) m.beat = call;
+    }
+    await call;
+  }
 }

@@ -203,6 +203,45 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
     }
   });
 
+  it('a retry waits for a beat in flight that names its message: its visibility is set after the beat landed, not overtaken by it', async () => {
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const sqs = scripted([message('r1')], {
+      changeMessageVisibilityBatch: async () => {
+        await gate;
+        return { Failed: [] };
+      },
+    });
+    let fail!: () => void;
+    const failing = new Promise<void>((_, reject) => {
+      fail = () => reject(new Error('the run failed'));
+    });
+    const c = await consumeOnce(
+      sqs.client,
+      QUEUE,
+      memoryStore(),
+      () => failing,
+      options({ visibilityTimeout: '1s', retryDelay: '5s' }),
+    );
+    try {
+      await waitFor('a beat in flight', () => sqs.named('changeMessageVisibilityBatch').length === 1);
+      fail();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // SQS applies calls in no promised order: sent now, the retry's visibility could be overtaken
+      // by the beat, which would put the retry off by a whole visibility timeout.
+      assert.equal(sqs.named('changeMessageVisibility').length, 0, 'the retry waits for the beat');
+      openGate();
+      await waitFor('the retry', () => sqs.named('changeMessageVisibility').length === 1);
+      assert.equal(sqs.named('changeMessageVisibility')[0]!.input.VisibilityTimeout, 5);
+    } finally {
+      openGate();
+      fail();
+      await c.stop();
+    }
+  });
+
   it('client methods that throw instead of rejecting: no crash, no unhandled rejection, the loop goes on', async (t) => {
     const escaped = escapes(t);
     let receives = 0;

@@ -23,7 +23,7 @@ import {
   retryDelayOf,
   type Verdict,
 } from './settle.js';
-import { called, deleter } from './sqs-calls.js';
+import { type Beating, called, deleter, heartbeat, MAX_VISIBILITY_S, visibility } from './sqs-calls.js';
 import { pause, slots } from './sqs-slots.js';
 
 /** A message attribute, as ReceiveMessage gives it and SendMessage takes it. */
@@ -129,8 +129,6 @@ export const DEAD_LETTER_ATTRIBUTES = {
   queueUrl: 'Onceonly-Queue-Url',
 } as const;
 
-/** SQS's longest visibility, counted from the receive: 12 hours, in seconds. */
-const MAX_VISIBILITY_S = 43_200;
 /** The spread of an in-flight deferral (see handle). */
 const IN_FLIGHT_SPREAD_MS = 8_000;
 /** The most messages held at once: SQS's in-flight limit of a standard queue, 120,000. */
@@ -139,10 +137,8 @@ const MAX_CONCURRENCY = 120_000;
 const RECEIVE_BACKOFF_MS = { min: 500, max: 20_000 };
 
 /** A message held by the consumer: received, not yet settled. */
-interface Held {
+interface Held extends Beating {
   readonly message: SqsMessage;
-  readonly handle: string;
-  readonly receivedAt: number;
 }
 
 /**
@@ -175,14 +171,7 @@ export async function consumeOnce(
   const receives = new Set<AbortController>();
   let stopping = false;
 
-  const setVisibility = (m: Held, ms: number) =>
-    called(() =>
-      sqs.changeMessageVisibility({
-        QueueUrl: queueUrl,
-        ReceiptHandle: m.handle,
-        VisibilityTimeout: Math.min(Math.ceil(ms / 1_000), secondsLeft(m)),
-      }),
-    );
+  const setVisibility = visibility(sqs, queueUrl);
   // Handed back at once, for another consumer (or, on a FIFO queue, for the group's order).
   const handBack = (m: Held) => {
     held.delete(m.handle);
@@ -370,43 +359,6 @@ function visibilitySeconds(duration: Duration): number {
       `onceonly: visibilityTimeout must be from 1 s to 12 h (SQS's limits), got ${seconds} s`,
     );
   return seconds;
-}
-
-/**
- * The visibility a held message may still be given: SQS refuses to extend it past 12 hours after
- * the receive (a few seconds kept back for the receive's own time in flight).
- */
-function secondsLeft(m: Held): number {
-  return Math.max(0, MAX_VISIBILITY_S - 5 - Math.ceil((Date.now() - m.receivedAt) / 1_000));
-}
-
-/**
- * The held messages' visibility extended, ten per call. A failed extension is not retried: the
- * next beat tries again, and a message that became visible meanwhile is redelivered elsewhere,
- * where once() defers it while this run holds its key. Each call names only the messages still
- * held when it is sent: one settled while an earlier call of the beat was in flight (deleted, or
- * given its retry's visibility) is not extended after its settle.
- */
-async function heartbeat(
-  sqs: SqsClient,
-  queueUrl: string,
-  held: ReadonlyMap<string, Held>,
-  visibleS: number,
-): Promise<void> {
-  const beating = [...held.values()];
-  for (let i = 0; i < beating.length; i += 10) {
-    const Entries = beating
-      .slice(i, i + 10)
-      .filter((m) => held.get(m.handle) === m)
-      .map((m, j) => ({
-        Id: String(j),
-        ReceiptHandle: m.handle,
-        VisibilityTimeout: Math.min(visibleS, secondsLeft(m)),
-      }))
-      .filter((entry) => entry.VisibilityTimeout > 0);
-    if (Entries.length > 0)
-      await called(() => sqs.changeMessageVisibilityBatch({ QueueUrl: queueUrl, Entries })).catch(() => {});
-  }
 }
 
 /**
