@@ -252,6 +252,48 @@ describe('inbox workers', () => {
     assert.deepEqual([...ran].sort(), ['evt_s0', 'evt_s1', 'evt_s2', 'evt_s3', 'evt_s4', 'evt_s5']);
   });
 
+  it('stop() during a take out past its store deadline waits for it to land and its entries to be handed back: none left leased to nobody', async () => {
+    // Prepare: a take the store answers after 400 ms, past its 200 ms deadline (a slow statement);
+    // the worker gives up on it at the deadline, and the take still leases its entries when it lands.
+    const [base] = stores();
+    const inner = base.inbox!;
+    let out = 0;
+    const store: Store = {
+      ...base,
+      inbox: {
+        ...inner,
+        take: async (options) => {
+          out++;
+          try {
+            await sleep(400);
+            return await inner.take(options);
+          } finally {
+            out--;
+          }
+        },
+      },
+    };
+    const receiver = createReceiver({
+      provider: provider(),
+      store,
+      storeTimeout: '200ms',
+      inbox: true,
+      handler: () => {},
+      logger: false,
+    });
+    for (let i = 0; i < 3; i++) await receiver.fetch(delivery(`evt_l${i}`));
+    const worker = receiver.startWorker({ concurrency: 2, pollInterval: '5s' });
+    await sleep(250); // the first take past its deadline, still out
+    assert.equal(out, 1, 'a take still out past its deadline');
+    // Act
+    await worker.stop();
+    // Assess: the take had landed when stop() resolved, and what it leased was handed back.
+    assert.equal(out, 0, 'no take still out when stop() resolved');
+    const stats = await inner.stats();
+    assert.equal(stats.processing, 0, `no entry left leased to nobody (${JSON.stringify(stats)})`);
+    assert.equal(stats.pending, 3);
+  });
+
   it('an entry taken ahead whose lease ran out while it waited for a slot is not run by the worker that took it: the run that took it over is the only one', async () => {
     // Prepare: concurrency 1, lease 300 ms; the first entry's handler holds the slot while the
     // process stalls past the lease of the entry taken ahead behind it.

@@ -26,13 +26,15 @@ interface Beats {
 }
 
 /**
- * A held message made visible in `ms` (a retry's delay, 0 for a hand-back). Sent after the beat in
- * flight that names the message, if any: SQS applies calls in no promised order, and a beat landing
- * after it would put the retry (or the hand-back) off by a whole visibility timeout.
+ * A held message made visible in `ms` (a retry's delay, 0 for a hand-back). Sent after the beats in
+ * flight that name the message, if any: SQS applies calls in no promised order, and a beat landing
+ * after it would put the retry (or the hand-back) off by a whole visibility timeout. Waits for them
+ * at most `beatWaitMs`: a client call may never answer (a dead connection, no request timeout), and
+ * a retry waiting on it for ever would hold its slot, and `stop()`, for ever too.
  */
-export function visibility(sqs: Beats, queueUrl: string) {
+export function visibility(sqs: Beats, queueUrl: string, beatWaitMs: number) {
   return async (m: Beating, ms: number): Promise<unknown> => {
-    await m.beat;
+    if (m.beats && m.beats.size > 0) await landedOr([...m.beats], beatWaitMs);
     return called(() =>
       sqs.changeMessageVisibility({
         QueueUrl: queueUrl,
@@ -43,12 +45,26 @@ export function visibility(sqs: Beats, queueUrl: string) {
   };
 }
 
+/** Once every one of `calls` (none rejects) has settled, or `ms` has passed. */
+function landedOr(calls: Promise<unknown>[], ms: number): Promise<unknown> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    Promise.all(calls),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 /** A message held by the consumer, as the heartbeat reads it. */
 export interface Beating {
   readonly handle: string;
   readonly receivedAt: number;
-  /** The last heartbeat call that named this message (it never rejects). */
-  beat?: Promise<unknown>;
+  /**
+   * The heartbeat calls in flight that named this message (none rejects): each until it settles,
+   * an earlier beat's too (a slow call may still be out when the next beat names the message).
+   */
+  beats?: Set<Promise<unknown>>;
 }
 
 /** SQS's longest visibility, counted from the receive: 12 hours, in seconds. */
@@ -129,7 +145,8 @@ export function secondsLeft(m: Beating): number {
  * where once() defers it while this run holds its key. Each call names only the messages still
  * held when it is sent: one settled while an earlier call of the beat was in flight (deleted, or
  * given its retry's visibility) is not extended after its settle. A call in flight is kept on each
- * message it names (`beat`): a retry's or a hand-back's visibility is set once it has landed.
+ * message it names (`beats`): a retry's or a hand-back's visibility is set once it has landed (or
+ * after a bounded wait: {@link visibility}).
  */
 export async function heartbeat(
   sqs: Beats,
@@ -152,10 +169,12 @@ export async function heartbeat(
     const call = called(() => sqs.changeMessageVisibilityBatch({ QueueUrl: queueUrl, Entries })).catch(
       () => {},
     );
-    for (const entry of Entries) {
-      const m = held.get(entry.ReceiptHandle);
-      if (m) m.beat = call;
+    const named = Entries.map((entry) => held.get(entry.ReceiptHandle)).filter((m) => m !== undefined);
+    for (const m of named) {
+      m.beats ??= new Set();
+      m.beats.add(call);
     }
     await call;
+    for (const m of named) m.beats?.delete(call);
   }
 }

@@ -242,6 +242,83 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
     }
   });
 
+  it('a retry waits for an earlier beat still in flight too, not only the last one that named its message', async () => {
+    // The first beat is slow (still out when the next beat, answered at once, names the message):
+    // before, only the last beat was waited for, and the slow one could land after the retry.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let beats = 0;
+    const sqs = scripted([message('r1')], {
+      changeMessageVisibilityBatch: async () => {
+        if (beats++ === 0) await gate;
+        return { Failed: [] };
+      },
+    });
+    let fail!: () => void;
+    const failing = new Promise<void>((_, reject) => {
+      fail = () => reject(new Error('the run failed'));
+    });
+    const c = await consumeOnce(
+      sqs.client,
+      QUEUE,
+      memoryStore(),
+      () => failing,
+      options({ visibilityTimeout: '3s', retryDelay: '5s' }),
+    );
+    try {
+      await waitFor('a second beat', () => sqs.named('changeMessageVisibilityBatch').length === 2);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the second beat answered
+      fail();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(sqs.named('changeMessageVisibility').length, 0, 'the retry waits for the slow beat');
+      const openedAt = sqs.calls.length;
+      openGate();
+      await waitFor('the retry', () => sqs.named('changeMessageVisibility').length === 1);
+      assert.ok(sqs.named('changeMessageVisibility')[0]!.seq >= openedAt);
+    } finally {
+      openGate();
+      fail();
+      await c.stop();
+    }
+  });
+
+  it('a beat that never settles holds a retry back at most a beat interval: the retry is sent, stop() resolves', async () => {
+    // A client call that never answers (a dead keep-alive connection, no request timeout set):
+    // before, the retry waited on it for ever, its slot never freed and stop() never resolved.
+    const sqs = scripted([message('r1')], {
+      changeMessageVisibilityBatch: () => new Promise(() => {}),
+    });
+    let fail!: () => void;
+    const failing = new Promise<void>((_, reject) => {
+      fail = () => reject(new Error('the run failed'));
+    });
+    const c = await consumeOnce(
+      sqs.client,
+      QUEUE,
+      memoryStore(),
+      () => failing,
+      options({ visibilityTimeout: '1s', retryDelay: '5s' }),
+    );
+    let stopped = false;
+    try {
+      await waitFor('a beat in flight', () => sqs.named('changeMessageVisibilityBatch').length === 1);
+      fail();
+      await waitFor('the retry', () => sqs.named('changeMessageVisibility').length === 1, 2_000);
+      assert.equal(sqs.named('changeMessageVisibility')[0]!.input.VisibilityTimeout, 5);
+    } finally {
+      fail();
+      await Promise.race([
+        c.stop().then(() => {
+          stopped = true;
+        }),
+        new Promise((resolve) => setTimeout(resolve, 2_000)),
+      ]);
+    }
+    assert.ok(stopped, 'stop() resolved');
+  });
+
   it('client methods that throw instead of rejecting: no crash, no unhandled rejection, the loop goes on', async (t) => {
     const escaped = escapes(t);
     let receives = 0;

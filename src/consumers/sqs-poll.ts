@@ -129,6 +129,11 @@ export const DEAD_LETTER_ATTRIBUTES = {
   queueUrl: 'Onceonly-Queue-Url',
 } as const;
 
+/**
+ * The longest a retry's (or a hand-back's) visibility waits for a heartbeat call in flight that
+ * named its message: a call that has not answered by then may never answer.
+ */
+const BEAT_WAIT_MAX_MS = 10_000;
 /** The spread of an in-flight deferral (see handle). */
 const IN_FLIGHT_SPREAD_MS = 8_000;
 /** The most messages held at once: SQS's in-flight limit of a standard queue, 120,000. */
@@ -171,7 +176,10 @@ export async function consumeOnce(
   const receives = new Set<AbortController>();
   let stopping = false;
 
-  const setVisibility = visibility(sqs, queueUrl);
+  const beatEveryMs = Math.max(100, (visibleS * 1_000) / 3);
+  // A retry waits for the beats in flight that name its message: at most until the next beat
+  // would have been sent, and never past BEAT_WAIT_MAX_MS (see visibility()).
+  const setVisibility = visibility(sqs, queueUrl, Math.min(beatEveryMs, BEAT_WAIT_MAX_MS));
   // Handed back at once, for another consumer (or, on a FIFO queue, for the group's order).
   const handBack = (m: Held) => {
     held.delete(m.handle);
@@ -222,10 +230,7 @@ export async function consumeOnce(
     running.add(one.finally(() => pool.release(1)));
   };
 
-  const beat = setInterval(
-    () => void heartbeat(sqs, queueUrl, held, visibleS),
-    Math.max(100, (visibleS * 1_000) / 3),
-  );
+  const beat = setInterval(() => void heartbeat(sqs, queueUrl, held, visibleS), beatEveryMs);
   beat.unref?.();
 
   const stopReceiving = () => {

@@ -70,23 +70,30 @@ export interface WorkerHost {
  * One take within the store deadline. A take that lands after it has leased its entries to nobody:
  * they are handed back at once (due now, no attempt spent on them by this process), instead of
  * sitting out their lease and then counting as taken over, which on an entry's last attempt would
- * bury it without its handler ever running.
+ * bury it without its handler ever running. `late` is given that hand-back's promise (it never
+ * rejects; it waits at most one more store deadline for the take to land, past which the take's
+ * entries are handed back on their own whenever it does), so a worker's `stop()` awaits it: the
+ * store is often closed right after.
  */
 export function takeDue(
   host: Pick<WorkerHost, 'inbox' | 'space' | 'leaseMs' | 'storeTimeoutMs'>,
   limit: number,
+  late?: (handingBack: Promise<unknown>) => void,
 ): Promise<InboxJob[]> {
   let taking: Promise<InboxJob[]> | undefined;
   return withDeadline('take', host.storeTimeoutMs, () => {
     taking = host.inbox.take({ limit, leaseMs: host.leaseMs, receiver: host.space });
     return taking;
   }).catch((error: unknown) => {
-    taking
-      ?.then(
-        (late) => Promise.all(late.map((job) => handBack(host, job, 'taken after storeTimeout'))),
-        () => undefined,
-      )
-      .catch(() => undefined);
+    if (taking) {
+      const landed = taking;
+      const back = (jobs: InboxJob[]) =>
+        Promise.all(jobs.map((job) => handBack(host, job, 'taken after storeTimeout')));
+      const handingBack = withDeadline('take', host.storeTimeoutMs, () => landed)
+        .then(back, () => void landed.then(back, () => undefined).catch(() => undefined))
+        .catch(() => undefined);
+      late?.(handingBack);
+    }
     throw error;
   });
 }
@@ -258,6 +265,7 @@ function checkedConcurrency(concurrency: number): number {
 export function adaptiveTake(
   host: Pick<WorkerHost, 'inbox' | 'space' | 'leaseMs' | 'storeTimeoutMs'>,
   concurrency: number,
+  late?: (handingBack: Promise<unknown>) => void,
 ): (room: number) => Promise<InboxJob[]> {
   const most = 2 * concurrency;
   let limit = most;
@@ -265,7 +273,7 @@ export function adaptiveTake(
     const asked = Math.min(room, limit);
     const sent = leaseNow();
     try {
-      const jobs = await takeDue(host, asked);
+      const jobs = await takeDue(host, asked, late);
       if (asked >= limit && leaseNow() - sent < host.storeTimeoutMs / 3) limit = Math.min(most, 2 * limit);
       return jobs;
     } catch (error) {
@@ -297,7 +305,6 @@ export function startWorkerLoop(
   const pollMs = parsePositiveDuration(options.pollInterval ?? '1s', 'worker pollInterval');
   // Taken ahead (aheadDepth), topped up (one take out at a time) once a quarter has gone to slots.
   const depth = aheadDepth(concurrency, host.leaseMs);
-  const take = adaptiveTake(host, concurrency);
   const ready: Ready[] = [];
   let handlers = 0; // handlers running (or about to: a ready entry's extend)
   let settling = 0; // runs whose handler ended, their complete (retry, burial) in flight
@@ -305,6 +312,11 @@ export function startWorkerLoop(
   let runs = 0;
   const running = new Set<Promise<unknown>>();
   const held = keepHeld(host, ready, running);
+  // A take out past its deadline: its late entries' hand-back in `running` too, so stop() awaits it.
+  const take = adaptiveTake(host, concurrency, (handingBack) => {
+    const tracked: Promise<unknown> = handingBack.finally(() => running.delete(tracked));
+    running.add(tracked);
+  });
   // The loop's one wait: for a slot (its entries ready run low, or a slot has nothing ready), or
   // idle after an empty take (till a wake or the poll: a run that ends does not end it, so an idle
   // worker costs one take a poll whatever its runs do). stop() ends either.
