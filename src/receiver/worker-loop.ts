@@ -115,11 +115,24 @@ function handBack(host: Pick<WorkerHost, 'inbox' | 'storeTimeoutMs'>, job: Inbox
 async function leaseLeft(host: WorkerHost, job: InboxJob, takenAt: number): Promise<number | undefined> {
   if (leaseNow() - takenAt <= host.leaseMs / 6) return takenAt;
   const sent = leaseNow();
-  const held = await withDeadline('extend', host.storeTimeoutMs, () =>
+  const held = await extendHeld(host, job);
+  if (held === undefined) await handBack(host, job, NOT_EXTENDED);
+  return held === true ? sent : undefined;
+}
+
+const NOT_EXTENDED = 'handed back unrun: its lease could not be extended';
+
+/**
+ * A held entry's lease extended within the store deadline: true when kept, false when lost (taken
+ * over), `undefined` when the store did not answer (the caller hands the entry back). Never throws.
+ */
+function extendHeld(
+  host: Pick<WorkerHost, 'inbox' | 'storeTimeoutMs' | 'leaseMs'>,
+  job: InboxJob,
+): Promise<boolean | undefined> {
+  return withDeadline('extend', host.storeTimeoutMs, () =>
     host.inbox.extend(job.lease, { leaseMs: host.leaseMs }),
   ).catch(() => undefined);
-  if (held === undefined) await handBack(host, job, 'handed back unrun: its lease could not be extended');
-  return held === true ? sent : undefined;
 }
 
 /** Runs shorter than this (on average) let a worker take up to 4 × `concurrency` ahead. */
@@ -194,19 +207,11 @@ export function keepHeld(
   const extend = (held: Ready) => {
     extending.add(held);
     const sent = leaseNow();
-    const kept: Promise<unknown> = withDeadline('extend', host.storeTimeoutMs, () =>
-      host.inbox.extend(held.job.lease, { leaseMs: host.leaseMs }),
-    )
-      .then(
-        (still) => {
-          if (still) held.takenAt = sent;
-          else drop(held);
-        },
-        () =>
-          drop(held)
-            ? handBack(host, held.job, 'handed back unrun: its lease could not be extended')
-            : undefined,
-      )
+    const kept: Promise<unknown> = extendHeld(host, held.job)
+      .then((still) => {
+        if (still === true) held.takenAt = sent;
+        else if (drop(held) && still === undefined) return handBack(host, held.job, NOT_EXTENDED);
+      })
       .finally(() => {
         extending.delete(held);
         running.delete(kept);
