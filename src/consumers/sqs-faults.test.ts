@@ -85,6 +85,18 @@ const waitFor = async (what: string, ok: () => boolean, ms = 3_000) => {
   }
 };
 
+/**
+ * A promise the test settles when it chooses (`settle()`; again is a no-op): resolved, or rejected
+ * with `failure` when one is given (a run that fails on cue).
+ */
+function onCue(failure?: Error): { promise: Promise<void>; settle: () => void } {
+  let settle!: () => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    settle = failure ? () => reject(failure) : resolve;
+  });
+  return { promise, settle };
+}
+
 /** What escaped as an uncaught exception or an unhandled rejection while the test ran. */
 function escapes(t: TestContext): unknown[] {
   const seen: unknown[] = [];
@@ -147,10 +159,7 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
 
   it('the heartbeat names only the messages still held: none settled while an earlier batch of the beat was in flight', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `m${String(i).padStart(2, '0')}`);
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    const { promise: gate, settle: openGate } = onCue();
     let beats = 0;
     const sqs = scripted(
       ids.map((id) => message(id)),
@@ -161,14 +170,8 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
         },
       },
     );
-    let endLate!: () => void;
-    const late = new Promise<void>((resolve) => {
-      endLate = resolve;
-    });
-    let endEarly!: () => void;
-    const early = new Promise<void>((resolve) => {
-      endEarly = resolve;
-    });
+    const { promise: late, settle: endLate } = onCue();
+    const { promise: early, settle: endEarly } = onCue();
     const c = await consumeOnce(
       sqs.client,
       QUEUE,
@@ -204,20 +207,14 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
   });
 
   it('a retry waits for a beat in flight that names its message: its visibility is set after the beat landed, not overtaken by it', async () => {
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    const { promise: gate, settle: openGate } = onCue();
     const sqs = scripted([message('r1')], {
       changeMessageVisibilityBatch: async () => {
         await gate;
         return { Failed: [] };
       },
     });
-    let fail!: () => void;
-    const failing = new Promise<void>((_, reject) => {
-      fail = () => reject(new Error('the run failed'));
-    });
+    const { promise: failing, settle: fail } = onCue(new Error('the run failed'));
     const c = await consumeOnce(
       sqs.client,
       QUEUE,
@@ -245,10 +242,7 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
   it('a retry waits for an earlier beat still in flight too, not only the last one that named its message', async () => {
     // The first beat is slow (still out when the next beat, answered at once, names the message):
     // before, only the last beat was waited for, and the slow one could land after the retry.
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    const { promise: gate, settle: openGate } = onCue();
     let beats = 0;
     const sqs = scripted([message('r1')], {
       changeMessageVisibilityBatch: async () => {
@@ -256,10 +250,7 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
         return { Failed: [] };
       },
     });
-    let fail!: () => void;
-    const failing = new Promise<void>((_, reject) => {
-      fail = () => reject(new Error('the run failed'));
-    });
+    const { promise: failing, settle: fail } = onCue(new Error('the run failed'));
     const c = await consumeOnce(
       sqs.client,
       QUEUE,
@@ -290,10 +281,7 @@ describe('onceonly/sqs consumeOnce: faults of the client', () => {
     const sqs = scripted([message('r1')], {
       changeMessageVisibilityBatch: () => new Promise(() => {}),
     });
-    let fail!: () => void;
-    const failing = new Promise<void>((_, reject) => {
-      fail = () => reject(new Error('the run failed'));
-    });
+    const { promise: failing, settle: fail } = onCue(new Error('the run failed'));
     const c = await consumeOnce(
       sqs.client,
       QUEUE,
