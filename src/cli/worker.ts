@@ -13,6 +13,8 @@
  * web processes right after the accept instead).
  */
 import { createServer } from 'node:http';
+import { parseDuration } from '../core/duration.js';
+import { DEFAULT_STORE_TIMEOUT } from '../core/timings.js';
 import { github } from '../providers/github.js';
 import { standardWebhooks } from '../providers/standardWebhooks.js';
 import { stripe } from '../providers/stripe.js';
@@ -93,8 +95,8 @@ const unconfirmed = new Set<string>();
 // that window would leave a burial the store made and the ledger never heard of (an event neither
 // applied nor dead there, so never drained): the kill waits for these too.
 const failing = new Set<string>();
-/** The receiver's store deadline (its default: the demo does not set it). */
-const STORE_DEADLINE_MS = 3_000;
+/** The receiver's store deadline at most (the default's bound: the demo does not set it). */
+const STORE_DEADLINE_MS = parseDuration(DEFAULT_STORE_TIMEOUT);
 const ran = (key: string | undefined, attempt: number | undefined) => `${key}#${attempt}`;
 // The ledger's event id of each key a handler ran here (GitHub's is in the body, not the result).
 const eventOfKey = new Map<string, string | undefined>();
