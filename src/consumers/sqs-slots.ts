@@ -48,7 +48,6 @@ export function slots(size: number) {
     },
     close() {
       closed = true;
-      this.release(0);
       const woken = waiters;
       waiters = [];
       for (const wake of woken) wake();
