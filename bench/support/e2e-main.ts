@@ -8,9 +8,15 @@
  *    accept until the last run ends;
  * 4. (no-op only) latency: L deliveries one at a time, 20-60 ms apart, each from the start of its
  *    accept to its handler's start in the worker process (one clock: CLOCK_MONOTONIC, process.hrtime).
+ * For phases 1 and 3, how busy the machine's CPUs were (every process: the door, the workers, the
+ * database server, and whatever else runs; /proc/stat) and that CPU time per delivery: the whole
+ * path can run no faster than the cores / its CPU per delivery, so a door that alone keeps the
+ * cores busy leaves the workers nothing to keep up with it.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { contenders, type Door, delivery } from './e2e-contenders.js';
 
@@ -29,6 +35,37 @@ const run = randomBytes(3).toString('hex');
 // its starts several ms early (negative accept → start latencies).
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The machine's CPU time so far, all cores (clock ticks of /proc/stat): busy and in all. */
+function machineCpu(): { busy: number; all: number } {
+  try {
+    const ticks = readFileSync('/proc/stat', 'utf8')
+      .split('\n', 1)[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    const all = ticks.reduce((a, b) => a + b, 0);
+    // idle and iowait are not busy; the rest (user, nice, system, irq, softirq, steal...) are.
+    return { busy: all - ticks[3]! - (ticks[4] ?? 0), all };
+  } catch {
+    return { busy: Number.NaN, all: Number.NaN };
+  }
+}
+const CORES = cpus().length;
+
+/** Runs `phase` for `n` deliveries: its wall time, how busy the CPUs were, and CPU µs per delivery. */
+async function onCpu(
+  n: number,
+  phase: () => Promise<number>,
+): Promise<{ ms: number; busy: string; perEntry: string }> {
+  const before = machineCpu();
+  const ms = await phase();
+  const after = machineCpu();
+  const busy = (after.busy - before.busy) / (after.all - before.all);
+  // The ticks of all cores over the phase's wall time, so busy × cores × wall time is CPU time.
+  return { ms, busy: `${Math.round(busy * 100)}%`, perEntry: ((busy * CORES * ms * 1000) / n).toFixed(0) };
+}
 
 async function acceptAll(door: Door, tag: string, n: number): Promise<number> {
   let next = 0;
@@ -81,6 +118,8 @@ interface Row {
   'drain/s': number;
   'whole path/s': number;
   'whole/accept': string;
+  'CPUs busy accept / whole': string;
+  'CPU µs/entry accept / whole': string;
   'start p50 ms'?: string;
   'start p99 ms'?: string;
 }
@@ -91,16 +130,20 @@ async function measure(index: number, handlerMs: number): Promise<Row> {
   const door = await contender.door(ns);
   try {
     await acceptAll(door, 'warm', WARM);
-    const acceptRate = N / ((await acceptAll(door, 'a', N)) / 1000);
+    const accepting = await onCpu(N, () => acceptAll(door, 'a', N));
+    const acceptRate = N / (accepting.ms / 1000);
     const w = workerProcess(index, ns, handlerMs, WARM + N);
     const drained = await w.next('done');
     const first = drained.first as number;
     const drainRate = (WARM + N - 1) / (((drained.done as number) - first) / 1000);
     await w.tell({ expect: N });
-    const t0 = now();
-    const whole = w.next('done');
-    await acceptAll(door, 'w', N);
-    const wholeRate = (N / (((await whole).done as number) - t0)) * 1000;
+    const whole = await onCpu(N, async () => {
+      const t0 = now();
+      const done = w.next('done');
+      await acceptAll(door, 'w', N);
+      return ((await done).done as number) - t0;
+    });
+    const wholeRate = (N / whole.ms) * 1000;
     const row: Row = {
       contender: contender.name,
       handler: handlerMs === 0 ? 'no-op' : `${handlerMs} ms`,
@@ -108,6 +151,8 @@ async function measure(index: number, handlerMs: number): Promise<Row> {
       'drain/s': Math.round(drainRate),
       'whole path/s': Math.round(wholeRate),
       'whole/accept': `${(wholeRate / acceptRate).toFixed(2)}x`,
+      'CPUs busy accept / whole': `${accepting.busy} / ${whole.busy}`,
+      'CPU µs/entry accept / whole': `${accepting.perEntry} / ${whole.perEntry}`,
     };
     if (handlerMs === 0) {
       await w.tell({ expect: L, track: true });
