@@ -9,9 +9,10 @@
  * its lease runs out (so a run whose process died is due again); completed, when it is forgotten.
  * Every time is the server's clock in ms since the epoch, read in the statement that uses it.
  *
- * - accept: one `INSERT ... ON CONFLICT DO NOTHING` (`INSERT IGNORE` on MySQL). A key already there
- *   is read back and reported (duplicate or conflict); a completed one past its retention is
- *   overwritten by one owner-free `UPDATE ... WHERE state = 1 AND due_at <= now`.
+ * - accept: one `INSERT ... ON CONFLICT DO NOTHING` (`INSERT IGNORE` on MySQL); on PostgreSQL the
+ *   plain accepts asked for while one is out go as one multi-row INSERT (`acceptMany`). A key
+ *   already there is read back and reported (duplicate or conflict); a completed one past its
+ *   retention is overwritten by one owner-free `UPDATE ... WHERE state = 1 AND due_at <= now`.
  * - take: `UPDATE ... WHERE entry_key IN (SELECT ... ORDER BY due_at, seq LIMIT n FOR UPDATE SKIP
  *   LOCKED) RETURNING ...` on PostgreSQL (concurrent takers skip each other's rows) and SQLite (no
  *   `FOR UPDATE`: a write statement holds the database's single write lock from its first read);
@@ -61,7 +62,14 @@ import {
   type SqlInboxStatement,
   STATE,
 } from './sql/inbox-types.js';
-import { completeMany, type InboxContext, takeInTransaction, takeReturning } from './sql/inbox-writes.js';
+import {
+  type AcceptRow,
+  acceptInserts,
+  completeMany,
+  type InboxContext,
+  takeInTransaction,
+  takeReturning,
+} from './sql/inbox-writes.js';
 import { addStepsColumn, sqlStepStore, upgradeSteps } from './sql/steps.js';
 import { sqlStoreError, type TableNames } from './sql.js';
 
@@ -115,6 +123,7 @@ async function accept(
   c: InboxContext,
   input: InboxAcceptInput,
   acceptOptions: InboxAcceptOptions,
+  inserts: ((row: AcceptRow) => Promise<number>) | undefined,
 ): Promise<InboxAccepted> {
   const { exec, s, store } = c;
   const claimMs =
@@ -165,9 +174,14 @@ async function accept(
   // A key nobody holds costs one statement. A held key is read and reported; a completed one
   // past its retention is taken over by one conditional UPDATE. Repeats only while the row
   // keeps vanishing or changing under it (a purge, a concurrent accept after its retention).
+  // The first INSERT of a plain accept may go with others' (`acceptMany`).
   for (let round = 1; round <= 10; round++) {
-    const fresh = await exec('accept an inbox entry', s.insert, [stored, ...entry, claimMs ?? 0]);
-    if (fresh.changes === 1) return accepted();
+    const values = [stored, ...entry, claimMs ?? 0];
+    const changes =
+      round === 1 && claimMs === undefined && inserts
+        ? await inserts({ stored, values })
+        : (await exec('accept an inbox entry', s.insert, values)).changes;
+    if (changes === 1) return accepted();
     const { rows } = await exec('accept an inbox entry', s.found, [stored]);
     const row = rows[0];
     if (!row) continue;
@@ -279,6 +293,7 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore & { ready(): Prom
   const c = inboxContext(options);
   const { d, exec, s, store } = c;
   const { job, storedOf } = jobReader();
+  const inserts = d.acceptMany && d.returning ? acceptInserts(c) : undefined;
 
   let lastPurge = 0;
   const purgeBatch = async (batch: number): Promise<number> =>
@@ -292,7 +307,7 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore & { ready(): Prom
     ready: c.ready,
 
     accept: (input: InboxAcceptInput, acceptOptions: InboxAcceptOptions = {}) =>
-      accept(c, input, acceptOptions),
+      accept(c, input, acceptOptions, inserts),
 
     steps: sqlStepStore(
       async (lease) => (await exec('load steps', s.loadSteps, [storedOf(lease)])).rows[0]?.steps,

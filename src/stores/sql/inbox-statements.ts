@@ -114,14 +114,18 @@ ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
   const COMPLETE_DROP = `${COMPLETE}, body = NULL, meta = NULL`;
   const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
   const requeue = requeueSql(T, NOW);
+  /** An accept's INSERT of `n` rows (values: key, the entry, then the claim's ms, per row). */
+  const insertOf = (n: number) =>
+    `${d.insertIgnore.head} ${T} (entry_key, ${ENTRY}, accepted_at, due_at, updated_at)
+VALUES ${Array.from({ length: n }, () => `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW}, ${NOW} + ?, ${NOW})`).join(',\n')}${d.insertIgnore.tail}`;
 
   return {
-    insert: st(
-      'insert',
-      `${d.insertIgnore.head} ${T} (entry_key, ${ENTRY}, accepted_at, due_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW}, ${NOW} + ?, ${NOW})${d.insertIgnore.tail}`,
-      false,
-    ),
+    insert: st('insert', insertOf(1), false),
+    /**
+     * `n` accepts in one statement (`acceptMany`), the rows in the order given, as `insert`'s values
+     * one row after another; the keys of the rows it wrote come back.
+     */
+    insertMany: (n: number) => st(`insert_many_${n}`, `${insertOf(n)} RETURNING entry_key`, true),
     found: st(
       'found',
       `SELECT state, token, fingerprint, due_at, ${NOW} AS now_ms FROM ${T} WHERE entry_key = ?`,

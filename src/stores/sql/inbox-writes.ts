@@ -1,10 +1,14 @@
 /**
  * The SQL inbox's writes of several rows at once (see sql-inbox.ts): a take, in one statement where
- * the dialect has `RETURNING`, else a locking read and an `UPDATE` in one transaction; and the
- * transaction of `completeMany` where there is no `RETURNING` (MySQL).
+ * the dialect has `RETURNING`, else a locking read and an `UPDATE` in one transaction; the
+ * transaction of `completeMany` where there is no `RETURNING` (MySQL); and the accepts that go
+ * together (`acceptMany`).
  */
 
+import { coalesce } from '../../core/coalesce.js';
 import { newToken } from '../../core/crypto.js';
+import { parsePositiveDuration } from '../../core/duration.js';
+import { DEFAULT_STORE_TIMEOUT } from '../../core/timings.js';
 import type { Lease } from '../../core/types.js';
 import type { StoreUnavailableError } from '../../errors.js';
 import { num } from './inbox-rows.js';
@@ -125,4 +129,63 @@ export async function completeMany(
       done.add(`${String(row.entry_key)}\n${num(row.attempts)}`);
   }
   return leases.map((l, i) => l.token !== '' && done.has(`${keys[i]}\n${l.attempt}`));
+}
+
+/** One accept's first INSERT: the stored key, and `insert`'s values (the key first). */
+export interface AcceptRow {
+  readonly stored: string;
+  readonly values: readonly unknown[];
+}
+/** An INSERT's outcome for one accept: the rows it wrote (1 or 0), or why it failed. */
+type Inserted = { changes: number } | { error: unknown };
+
+/**
+ * The first INSERT of plain accepts (`acceptMany`): one asked for while another is out waits for it
+ * to land, then goes with every one asked for meanwhile as one multi-row INSERT (at most 64 rows),
+ * so under load the accepts share a round trip and, above all, a commit. A lone accept goes at
+ * once. Each accept learns whether its own row was written, and goes on as after its own INSERT
+ * (read back, renewed...). Within a statement:
+ * - a key given twice is written once, by its first row: the others read 0, are read back and
+ *   reported (duplicate or conflict) as any later accept of the key is;
+ * - the rows go in key order, so two batches of two processes that share keys wait for each other
+ *   in one order and never deadlock;
+ * - a statement that fails is sent again as one INSERT per accept, so a row the server refuses
+ *   fails its own accept and no other.
+ */
+export function acceptInserts(c: InboxContext): (row: AcceptRow) => Promise<number> {
+  const one = async (row: AcceptRow): Promise<Inserted> => {
+    try {
+      return { changes: (await c.exec('accept an inbox entry', c.s.insert, [...row.values])).changes };
+    } catch (error) {
+      return { error };
+    }
+  };
+  const insert = coalesce<AcceptRow, Inserted>(
+    async (rows) => {
+      if (rows.length === 1) return [await one(rows[0]!)];
+      const firstOf = new Map<string, AcceptRow>();
+      for (const r of rows) if (!firstOf.has(r.stored)) firstOf.set(r.stored, r);
+      const firsts = [...firstOf.values()].sort((a, b) =>
+        a.stored < b.stored ? -1 : a.stored > b.stored ? 1 : 0,
+      );
+      let written: Set<string>;
+      try {
+        const { rows: back } = await c.exec(
+          'accept inbox entries',
+          c.s.insertMany(firsts.length),
+          firsts.flatMap((r) => r.values),
+        );
+        written = new Set(back.map((r) => String(r.entry_key)));
+      } catch {
+        return Promise.all(rows.map(one));
+      }
+      return rows.map((r) => ({ changes: firstOf.get(r.stored) === r && written.has(r.stored) ? 1 : 0 }));
+    },
+    { most: 64, overdueMs: parsePositiveDuration(DEFAULT_STORE_TIMEOUT, 'storeTimeout') },
+  );
+  return async (row) => {
+    const done = await insert(row);
+    if ('error' in done) throw done.error;
+    return done.changes;
+  };
 }
