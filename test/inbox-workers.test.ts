@@ -253,8 +253,9 @@ describe('inbox workers', () => {
   });
 
   it('stop() during a take out past its store deadline waits for it to land and its entries to be handed back: none left leased to nobody', async () => {
-    // Prepare: a take the store answers after 400 ms, past its 200 ms deadline (a slow statement);
+    // Prepare: a take the store answers after 300 ms, past its 200 ms deadline (a slow statement);
     // the worker gives up on it at the deadline, and the take still leases its entries when it lands.
+    // (stop() waits for it one more deadline at most, till 400 ms: a take of 400 ms raced that bound.)
     const [base] = stores();
     const inner = base.inbox!;
     let out = 0;
@@ -265,7 +266,7 @@ describe('inbox workers', () => {
         take: async (options) => {
           out++;
           try {
-            await sleep(400);
+            await sleep(300);
             return await inner.take(options);
           } finally {
             out--;
