@@ -9,8 +9,8 @@
  * its lease runs out (so a run whose process died is due again); completed, when it is forgotten.
  * Every time is the server's clock in ms since the epoch, read in the statement that uses it.
  *
- * - accept: one `INSERT ... ON CONFLICT DO NOTHING` (`INSERT IGNORE` on MySQL); on PostgreSQL the
- *   plain accepts asked for while one is out go as one multi-row INSERT (`acceptMany`). A key
+ * - accept: one `INSERT ... ON CONFLICT DO NOTHING` (`INSERT IGNORE` on MySQL); on PostgreSQL and
+ *   MySQL the plain accepts asked for while one is out go as one multi-row INSERT (`acceptMany`). A key
  *   already there is read back and reported (duplicate or conflict); a completed one past its
  *   retention is overwritten by one owner-free `UPDATE ... WHERE state = 1 AND due_at <= now`.
  * - take: `UPDATE ... WHERE entry_key IN (SELECT ... ORDER BY due_at, seq LIMIT n FOR UPDATE SKIP
@@ -293,7 +293,7 @@ export function sqlInbox(options: SqlInboxOptions): InboxStore & { ready(): Prom
   const c = inboxContext(options);
   const { d, exec, s, store } = c;
   const { job, storedOf } = jobReader();
-  const inserts = d.acceptMany && d.returning ? acceptInserts(c) : undefined;
+  const inserts = d.acceptMany === undefined ? undefined : acceptInserts(c, d.acceptMany);
 
   let lastPurge = 0;
   const purgeBatch = async (batch: number): Promise<number> =>

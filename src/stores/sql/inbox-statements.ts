@@ -91,6 +91,11 @@ function statementMaker(d: SqlInboxDialect) {
   };
 }
 
+/** An accept's INSERT of `n` rows into `T` (values: key, the entry, then the claim's ms, per row). */
+const acceptInsert = (d: SqlInboxDialect, T: string, n: number) =>
+  `${d.insertIgnore.head} ${T} (entry_key, ${ENTRY}, accepted_at, due_at, updated_at)
+VALUES ${Array.from({ length: n }, () => `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${d.now}, ${d.now} + ?, ${d.now})`).join(',\n')}${d.insertIgnore.tail}`;
+
 /** The statements of one inbox table. */
 export function inboxStatements(d: SqlInboxDialect, n: InboxTableNames) {
   const T = n.table;
@@ -114,18 +119,16 @@ ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
   const COMPLETE_DROP = `${COMPLETE}, body = NULL, meta = NULL`;
   const TAKE_SET = `token = ${d.tokenOf(MARKER, '?')}, attempts = attempts + 1, due_at = ${NOW} + ?, updated_at = ${NOW}`;
   const requeue = requeueSql(T, NOW);
-  /** An accept's INSERT of `n` rows (values: key, the entry, then the claim's ms, per row). */
-  const insertOf = (n: number) =>
-    `${d.insertIgnore.head} ${T} (entry_key, ${ENTRY}, accepted_at, due_at, updated_at)
-VALUES ${Array.from({ length: n }, () => `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW}, ${NOW} + ?, ${NOW})`).join(',\n')}${d.insertIgnore.tail}`;
+  const insertOf = (rows: number) => acceptInsert(d, T, rows);
 
   return {
     insert: st('insert', insertOf(1), false),
     /**
      * `n` accepts in one statement (`acceptMany`), the rows in the order given, as `insert`'s values
-     * one row after another; the keys of the rows it wrote come back.
+     * one row after another; with `returning`, the keys of the rows it wrote come back.
      */
-    insertMany: (n: number) => st(`insert_many_${n}`, `${insertOf(n)} RETURNING entry_key`, true),
+    insertMany: (n: number, returning = d.acceptMany === 'returning') =>
+      st(`insert_many_${n}`, `${insertOf(n)}${returning ? ' RETURNING entry_key' : ''}`, returning),
     found: st(
       'found',
       `SELECT state, token, fingerprint, due_at, ${NOW} AS now_ms FROM ${T} WHERE entry_key = ?`,

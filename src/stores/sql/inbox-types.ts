@@ -60,12 +60,15 @@ export interface SqlInboxDialect {
    */
   readonly returning: boolean;
   /**
-   * Plain accepts (no claim) asked for while one is out go together as one multi-row
-   * `INSERT ... RETURNING entry_key` (PostgreSQL: an accept's own transaction and round trip cost
-   * about 290 µs of the machine's CPU, a row in a batch of 8 about 90). Needs `returning`, to tell
-   * which rows were new. Not on SQLite, whose statements run in the process with nothing to share.
+   * Plain accepts (no claim) asked for while one is out go together as one multi-row INSERT: an
+   * accept's own transaction and round trip cost about 290 µs of the machine's CPU (PostgreSQL,
+   * MariaDB), a row in a batch of 8 about 90. `returning`: `INSERT ... RETURNING entry_key` tells
+   * which rows were new (PostgreSQL). `all-or-nothing`: the `INSERT IGNORE` runs in a transaction,
+   * committed when it wrote every row, else rolled back and sent again one accept at a time (MySQL,
+   * which has no `RETURNING`). Absent on SQLite, whose statements run in the process with nothing
+   * to share.
    */
-  readonly acceptMany?: boolean;
+  readonly acceptMany?: 'returning' | 'all-or-nothing' | undefined;
   /** `DELETE ... LIMIT n` (MySQL), or through a subquery on the key. */
   readonly deleteLimit: boolean;
   /**

@@ -139,6 +139,9 @@ export interface AcceptRow {
 /** An INSERT's outcome for one accept: the rows it wrote (1 or 0), or why it failed. */
 type Inserted = { changes: number } | { error: unknown };
 
+/** A statement that did not write all its rows (`all-or-nothing`): rolled back, sent again one by one. */
+const PARTIAL = new Error('onceonly: some rows of the accepts were there already');
+
 /**
  * The first INSERT of plain accepts (`acceptMany`): one asked for while another is out waits for it
  * to land, then goes with every one asked for meanwhile as one multi-row INSERT (at most 64 rows),
@@ -149,16 +152,36 @@ type Inserted = { changes: number } | { error: unknown };
  *   reported (duplicate or conflict) as any later accept of the key is;
  * - the rows go in key order, so two batches of two processes that share keys wait for each other
  *   in one order and never deadlock;
- * - a statement that fails is sent again as one INSERT per accept, so a row the server refuses
- *   fails its own accept and no other.
+ * - `returning` (PostgreSQL): the keys it wrote come back; `all-or-nothing` (MySQL, no RETURNING):
+ *   it runs in a transaction, committed only when it wrote every row (fresh keys, the common case),
+ *   else rolled back;
+ * - a statement that fails or is rolled back is sent again as one INSERT per accept, so a row the
+ *   server refuses (or a key already there) costs its own accept's round trip, no other's outcome.
  */
-export function acceptInserts(c: InboxContext): (row: AcceptRow) => Promise<number> {
+export function acceptInserts(
+  c: InboxContext,
+  mode: 'returning' | 'all-or-nothing',
+): (row: AcceptRow) => Promise<number> {
   const one = async (row: AcceptRow): Promise<Inserted> => {
     try {
       return { changes: (await c.exec('accept an inbox entry', c.s.insert, [...row.values])).changes };
     } catch (error) {
       return { error };
     }
+  };
+  /** The keys the statement wrote, of `firsts` (each key once, in key order). */
+  const written = async (firsts: AcceptRow[]): Promise<Set<string>> => {
+    const statement = c.s.insertMany(firsts.length);
+    const values = firsts.flatMap((r) => r.values);
+    if (mode === 'returning') {
+      const { rows } = await c.exec('accept inbox entries', statement, values);
+      return new Set(rows.map((r) => String(r.entry_key)));
+    }
+    await c.ready();
+    await c.driver.transaction!(async (query) => {
+      if ((await query(statement, values)).changes !== firsts.length) throw PARTIAL;
+    });
+    return new Set(firsts.map((r) => r.stored));
   };
   const insert = coalesce<AcceptRow, Inserted>(
     async (rows) => {
@@ -168,18 +191,13 @@ export function acceptInserts(c: InboxContext): (row: AcceptRow) => Promise<numb
       const firsts = [...firstOf.values()].sort((a, b) =>
         a.stored < b.stored ? -1 : a.stored > b.stored ? 1 : 0,
       );
-      let written: Set<string>;
+      let wrote: Set<string>;
       try {
-        const { rows: back } = await c.exec(
-          'accept inbox entries',
-          c.s.insertMany(firsts.length),
-          firsts.flatMap((r) => r.values),
-        );
-        written = new Set(back.map((r) => String(r.entry_key)));
+        wrote = await written(firsts);
       } catch {
         return Promise.all(rows.map(one));
       }
-      return rows.map((r) => ({ changes: firstOf.get(r.stored) === r && written.has(r.stored) ? 1 : 0 }));
+      return rows.map((r) => ({ changes: firstOf.get(r.stored) === r && wrote.has(r.stored) ? 1 : 0 }));
     },
     { most: 64, overdueMs: parsePositiveDuration(DEFAULT_STORE_TIMEOUT, 'storeTimeout') },
   );

@@ -268,6 +268,7 @@ export const mysqlInbox: SqlInboxDialect = {
   insertIgnore: { head: 'INSERT IGNORE INTO', tail: '' },
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   returning: false,
+  acceptMany: 'all-or-nothing',
   deleteLimit: true,
 };
 

@@ -292,7 +292,7 @@ export const postgresInbox: SqlInboxDialect = {
   insertIgnore: { head: 'INSERT INTO', tail: '\nON CONFLICT (entry_key) DO NOTHING' },
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   returning: true,
-  acceptMany: true,
+  acceptMany: 'returning',
   deleteLimit: false,
   // Still one statement, one round trip: the write, and one notification per row it left pending
   // and due (a retry later tells nobody). The payload is the receiver; equal payloads of one
