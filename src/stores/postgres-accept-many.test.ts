@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { reachable, servers } from '../../test/support/servers.js';
-import type { InboxAccepted, InboxAcceptInput, InboxStore } from '../core/inbox.js';
+import { acceptInput, keyTwiceInOneStatement, statuses } from '../../test/support/accept-many.js';
+import type { InboxStore } from '../core/inbox.js';
 import { postgresStore } from './postgres.js';
 
 const table = `oo_acc_${randomBytes(4).toString('hex')}`;
@@ -40,19 +41,7 @@ function watchedPool(): { pool: pg.Pool; sent: Sent[] } {
   return { pool, sent };
 }
 
-const input = (key: string, fingerprint = `fp-${key}`): InboxAcceptInput => ({
-  key,
-  fingerprint,
-  receiver: 'acme',
-  type: 'thing.happened',
-  id: key,
-  headers: [['x-sig', 'v1']],
-  body: Buffer.from(JSON.stringify({ id: key })),
-  receivedAt: new Date(),
-});
-
-const statuses = (results: PromiseSettledResult<InboxAccepted>[]) =>
-  results.map((r) => (r.status === 'fulfilled' ? r.value.status : 'rejected'));
+const input = acceptInput;
 
 if (up) {
   const pools: pg.Pool[] = [];
@@ -96,31 +85,16 @@ if (up) {
 
     it('a key given twice in one statement: its first accept writes it, the second is read back as a duplicate (same fingerprint) or a conflict (another)', async () => {
       const { inbox, sent } = open();
-      const run = randomBytes(3).toString('hex');
-      const [a, b] = [`twice-a-${run}`, `twice-b-${run}`];
-      // The first goes alone, at once; the four asked for while it is out go together.
-      const results = await Promise.allSettled([
-        inbox.accept(input(`alone-${run}`)),
-        inbox.accept(input(a, 'fp-1')),
-        inbox.accept(input(a, 'fp-1')),
-        inbox.accept(input(b, 'fp-1')),
-        inbox.accept(input(b, 'fp-2')),
-      ]);
-      assert.deepEqual(statuses(results), ['accepted', 'accepted', 'duplicate', 'accepted', 'conflict']);
+      await keyTwiceInOneStatement(inbox, async (a, b) => {
+        const { rows } = await probe.query(
+          `SELECT entry_key, fingerprint FROM ${table}_inbox WHERE entry_key IN ($1, $2) ORDER BY entry_key`,
+          [a, b],
+        );
+        return rows.map((r) => [r.entry_key, r.fingerprint]);
+      });
       const batch = sent.filter(many);
       assert.equal(batch.length, 1, 'the four went as one statement');
       assert.equal(batch[0]!.name.includes('insert_many_2_'), true, 'of two rows: each key once');
-      const { rows } = await probe.query(
-        `SELECT entry_key, fingerprint FROM ${table}_inbox WHERE entry_key IN ($1, $2) ORDER BY entry_key`,
-        [a, b],
-      );
-      assert.deepEqual(
-        rows.map((r) => [r.entry_key, r.fingerprint]),
-        [
-          [a, 'fp-1'],
-          [b, 'fp-1'],
-        ],
-      );
     });
 
     it('a row the server refuses fails its own accept only: the statement is sent again one accept at a time', async () => {
