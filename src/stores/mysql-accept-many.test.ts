@@ -163,6 +163,40 @@ if (up) {
       );
     });
 
+    it("large deliveries go in several statements of at most 4 MiB: 12 bodies of 1.5 MB together would pass the server's max_allowed_packet (16 MiB), which refuses the statement", async () => {
+      const { inbox, sent } = open();
+      const run = randomBytes(3).toString('hex');
+      await inbox.accept(input(`made-${run}`));
+      const [row] = await probe.query('SELECT @@max_allowed_packet AS most');
+      const most = Number((row as { most: number }[])[0]!.most);
+      const body = Buffer.alloc(1_500_000, 'x');
+      assert.ok(
+        12 * body.length > most,
+        `12 bodies (${12 * body.length} bytes) exceed max_allowed_packet (${most})`,
+      );
+      sent.length = 0;
+      const keys = Array.from({ length: 12 }, (_, i) => `big-${run}-${String(i).padStart(2, '0')}`);
+      const results = await Promise.all([
+        inbox.accept(input(`lead-${run}`)),
+        ...keys.map((key) => inbox.accept({ ...input(key), body })),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['accepted', ...keys.map(() => 'accepted')],
+      );
+      assert.deepEqual(
+        sent.filter((s) => s.errno !== undefined).map((s) => s.errno),
+        [],
+        'no statement refused',
+      );
+      const statements = many(sent);
+      assert.ok(statements.length >= 4, `${statements.length} multi-row statements`);
+      for (const s of statements) {
+        const bytes = s.values.reduce<number>((n, v) => n + (Buffer.isBuffer(v) ? v.length : 0), 0);
+        assert.ok(bytes <= 4 * 1024 * 1024, `a statement of ${bytes} bytes of bodies`);
+      }
+    });
+
     it('a statement writes its rows in key order, whatever order the accepts came in (so two processes that share keys never deadlock: the PostgreSQL suite provokes one without the order)', async () => {
       const { inbox, sent } = open();
       const run = randomBytes(3).toString('hex');

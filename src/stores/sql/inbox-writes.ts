@@ -139,6 +139,39 @@ export interface AcceptRow {
 /** An INSERT's outcome for one accept: the rows it wrote (1 or 0), or why it failed. */
 type Inserted = { changes: number } | { error: unknown };
 
+/**
+ * The most a multi-row INSERT carries, in bytes of its values: a batch of larger deliveries goes as
+ * several statements, one after another. (64 bodies of the receiver's default 1 MiB limit would pass
+ * MySQL's default `max_allowed_packet` of 16 MiB, and the server drops a connection that sends more.)
+ */
+const STATEMENT_BYTES = 4 * 1024 * 1024;
+
+/** About how many bytes a row's values take on the wire (a string's UTF-8 at most). */
+const bytesOf = (row: AcceptRow): number =>
+  row.values.reduce<number>(
+    (n, v) => n + (typeof v === 'string' ? v.length * 3 : v instanceof Uint8Array ? v.byteLength : 8),
+    0,
+  );
+
+/** `rows` cut into runs of at most STATEMENT_BYTES (a larger row alone), in their order. */
+function byBytes(rows: AcceptRow[]): AcceptRow[][] {
+  const parts: AcceptRow[][] = [];
+  let part: AcceptRow[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = bytesOf(row);
+    if (part.length > 0 && bytes + size > STATEMENT_BYTES) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(row);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+}
+
 /** A statement that did not write all its rows (`all-or-nothing`): rolled back, sent again one by one. */
 const PARTIAL = new Error('onceonly: some rows of the accepts were there already');
 
@@ -156,7 +189,8 @@ const PARTIAL = new Error('onceonly: some rows of the accepts were there already
  *   it runs in a transaction, committed only when it wrote every row (fresh keys, the common case),
  *   else rolled back;
  * - a statement that fails or is rolled back is sent again as one INSERT per accept, so a row the
- *   server refuses (or a key already there) costs its own accept's round trip, no other's outcome.
+ *   server refuses (or a key already there) costs its own accept's round trip, no other's outcome;
+ * - a statement carries at most STATEMENT_BYTES of values: large deliveries go in several.
  */
 export function acceptInserts(
   c: InboxContext,
@@ -191,13 +225,24 @@ export function acceptInserts(
       const firsts = [...firstOf.values()].sort((a, b) =>
         a.stored < b.stored ? -1 : a.stored > b.stored ? 1 : 0,
       );
-      let wrote: Set<string>;
-      try {
-        wrote = await written(firsts);
-      } catch {
-        return Promise.all(rows.map(one));
+      // One statement per STATEMENT_BYTES of rows, one after another; a key whose statement failed
+      // is sent again one accept at a time.
+      const wrote = new Set<string>();
+      const failed = new Set<string>();
+      for (const part of byBytes(firsts)) {
+        try {
+          for (const key of await written(part)) wrote.add(key);
+        } catch {
+          for (const r of part) failed.add(r.stored);
+        }
       }
-      return rows.map((r) => ({ changes: firstOf.get(r.stored) === r && wrote.has(r.stored) ? 1 : 0 }));
+      return Promise.all(
+        rows.map((r) =>
+          failed.has(r.stored)
+            ? one(r)
+            : { changes: firstOf.get(r.stored) === r && wrote.has(r.stored) ? 1 : 0 },
+        ),
+      );
     },
     { most: 64, overdueMs: parsePositiveDuration(DEFAULT_STORE_TIMEOUT, 'storeTimeout') },
   );
