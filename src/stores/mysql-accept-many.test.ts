@@ -18,6 +18,7 @@ const probe = mysql.createPool({ uri: servers.mysql, connectionLimit: 2 });
 const up = await reachable('MySQL', servers.mysql, () => probe.query('SELECT 1'));
 
 interface Sent {
+  method: 'query' | 'execute';
   sql: string;
   values: unknown[];
   rows: number;
@@ -27,11 +28,12 @@ interface Sent {
 type Runner = (sql: string, values?: unknown) => Promise<[unknown, unknown]>;
 
 /** Records each statement a runner sends: its text, the rows it changed, its error number. */
-function recording(run: Runner, sent: Sent[]): Runner {
+function recording(run: Runner, sent: Sent[], method: Sent['method']): Runner {
   return async (sql, values) => {
     try {
       const result = await run(sql, values);
       sent.push({
+        method,
         sql,
         values: Array.isArray(values) ? values : [],
         rows: Number((result[0] as { affectedRows?: number }).affectedRows ?? 0),
@@ -39,6 +41,7 @@ function recording(run: Runner, sent: Sent[]): Runner {
       return result;
     } catch (error) {
       sent.push({
+        method,
         sql,
         values: Array.isArray(values) ? values : [],
         rows: 0,
@@ -54,13 +57,13 @@ function watchedPool(): { pool: mysql.Pool; client: MysqlQueryable; sent: Sent[]
   const pool = mysql.createPool({ uri: servers.mysql, connectionLimit: 4 });
   const sent: Sent[] = [];
   const client = {
-    query: recording(pool.query.bind(pool) as Runner, sent),
-    execute: recording(pool.execute.bind(pool) as Runner, sent),
+    query: recording(pool.query.bind(pool) as Runner, sent, 'query'),
+    execute: recording(pool.execute.bind(pool) as Runner, sent, 'execute'),
     async getConnection() {
       const conn = await pool.getConnection();
       return {
-        query: recording(conn.query.bind(conn) as Runner, sent),
-        execute: recording(conn.execute.bind(conn) as Runner, sent),
+        query: recording(conn.query.bind(conn) as Runner, sent, 'query'),
+        execute: recording(conn.execute.bind(conn) as Runner, sent, 'execute'),
         release: () => conn.release(),
       };
     },
@@ -106,6 +109,8 @@ if (up) {
         40,
       );
       assert.equal(sent.filter((s) => s.sql === 'ROLLBACK').length, 0);
+      // Not prepared: a prepared text per row count would stay on every connection.
+      assert.deepEqual([...new Set(many(sent).map((s) => s.method))], ['query']);
       const [rows] = await probe.query(
         `SELECT count(*) AS n FROM \`${table}_inbox\` WHERE entry_key LIKE ?`,
         [`many-${run}-%`],

@@ -7,6 +7,7 @@ import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
+import postgres from 'postgres';
 import { reachable, servers } from '../../test/support/servers.js';
 import { acceptInput, keyTwiceInOneStatement, statuses } from '../../test/support/accept-many.js';
 import type { InboxStore } from '../core/inbox.js';
@@ -18,23 +19,27 @@ const up = await reachable('PostgreSQL', servers.postgres, () => probe.query('SE
 
 interface Sent {
   name: string;
+  text: string;
+  values: number;
   rows: number;
   error?: string;
 }
 
-/** A pool whose named statements are recorded: the statement's name, its rows, its error code. */
+/** A pool whose statements are recorded: name (prepared ones), text, values, rows, error code. */
 function watchedPool(): { pool: pg.Pool; sent: Sent[] } {
   const pool = new pg.Pool({ connectionString: servers.postgres, max: 4 });
   const sent: Sent[] = [];
   const query = pool.query.bind(pool) as (config: unknown) => Promise<{ rowCount: number | null }>;
   (pool as unknown as { query: typeof query }).query = async (config) => {
     const name = (config as { name?: string }).name ?? '';
+    const text = (config as { text?: string }).text ?? '';
+    const values = ((config as { values?: unknown[] }).values ?? []).length;
     try {
       const result = await query(config);
-      sent.push({ name, rows: result.rowCount ?? 0 });
+      sent.push({ name, text, values, rows: result.rowCount ?? 0 });
       return result;
     } catch (error) {
-      sent.push({ name, rows: 0, error: String((error as { code?: unknown }).code) });
+      sent.push({ name, text, values, rows: 0, error: String((error as { code?: unknown }).code) });
       throw error;
     }
   };
@@ -55,7 +60,8 @@ if (up) {
     await probe.end();
     for (const pool of pools) await pool.end();
   });
-  const many = (s: Sent) => s.name.startsWith('onceonly_inbox_insert_many_');
+  // The multi-row INSERTs: unprepared (no name), their text naming what comes back.
+  const many = (s: Sent) => s.text.includes('RETURNING entry_key AS k') && s.name === '';
 
   describe('postgresStore inbox: accepts asked for while one is out go as one INSERT', () => {
     it('40 accepts at once: every row written, in fewer statements than accepts, each a multi-row INSERT after the first', async () => {
@@ -69,7 +75,7 @@ if (up) {
       );
       const batches = sent.filter(many);
       assert.ok(batches.length >= 1, 'no multi-row INSERT was sent');
-      const inserts = sent.filter((s) => s.name.startsWith('onceonly_inbox_insert_'));
+      const inserts = sent.filter((s) => s.name.startsWith('onceonly_inbox_insert_') || many(s));
       assert.ok(inserts.length < 40, `${inserts.length} statements for 40 accepts`);
       assert.equal(
         inserts.reduce((n, s) => n + s.rows, 0),
@@ -94,7 +100,7 @@ if (up) {
       });
       const batch = sent.filter(many);
       assert.equal(batch.length, 1, 'the four went as one statement');
-      assert.equal(batch[0]!.name.includes('insert_many_2_'), true, 'of two rows: each key once');
+      assert.equal(batch[0]!.values, 2 * 13, 'of two rows: each key once');
     });
 
     it('a row the server refuses fails its own accept only: the statement is sent again one accept at a time', async () => {
@@ -118,6 +124,59 @@ if (up) {
         rows.map((r) => r.entry_key),
         [`first-${run}`, `good-1-${run}`, `good-2-${run}`],
       );
+    });
+
+    it('a statement waiting for a row lock holds up the accepts asked for after it a quarter second at most, not a store deadline', async () => {
+      const { inbox } = open();
+      const run = randomBytes(3).toString('hex');
+      const held = `held-${run}`;
+      await inbox.accept(acceptInput(`made-${run}`)); // the table exists from here
+      const holder = new pg.Client({ connectionString: servers.postgres });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(
+          `INSERT INTO ${table}_inbox (entry_key, receiver, state, token, attempts, fingerprint, accepted_at, due_at, updated_at)
+VALUES ($1, 'acme', 0, '', 0, $2, 0, 0, 0)`,
+          [held, `fp-${held}`],
+        );
+        // The accept of the held key goes alone and waits for the lock; three free keys after it.
+        const waiting = inbox.accept(acceptInput(held));
+        const started = Date.now();
+        const free = await Promise.all([1, 2, 3].map((i) => inbox.accept(acceptInput(`free-${run}-${i}`))));
+        const took = Date.now() - started;
+        assert.deepEqual(
+          free.map((r) => r.status),
+          ['accepted', 'accepted', 'accepted'],
+        );
+        const { rows } = await probe.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%${table}_inbox%'`,
+        );
+        assert.equal(rows[0].n, 1, 'the held key still waits');
+        assert.ok(took < 1_500, `the free keys took ${took} ms (a store deadline is 3,000)`);
+        await holder.query('COMMIT');
+        assert.equal((await waiting).status, 'duplicate');
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end();
+      }
+    });
+
+    it('postgres.js with `transform: postgres.camel`: new entries still read as accepted (what comes back is named `k`, which the transform keeps)', async () => {
+      const sql = postgres(servers.postgres, { max: 2, onnotice: () => {}, transform: postgres.camel });
+      try {
+        const inbox = postgresStore({ client: sql, table }).inbox as InboxStore;
+        const run = randomBytes(3).toString('hex');
+        const results = await Promise.all(
+          [1, 2, 3, 4].map((i) => inbox.accept(acceptInput(`camel-${run}-${i}`))),
+        );
+        assert.deepEqual(
+          results.map((r) => r.status),
+          ['accepted', 'accepted', 'accepted', 'accepted'],
+        );
+      } finally {
+        await sql.end();
+      }
     });
 
     it('two processes accepting the same keys in opposite orders never deadlock: each statement writes its rows in key order', async () => {

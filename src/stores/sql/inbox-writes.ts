@@ -7,8 +7,6 @@
 
 import { coalesce } from '../../core/coalesce.js';
 import { newToken } from '../../core/crypto.js';
-import { parsePositiveDuration } from '../../core/duration.js';
-import { DEFAULT_STORE_TIMEOUT } from '../../core/timings.js';
 import type { Lease } from '../../core/types.js';
 import type { StoreUnavailableError } from '../../errors.js';
 import { num } from './inbox-rows.js';
@@ -172,6 +170,12 @@ function byBytes(rows: AcceptRow[]): AcceptRow[][] {
   return parts;
 }
 
+/**
+ * How long the accepts asked for after a statement wait for it at most: far above a statement's
+ * round trip (about a millisecond), far below a store deadline.
+ */
+const OVERDUE_MS = 250;
+
 /** A statement that did not write all its rows (`all-or-nothing`): rolled back, sent again one by one. */
 const PARTIAL = new Error('onceonly: some rows of the accepts were there already');
 
@@ -209,7 +213,8 @@ export function acceptInserts(
     const values = firsts.flatMap((r) => r.values);
     if (mode === 'returning') {
       const { rows } = await c.exec('accept inbox entries', statement, values);
-      return new Set(rows.map((r) => String(r.entry_key)));
+      // `k`, not `entry_key`: a client transform of column names (postgres.js `camel`) keeps it.
+      return new Set(rows.map((r) => String(r.k)));
     }
     await c.ready();
     await c.driver.transaction!(async (query) => {
@@ -244,7 +249,9 @@ export function acceptInserts(
         ),
       );
     },
-    { most: 64, overdueMs: parsePositiveDuration(DEFAULT_STORE_TIMEOUT, 'storeTimeout') },
+    // A statement out longer than OVERDUE_MS (one that waits for a row lock: another process's
+    // uncommitted accept of one of its keys) no longer holds up the accepts asked for after it.
+    { most: 64, overdueMs: OVERDUE_MS },
   );
   return async (row) => {
     const done = await insert(row);
