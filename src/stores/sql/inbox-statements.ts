@@ -127,10 +127,8 @@ ORDER BY due_at, seq LIMIT ${limit}${d.skipLocked}`;
      * `n` accepts in one statement (`acceptMany`), the rows in the order given, as `insert`'s values
      * one row after another; with `returning`, the keys of the rows it wrote come back.
      */
-    insertMany: (n: number, returning = d.acceptMany === 'returning'): SqlInboxStatement => ({
-      ...st(`insert_many_${n}`, `${insertOf(n)}${returning ? ' RETURNING entry_key AS k' : ''}`, returning),
-      unprepared: true,
-    }),
+    insertMany: (n: number, returning = d.acceptMany === 'returning') =>
+      st(`insert_many_${n}`, `${insertOf(n)}${returning ? ' RETURNING entry_key AS k' : ''}`, returning),
     found: st(
       'found',
       `SELECT state, token, fingerprint, due_at, ${NOW} AS now_ms FROM ${T} WHERE entry_key = ?`,

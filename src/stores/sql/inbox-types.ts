@@ -96,12 +96,6 @@ export interface SqlInboxStatement {
   readonly name: string;
   readonly text: string;
   readonly rows: boolean;
-  /**
-   * Sent without a prepared statement: its text varies with a count (the accepts that share an
-   * INSERT), and a server keeps each prepared text's plans per connection for as long as it lives
-   * (PostgreSQL: 40 to 63 MB a connection for the 63 sizes of a multi-row accept).
-   */
-  readonly unprepared?: boolean;
 }
 
 /** What a statement gave back: its rows, or how many rows it changed (matched). */

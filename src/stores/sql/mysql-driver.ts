@@ -193,9 +193,7 @@ function inboxDriver(
   return {
     query: (statement, values) =>
       asResult(
-        inTurn(() =>
-          withRetry(() => runOn(client, statement.text, values, prepare && !statement.unprepared)),
-        ),
+        inTurn(() => withRetry(() => runOn(client, statement.text, values, prepare))),
         statement.rows,
       ),
     transaction<T>(fn: (query: SqlInboxQuery) => Promise<T>): Promise<T> {
@@ -207,9 +205,7 @@ function inboxDriver(
           await runOn(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED', []);
           await runOn(conn, 'START TRANSACTION', []);
           try {
-            const result = await fn((s, v) =>
-              asResult(runOn(conn, s.text, v, prepare && !s.unprepared), s.rows),
-            );
+            const result = await fn((s, v) => asResult(runOn(conn, s.text, v, prepare), s.rows));
             await runOn(conn, 'COMMIT', []);
             return result;
           } catch (err) {

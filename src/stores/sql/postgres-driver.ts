@@ -211,16 +211,11 @@ export function postgresDriver(o: PostgresDriverOptions): SqlDriver {
 
   const inboxTable = dialect.inboxNames.table;
   const channel = inboxChannel(inboxTable);
-  const runUnprepared = prepare ? runnerFor(client, false, 'postgresStore client') : run;
   const inbox: SqlInboxDriver = {
     watch: postgresWatch(client, channel),
     notify: (receiver) => run('inbox_notify', 'SELECT pg_notify($1, $2)', [channel, receiver]),
     async query(statement, values) {
-      const { rows, count } = await (statement.unprepared ? runUnprepared : run)(
-        statement.name,
-        statement.text,
-        values,
-      );
+      const { rows, count } = await run(statement.name, statement.text, values);
       return { rows, changes: statement.rows ? rows.length : (count ?? 0) };
     },
     async exists() {
