@@ -5,7 +5,8 @@
  * are shared. One call out at a time, not two: the batches come out twice as large for at most one
  * more round trip of wait. A call still out past `overdueMs` (the store deadline: its callers have
  * given up on it by then) stops counting as out, so one that never lands holds back nothing after
- * it. Used by the inbox's completes (receiver/complete-batch.ts).
+ * it. Used by the inbox's completes (receiver/complete-batch.ts) and the SQL stores' accepts
+ * (stores/sql/inbox-writes.ts, with a shorter bound of their own).
  */
 import { later } from './timers.js';
 

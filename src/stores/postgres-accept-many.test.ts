@@ -48,6 +48,27 @@ function watchedPool(): { pool: pg.Pool; sent: Sent[] } {
 
 const input = acceptInput;
 
+/**
+ * A third writer's transaction that has inserted `key` and not committed: an accept of the key waits
+ * for it. The caller commits or rolls back, then ends it.
+ */
+async function holdKey(key: string): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: servers.postgres });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(
+      `INSERT INTO ${table}_inbox (entry_key, receiver, state, token, attempts, fingerprint, accepted_at, due_at, updated_at)
+VALUES ($1, 'acme', 0, '', 0, $2, 0, 0, 0)`,
+      [key, `fp-${key}`],
+    );
+    return holder;
+  } catch (error) {
+    await holder.end();
+    throw error;
+  }
+}
+
 if (up) {
   const pools: pg.Pool[] = [];
   const open = () => {
@@ -132,15 +153,8 @@ if (up) {
       const run = randomBytes(3).toString('hex');
       const held = `held-${run}`;
       await inbox.accept(acceptInput(`made-${run}`)); // the table exists from here
-      const holder = new pg.Client({ connectionString: servers.postgres });
-      await holder.connect();
+      const holder = await holdKey(held);
       try {
-        await holder.query('BEGIN');
-        await holder.query(
-          `INSERT INTO ${table}_inbox (entry_key, receiver, state, token, attempts, fingerprint, accepted_at, due_at, updated_at)
-VALUES ($1, 'acme', 0, '', 0, $2, 0, 0, 0)`,
-          [held, `fp-${held}`],
-        );
         // The accept of the held key goes alone and waits for the lock; three free keys after it.
         const waiting = inbox.accept(acceptInput(held));
         const started = Date.now();
@@ -212,15 +226,8 @@ VALUES ($1, 'acme', 0, '', 0, $2, 0, 0, 0)`,
       await one.inbox.accept(input(`made-${run}`)); // the table exists from here
       // A third writer holds m (inserted, not yet committed): each side's statement writes what
       // comes before m in its order, then waits for it.
-      const holder = new pg.Client({ connectionString: servers.postgres });
-      await holder.connect();
+      const holder = await holdKey(m);
       try {
-        await holder.query('BEGIN');
-        await holder.query(
-          `INSERT INTO ${table}_inbox (entry_key, receiver, state, token, attempts, fingerprint, accepted_at, due_at, updated_at)
-VALUES ($1, 'acme', 0, '', 0, $2, 0, 0, 0)`,
-          [m, `fp-${m}`],
-        );
         // Each side: a lead accept goes alone, and the three asked for while it is out go as one
         // statement: one side's in the order a, m, z, the other's z, m, a.
         const side = (inbox: InboxStore, order: string[]) =>
