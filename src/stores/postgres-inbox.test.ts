@@ -5,6 +5,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { reachable, servers } from '../../test/support/servers.js';
 import { SCHEMA_TABLES, sqlInboxSchemaSpec } from '../../test/support/sql-inbox-schema.js';
+import { checkHealth } from '../core/health.js';
 import { runInboxConformance } from '../testing/index.js';
 import { postgresInboxMigration, postgresStore } from './postgres.js';
 
@@ -45,6 +46,62 @@ if (up) {
     table: (name) => `${table}_${name}`,
     setColumn: async (t, key, column, value) =>
       void (await pool.query(`UPDATE "${t}_inbox" SET ${column} = $1 WHERE entry_key = $2`, [value, key])),
+  });
+
+  describe('postgresStore on postgres.js with a column-name transform', () => {
+    for (const [label, transform] of [
+      ['postgres.camel', postgres.camel],
+      ['postgres.toPascal (every column renamed)', postgres.toPascal],
+    ] as const) {
+      it(`${label}: the inbox and the store's health read their rows by the names their statements give`, async () => {
+        const client = postgres(servers.postgres, { max: 2, onnotice: () => {}, transform });
+        try {
+          const store = postgresStore({ client, table });
+          const inbox = store.inbox;
+          const receiver = `tr-${randomBytes(4).toString('hex')}`;
+          const key = `${receiver}:evt_1`;
+          const body = Buffer.from('{"id":"evt_1"}');
+          const input = { key, fingerprint: 'f'.repeat(64), receiver, type: 'thing.done', id: 'evt_1' };
+          const accepted = await inbox.accept({
+            ...input,
+            headers: [['x-a', '1']],
+            body,
+            receivedAt: new Date(),
+          });
+          assert.equal(accepted.status, 'accepted');
+          assert.equal(
+            (await inbox.accept({ ...input, headers: [], body, receivedAt: new Date() })).status,
+            'duplicate',
+          );
+          const [job] = await inbox.take({ limit: 5, leaseMs: 60_000, receiver });
+          assert.ok(job, 'the entry was taken');
+          assert.equal(job.unreadable, undefined);
+          assert.deepEqual(
+            [job.key, job.receiver, job.type, job.id, job.lease.attempt],
+            [key, receiver, 'thing.done', 'evt_1', 1],
+          );
+          assert.equal(Buffer.from(job.body).toString(), '{"id":"evt_1"}');
+          assert.deepEqual(job.headers, [['x-a', '1']]);
+          assert.equal((await inbox.list({ receiver, state: 'processing' }))[0]?.key, key);
+          assert.equal(await inbox.complete(job.lease, { retentionMs: 60_000 }), true);
+          const seen = await inbox.get(key);
+          assert.deepEqual([seen?.state, seen?.attempts, seen?.hasBody], ['completed', 1, true]);
+          assert.equal((await inbox.stats({ receiver })).completed, 1);
+          const health = await checkHealth(store, { timeoutMs: 5_000, maxClockSkewMs: 60_000, inbox: true });
+          assert.ok(
+            health.clockSkewMs !== undefined && Number.isFinite(health.clockSkewMs),
+            'the clock was read',
+          );
+          assert.deepEqual(
+            health.checks.filter((check) => !check.ok),
+            [],
+            'the tables were found',
+          );
+        } finally {
+          await client.end();
+        }
+      });
+    }
   });
 
   describe('postgresStore inbox on a big table', () => {

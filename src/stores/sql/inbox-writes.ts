@@ -223,7 +223,7 @@ export function acceptInserts(
     for (let n = firsts.length; n < size; n++) values.push(...firsts[firsts.length - 1]!.values);
     if (mode === 'returning') {
       const { rows } = await c.exec('accept inbox entries', statement, values);
-      // `k`, not `entry_key`: a client transform of column names (postgres.js `camel`) keeps it.
+      // Named `k` (the driver also undoes a client's column-name transform: postgres.js `camel`).
       return new Set(rows.map((r) => String(r.k)));
     }
     await c.ready();

@@ -40,15 +40,56 @@ function isPg(client: unknown): client is PgLike {
   );
 }
 
+/**
+ * A postgres.js `sql` made with a column-name transform (`transform: postgres.camel`, `toPascal`,
+ * `toKebab`, or a function of the user's) renames every column a statement returns: `entry_key`
+ * comes back as `entryKey`. The store reads its rows by the names its statements give, so this puts
+ * them back: the names a statement's text could return (every identifier in it, folded to lower case
+ * as the server folds them) are passed through the transform once per text, and the rows' keys it
+ * changed are renamed to the name as written. Undefined for a client without such a transform.
+ */
+function columnNames(client: unknown): ((text: string, rows: Row[]) => Row[]) | undefined {
+  const options = (client as { options?: { transform?: { column?: { from?: unknown } } } }).options;
+  const from = options?.transform?.column?.from;
+  if (typeof from !== 'function') return undefined;
+  const renamesOf = new Map<string, [string, string][]>();
+  return (text, rows) => {
+    let renames = renamesOf.get(text);
+    if (renames === undefined) {
+      renames = [];
+      for (const name of new Set(text.toLowerCase().match(/[a-z_][a-z0-9_]*/g))) {
+        const shown = String(from(name));
+        if (shown !== name) renames.push([shown, name]);
+      }
+      // The store's texts are a fixed few (a table's statements); the bound only guards the map.
+      if (renamesOf.size >= 1_000) renamesOf.clear();
+      renamesOf.set(text, renames);
+    }
+    if (renames.length === 0 || rows.length === 0) return rows;
+    return rows.map((row) => {
+      const out: Row = { ...row };
+      for (const [shown, name] of renames) {
+        if (shown in out) {
+          out[name] = out[shown];
+          delete out[shown];
+        }
+      }
+      return out;
+    });
+  };
+}
+
 /** How statements run on `client`: a ConfigError (naming it `what`) when it is no client we know. */
 export function runnerFor(client: unknown, prepare: boolean, what: string): Runner {
   if (isPostgresJs(client)) {
+    const names = columnNames(client);
     return async (_statement, text, values) => {
       const simple = values.length === 0;
       const rows = (await client.unsafe(text, values, { prepare: prepare && !simple })) as readonly Row[] & {
         count?: number;
       };
-      return { rows: Array.isArray(rows) ? [...rows] : [], count: rows.count };
+      const list = Array.isArray(rows) ? [...rows] : [];
+      return { rows: names ? names(text, list) : list, count: rows.count };
     };
   }
   if (isPg(client)) {
