@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { InboxStore } from '../../src/core/inbox.js';
+import { bundled } from './bundle.js';
 
 /** What an inbox store's spec module exports. */
 export interface InboxRaceSpecModule {
@@ -46,7 +47,7 @@ export async function runInboxRace(options: {
   const events = options.events ?? 400;
   const leaseMs = options.leaseMs ?? 500;
   const runId = `irace${randomBytes(4).toString('hex')}`;
-  const spec: InboxRaceSpecModule = await import(options.spec);
+  const spec: InboxRaceSpecModule = await import(await bundled(options.spec));
   const children: ReturnType<typeof fork>[] = [];
   try {
     const reports = await Promise.all(

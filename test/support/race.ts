@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Store } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
+import { bundled } from './bundle.js';
 
 /** Events per race: RACE_EVENTS (default 2,000; CI runs 800, `.ci/run`). */
 export const RACE_EVENTS = Number(process.env.RACE_EVENTS ?? 2000);
@@ -62,7 +63,7 @@ export async function runRace(options: {
   const events = options.events ?? RACE_EVENTS;
   const deliveries = options.deliveries ?? 3;
   const runId = `race${randomBytes(4).toString('hex')}`;
-  const spec: RaceSpecModule = await import(options.spec);
+  const spec: RaceSpecModule = await import(await bundled(options.spec));
   const outcomes: Record<string, number> = {};
   const children: ReturnType<typeof spawnWorker>[] = [];
   try {
@@ -127,7 +128,7 @@ export async function runCrash(options: { spec: string; leaseMs?: number }): Pro
   const leaseMs = options.leaseMs ?? 3_000;
   const runId = `crash${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-crash`;
-  const spec: RaceSpecModule = await import(options.spec);
+  const spec: RaceSpecModule = await import(await bundled(options.spec));
   const handle = await spec.open(runId);
   try {
     const child = spawnWorker({
@@ -195,7 +196,7 @@ export async function runReleaseRace(options: {
   const rounds = options.rounds ?? 25;
   const runId = `rel${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-released`;
-  const spec: RaceSpecModule = await import(options.spec);
+  const spec: RaceSpecModule = await import(await bundled(options.spec));
   const handle = await spec.open(runId);
   const children: ReturnType<typeof spawnWorker>[] = [];
   try {

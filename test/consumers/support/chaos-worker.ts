@@ -18,7 +18,6 @@ const prefix = env('CHAOS_PREFIX');
 const ledger = env('CHAOS_LEDGER');
 const killRate = Number(env('CHAOS_KILL_RATE'));
 const throwRate = Number(env('CHAOS_THROW_RATE'));
-const kit = ((await import(env('CHAOS_KIT'))) as { kit: ChaosKit }).kit;
 
 /** A number in [0, 1) from the id and what is decided, the same in every process. */
 const chance = (...parts: (string | number)[]) =>
@@ -33,34 +32,37 @@ const note = (id: string, attempt: number, kind: string) =>
     process.pid,
   ]);
 
-const opened = await openStore(servers.redis, prefix);
-const stop = await kit.consume(
-  prefix,
-  opened.store,
-  async (id, { attempt }) => {
-    // At once, mid-handler: the other runs of this process die wherever they are. A killer message
-    // kills every run of its own.
-    if (id.startsWith('killer-') || (attempt === 1 && chance(id, 'kill') < killRate))
-      process.kill(process.pid, 'SIGKILL');
-    // A good message throws on its first run only: it must never be dead-lettered (it has
-    // maxAttempts - 1 more runs, and twice maxAttempts claims, for the runs a SIGKILL cuts).
-    if (id.startsWith('poison-') || (attempt === 1 && chance(id, 'throw') < throwRate)) {
-      await note(id, attempt, 'throw');
-      throw new Error(`chaos: ${id} refused on attempt ${attempt}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, chance(id, attempt, 'ms') * 20));
-    await note(id, attempt, 'effect');
-  },
-  {
-    ...CONSUMER_OPTIONS,
-    confirmed: (id, attempt) => void note(id, attempt, 'confirmed').catch(() => {}),
-    slot: Number(env('CHAOS_SLOT')),
-  },
-);
+/** Consumes with `kit` until SIGTERM (the entry chaos.ts bundles puts the kit and this together). */
+export async function consumeChaos(kit: ChaosKit): Promise<void> {
+  const opened = await openStore(servers.redis, prefix);
+  const stop = await kit.consume(
+    prefix,
+    opened.store,
+    async (id, { attempt }) => {
+      // At once, mid-handler: the other runs of this process die wherever they are. A killer message
+      // kills every run of its own.
+      if (id.startsWith('killer-') || (attempt === 1 && chance(id, 'kill') < killRate))
+        process.kill(process.pid, 'SIGKILL');
+      // A good message throws on its first run only: it must never be dead-lettered (it has
+      // maxAttempts - 1 more runs, and twice maxAttempts claims, for the runs a SIGKILL cuts).
+      if (id.startsWith('poison-') || (attempt === 1 && chance(id, 'throw') < throwRate)) {
+        await note(id, attempt, 'throw');
+        throw new Error(`chaos: ${id} refused on attempt ${attempt}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, chance(id, attempt, 'ms') * 20));
+      await note(id, attempt, 'effect');
+    },
+    {
+      ...CONSUMER_OPTIONS,
+      confirmed: (id, attempt) => void note(id, attempt, 'confirmed').catch(() => {}),
+      slot: Number(env('CHAOS_SLOT')),
+    },
+  );
 
-process.once('SIGTERM', async () => {
-  await stop();
-  await opened.close();
-  await db.end();
-  process.exit(0);
-});
+  process.once('SIGTERM', async () => {
+    await stop();
+    await opened.close();
+    await db.end();
+    process.exit(0);
+  });
+}

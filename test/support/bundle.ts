@@ -1,0 +1,31 @@
+/**
+ * A child process's entry as one JavaScript file (scripts/bundle.mjs), for the suites that start
+ * processes again and again (the fault fleets, restarted after every SIGKILL): started from the
+ * bundle with plain node (`--enable-source-maps` for stack traces in the TypeScript), each costs a
+ * fraction of the CPU it did through tsx. Made once per test
+ * process from the sources as they are (never stale), removed when the process exits.
+ */
+import { rmSync } from 'node:fs';
+import { bundle, bundlePath } from '../../scripts/bundle.mjs';
+
+const tag = `child-${process.pid}`;
+
+const made = new Map<string, Promise<string>>();
+
+/**
+ * The bundle of `entry` (a .ts file's absolute path), made on first use in this process. With
+ * `contents`, the entry is that TypeScript, as if it were the file `entry` (a name of its own, in
+ * the folder its imports resolve from): a child that puts modules named at run time together.
+ */
+export function bundled(entry: string, contents?: string): Promise<string> {
+  let file = made.get(entry);
+  if (file === undefined) {
+    if (made.size === 0)
+      process.on('exit', () => {
+        for (const e of made.keys()) rmSync(bundlePath(e, tag), { force: true });
+      });
+    file = bundle(entry, tag, contents);
+    made.set(entry, file);
+  }
+  return file;
+}
