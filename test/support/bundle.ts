@@ -5,7 +5,9 @@
  * fraction of the CPU it did through tsx. Made once per test
  * process from the sources as they are (never stale), removed when the process exits.
  */
+import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { bundle, bundlePath } from '../../scripts/bundle.mjs';
 
 const tag = `child-${process.pid}`;
@@ -28,4 +30,20 @@ export function bundled(entry: string, contents?: string): Promise<string> {
     made.set(entry, file);
   }
   return file;
+}
+
+/**
+ * A child's entry that calls `worker`'s export `run` with the module `module` (an absolute path: a
+ * module the parent names at run time, as a race's spec or a chaos run's kit), bundled as one (so
+ * the worker and the module share every module of the repository, as they did through tsx).
+ */
+export function bundledRun(worker: string, run: string, module: string): Promise<string> {
+  const id = createHash('sha256').update(`${worker}\n${run}\n${module}`).digest('hex').slice(0, 8);
+  return bundled(
+    join(dirname(worker), `${basename(worker, '.ts')}-${id}.ts`),
+    `import * as module from ${JSON.stringify(module)};
+import { ${run} } from ${JSON.stringify(worker)};
+await ${run}(module);
+`,
+  );
 }

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { InboxStore } from '../../src/core/inbox.js';
-import { bundled } from './bundle.js';
+import { bundled, bundledRun } from './bundle.js';
 
 /** What an inbox store's spec module exports. */
 export interface InboxRaceSpecModule {
@@ -48,12 +48,14 @@ export async function runInboxRace(options: {
   const leaseMs = options.leaseMs ?? 500;
   const runId = `irace${randomBytes(4).toString('hex')}`;
   const spec: InboxRaceSpecModule = await import(await bundled(options.spec));
+  // The worker and the spec as one bundle (support/bundle.ts), started with plain node.
+  const entry = await bundledRun(worker, 'inboxRaceWorker', options.spec);
   const children: ReturnType<typeof fork>[] = [];
   try {
     const reports = await Promise.all(
       Array.from({ length: processes }, (_, n) => {
-        const child = fork(worker, [], {
-          execArgv: ['--import', 'tsx'],
+        const child = fork(entry, [], {
+          execArgv: ['--enable-source-maps'],
           env: {
             ...process.env,
             RACE_SPEC: options.spec,

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Store } from '../../src/core/types.js';
 import { once } from '../../src/once.js';
-import { bundled } from './bundle.js';
+import { bundled, bundledRun } from './bundle.js';
 
 /** Events per race: RACE_EVENTS (default 2,000; CI runs 800, `.ci/run`). */
 export const RACE_EVENTS = Number(process.env.RACE_EVENTS ?? 2000);
@@ -30,9 +30,10 @@ export interface RaceSpecModule {
 
 const worker = fileURLToPath(new URL('./race-worker.ts', import.meta.url));
 
-function spawnWorker(env: Record<string, string>) {
-  return fork(worker, [], {
-    execArgv: ['--import', 'tsx'],
+/** A worker from `entry`: it and the spec, bundled as one (support/bundle.ts), started with plain node. */
+function spawnWorker(entry: string, env: Record<string, string>) {
+  return fork(entry, [], {
+    execArgv: ['--enable-source-maps'],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -64,11 +65,12 @@ export async function runRace(options: {
   const deliveries = options.deliveries ?? 3;
   const runId = `race${randomBytes(4).toString('hex')}`;
   const spec: RaceSpecModule = await import(await bundled(options.spec));
+  const entry = await bundledRun(worker, 'raceWorker', options.spec);
   const outcomes: Record<string, number> = {};
-  const children: ReturnType<typeof spawnWorker>[] = [];
+  const children: ReturnType<typeof fork>[] = [];
   try {
     const exits = Array.from({ length: processes }, (_, n) => {
-      const child = spawnWorker({
+      const child = spawnWorker(entry, {
         RACE_ROLE: 'race',
         RACE_SPEC: options.spec,
         RACE_RUN: runId,
@@ -129,9 +131,10 @@ export async function runCrash(options: { spec: string; leaseMs?: number }): Pro
   const runId = `crash${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-crash`;
   const spec: RaceSpecModule = await import(await bundled(options.spec));
+  const entry = await bundledRun(worker, 'raceWorker', options.spec);
   const handle = await spec.open(runId);
   try {
-    const child = spawnWorker({
+    const child = spawnWorker(entry, {
       RACE_ROLE: 'crash',
       RACE_SPEC: options.spec,
       RACE_RUN: runId,
@@ -197,12 +200,13 @@ export async function runReleaseRace(options: {
   const runId = `rel${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-released`;
   const spec: RaceSpecModule = await import(await bundled(options.spec));
+  const entry = await bundledRun(worker, 'raceWorker', options.spec);
   const handle = await spec.open(runId);
-  const children: ReturnType<typeof spawnWorker>[] = [];
+  const children: ReturnType<typeof fork>[] = [];
   try {
     const reports = await Promise.all(
       Array.from({ length: processes }, (_, n) => {
-        const child = spawnWorker({
+        const child = spawnWorker(entry, {
           RACE_ROLE: 'release',
           RACE_SPEC: options.spec,
           RACE_RUN: runId,

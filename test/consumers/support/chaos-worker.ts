@@ -32,8 +32,8 @@ const note = (id: string, attempt: number, kind: string) =>
     process.pid,
   ]);
 
-/** Consumes with `kit` until SIGTERM (the entry chaos.ts bundles puts the kit and this together). */
-export async function consumeChaos(kit: ChaosKit): Promise<void> {
+/** Consumes with the kit module's `kit` until SIGTERM (the entry chaos.ts bundles puts the two together). */
+export async function consumeChaos({ kit }: { kit: ChaosKit }): Promise<void> {
   const opened = await openStore(servers.redis, prefix);
   const stop = await kit.consume(
     prefix,

@@ -14,12 +14,11 @@
 import { strict as assert } from 'node:assert';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { basename, dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Duration } from '../../../src/once.js';
-import { bundled } from '../../support/bundle.js';
+import { bundledRun } from '../../support/bundle.js';
 import { reachable, servers } from '../../support/servers.js';
 
 /** Scales the run: CHAOS_SIZE=10 publishes ten times the messages (CI runs the default). */
@@ -150,13 +149,10 @@ export async function runChaos(kit: ChaosKit, options: ChaosOptions): Promise<Ch
   };
   // The worker and the kit as one bundle (support/bundle.ts), started with plain node: every
   // restart after a SIGKILL costs a fraction of tsx's CPU.
-  const kitFile = options.kit.startsWith('file:') ? fileURLToPath(options.kit) : options.kit;
-  const entry = await bundled(
-    join(dirname(WORKER), `chaos-worker-${basename(kitFile, '.ts')}.ts`),
-    `import { kit } from ${JSON.stringify(kitFile)};
-import { consumeChaos } from ${JSON.stringify(WORKER)};
-await consumeChaos(kit);
-`,
+  const entry = await bundledRun(
+    WORKER,
+    'consumeChaos',
+    options.kit.startsWith('file:') ? fileURLToPath(options.kit) : options.kit,
   );
   const children = new Set<ChildProcess>();
   let stopping = false;
