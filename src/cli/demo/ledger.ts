@@ -119,6 +119,12 @@ export function countLedger(path: string, sim: SimulateReport): LedgerCounts {
     .filter((r) => r.attempt > 1)
     .map((r) => ({ id: r.id, afterFailure: failed.has(`${r.id}#${r.attempt - 1}`) }));
   const crashedThenTaken = new Set(laterRuns.filter((r) => !r.afterFailure).map((r) => r.id));
+  // So is an entry buried when taken over (its last run died with its attempts spent): no run
+  // follows, but the burial, at the next attempt, is the takeover.
+  const ran = new Set(ledger.runs.map((r) => `${r.id}#${r.attempt}`));
+  for (const d of ledger.dead)
+    if (d.attempt > 1 && !ran.has(`${d.id}#${d.attempt}`) && !failed.has(`${d.id}#${d.attempt - 1}`))
+      crashedThenTaken.add(d.id);
   const retriesAfterFailure = laterRuns.filter((r) => r.afterFailure).length;
   let lost = 0;
   let lostAfter2xx = 0;
