@@ -1,4 +1,4 @@
-/** The path a bundle of `entry` tagged `tag` is written to (beside it). */
+/** The path a bundle of `entry` tagged `tag` is written to (in `.bundles/` of the nearest folder above it with a node_modules). */
 export function bundlePath(entry: string, tag: string): string;
 /**
  * Bundles `entry` (an absolute path) into {@link bundlePath}; resolves to that path. With

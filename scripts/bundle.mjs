@@ -4,13 +4,14 @@
 // them from one: through tsx every process paid its loader hooks on every import, about 0.5 s to 1 s
 // of CPU a process on a loaded 2-core machine (about a third of a short file's CPU).
 //
-// The file is written beside the module (so its package imports resolve as the module's did, from
-// a workspace's own node_modules too), named `.<name>.<tag>.bundle.mjs` (.gitignore'd). Each
+// The file is written in `.bundles/` of the nearest folder above the module with a node_modules (so
+// its package imports resolve as the module's did, from a workspace's own too; .gitignore'd). Each
 // module keeps its own `import.meta.url`, `dirname` and `filename`: paths relative to a module
 // still point where they did. Stack traces point at the TypeScript (an inline source map, read
 // with --enable-source-maps).
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
@@ -28,9 +29,19 @@ const ownImportMeta = {
   },
 };
 
-/** The path a bundle of `entry` tagged `tag` is written to (beside it). */
+/**
+ * The path a bundle of `entry` tagged `tag` is written to: in `.bundles/` of the nearest folder
+ * above it with a node_modules (the repository's root, or a workspace's own folder), so its package
+ * imports resolve from there as the module's did; never beside the sources (a file written in src/
+ * would make the build look stale to the CLI suites' check).
+ */
 export function bundlePath(entry, tag) {
-  return join(dirname(entry), `.${basename(entry).replace(/\.[cm]?tsx?$/, '')}.${tag}.bundle.mjs`);
+  let base = dirname(entry);
+  while (!existsSync(join(base, 'node_modules')) && dirname(base) !== base) base = dirname(base);
+  const name = relative(base, entry)
+    .replace(/\.[cm]?tsx?$/, '')
+    .replace(/[^A-Za-z0-9_-]+/g, '.');
+  return join(base, '.bundles', `${name}.${tag}.bundle.mjs`);
 }
 
 /**
