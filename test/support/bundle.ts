@@ -1,9 +1,9 @@
 /**
  * A child process's entry as one JavaScript file (scripts/bundle.mjs), for the suites that start
- * processes again and again (the fault fleets, restarted after every SIGKILL): started from the
- * bundle with plain node (`--enable-source-maps` for stack traces in the TypeScript), each costs a
- * fraction of the CPU it did through tsx. Made once per test
- * process from the sources as they are (never stale), removed when the process exits.
+ * processes again and again (the fault fleets, restarted after every SIGKILL; the race and chaos
+ * workers): started from the bundle with plain node (`--enable-source-maps` for stack traces in the
+ * TypeScript), each costs a fraction of the CPU it did through tsx. Made once per test process from
+ * the sources as they are (never stale), removed when the process exits.
  */
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';

@@ -58,7 +58,6 @@ export async function runInboxRace(options: {
           execArgv: ['--enable-source-maps'],
           env: {
             ...process.env,
-            RACE_SPEC: options.spec,
             RACE_RUN: runId,
             RACE_EVENTS: String(events),
             RACE_LEASE: String(leaseMs),

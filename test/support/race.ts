@@ -30,7 +30,18 @@ export interface RaceSpecModule {
 
 const worker = fileURLToPath(new URL('./race-worker.ts', import.meta.url));
 
-/** A worker from `entry`: it and the spec, bundled as one (support/bundle.ts), started with plain node. */
+/**
+ * The spec at `path`, loaded here (bundled), and the workers' entry: the worker and the spec as one
+ * bundle (support/bundle.ts), so a worker needs no tsx and no path to load.
+ */
+async function load(path: string): Promise<{ spec: RaceSpecModule; entry: string }> {
+  return {
+    spec: (await import(await bundled(path))) as RaceSpecModule,
+    entry: await bundledRun(worker, 'raceWorker', path),
+  };
+}
+
+/** A worker from `entry` (see load), started with plain node. */
 function spawnWorker(entry: string, env: Record<string, string>) {
   return fork(entry, [], {
     execArgv: ['--enable-source-maps'],
@@ -64,15 +75,13 @@ export async function runRace(options: {
   const events = options.events ?? RACE_EVENTS;
   const deliveries = options.deliveries ?? 3;
   const runId = `race${randomBytes(4).toString('hex')}`;
-  const spec: RaceSpecModule = await import(await bundled(options.spec));
-  const entry = await bundledRun(worker, 'raceWorker', options.spec);
+  const { spec, entry } = await load(options.spec);
   const outcomes: Record<string, number> = {};
   const children: ReturnType<typeof fork>[] = [];
   try {
     const exits = Array.from({ length: processes }, (_, n) => {
       const child = spawnWorker(entry, {
         RACE_ROLE: 'race',
-        RACE_SPEC: options.spec,
         RACE_RUN: runId,
         RACE_EVENTS: String(events),
         RACE_DELIVERIES: String(deliveries),
@@ -130,13 +139,11 @@ export async function runCrash(options: { spec: string; leaseMs?: number }): Pro
   const leaseMs = options.leaseMs ?? 3_000;
   const runId = `crash${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-crash`;
-  const spec: RaceSpecModule = await import(await bundled(options.spec));
-  const entry = await bundledRun(worker, 'raceWorker', options.spec);
+  const { spec, entry } = await load(options.spec);
   const handle = await spec.open(runId);
   try {
     const child = spawnWorker(entry, {
       RACE_ROLE: 'crash',
-      RACE_SPEC: options.spec,
       RACE_RUN: runId,
       RACE_KEY: key,
       RACE_LEASE: String(leaseMs),
@@ -199,8 +206,7 @@ export async function runReleaseRace(options: {
   const rounds = options.rounds ?? 25;
   const runId = `rel${randomBytes(4).toString('hex')}`;
   const key = `${runId}:evt-released`;
-  const spec: RaceSpecModule = await import(await bundled(options.spec));
-  const entry = await bundledRun(worker, 'raceWorker', options.spec);
+  const { spec, entry } = await load(options.spec);
   const handle = await spec.open(runId);
   const children: ReturnType<typeof fork>[] = [];
   try {
@@ -208,7 +214,6 @@ export async function runReleaseRace(options: {
       Array.from({ length: processes }, (_, n) => {
         const child = spawnWorker(entry, {
           RACE_ROLE: 'release',
-          RACE_SPEC: options.spec,
           RACE_RUN: runId,
           RACE_KEY: key,
           RACE_ROUNDS: String(rounds),
