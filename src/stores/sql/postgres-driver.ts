@@ -46,7 +46,8 @@ function isPg(client: unknown): client is PgLike {
  * comes back as `entryKey`. The store reads its rows by the names its statements give, so this puts
  * them back: the names a statement's text could return (every identifier in it, folded to lower case
  * as the server folds them) are passed through the transform once per text, and the rows' keys it
- * changed are renamed to the name as written. Undefined for a client without such a transform.
+ * changed get the name as written too (rows of the store's own, in place). Undefined for a client
+ * without such a transform.
  */
 function columnNames(client: unknown): ((text: string, rows: Row[]) => Row[]) | undefined {
   const options = (client as { options?: { transform?: { column?: { from?: unknown } } } }).options;
@@ -65,17 +66,8 @@ function columnNames(client: unknown): ((text: string, rows: Row[]) => Row[]) | 
       if (renamesOf.size >= 1_000) renamesOf.clear();
       renamesOf.set(text, renames);
     }
-    if (renames.length === 0 || rows.length === 0) return rows;
-    return rows.map((row) => {
-      const out: Row = { ...row };
-      for (const [shown, name] of renames) {
-        if (shown in out) {
-          out[name] = out[shown];
-          delete out[shown];
-        }
-      }
-      return out;
-    });
+    for (const row of rows) for (const [shown, name] of renames) if (shown in row) row[name] = row[shown];
+    return rows;
   };
 }
 
