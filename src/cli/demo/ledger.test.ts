@@ -13,14 +13,24 @@ import { countLedger, ledgerWriter, openLedger } from './ledger.js';
 const dir = mkdtempSync(join(tmpdir(), 'onceonly-ledger-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
+type Writer = ReturnType<typeof ledgerWriter>;
+
 const sim = (eventIds: string[]) => ({ eventIds, gaveUp: [] }) as unknown as SimulateReport;
 
-function ledgerOf(name: string, write: (w: ReturnType<typeof ledgerWriter>) => void): string {
+function ledgerOf(name: string, write: (w: Writer) => void): string {
   const path = openLedger(join(dir, `${name}.jsonl`));
   const writer = ledgerWriter(path);
   write(writer);
   writer.close();
   return path;
+}
+
+/** Runs of `id` at attempts 1 to `last`, the first `failed` of them failed (the rest left no verdict). */
+function runs(w: Writer, id: string, last: number, failed: number): void {
+  for (let attempt = 1; attempt <= last; attempt++) {
+    w.write('runs', { id, attempt, pid: 1 });
+    if (attempt <= failed) w.write('failures', { id, attempt, timeout: false });
+  }
 }
 
 describe('countLedger', () => {
@@ -42,10 +52,7 @@ describe('countLedger', () => {
 
   it('an entry buried when taken over (its last run killed, its attempts spent) is a takeover too', () => {
     const path = ledgerOf('buried', (w) => {
-      for (let attempt = 1; attempt <= 2; attempt++) {
-        w.write('runs', { id: 'p', attempt, pid: 1 });
-        if (attempt < 2) w.write('failures', { id: 'p', attempt, timeout: false });
-      }
+      runs(w, 'p', 2, 1);
       // The run at attempt 2 was killed; the takeover, at 3, buried the entry without running it.
       w.write('dead', { id: 'p', attempt: 3 });
     });
@@ -57,10 +64,7 @@ describe('countLedger', () => {
 
   it('an entry buried after its last run failed is no takeover', () => {
     const path = ledgerOf('failed-out', (w) => {
-      for (let attempt = 1; attempt <= 3; attempt++) {
-        w.write('runs', { id: 'p', attempt, pid: 1 });
-        if (attempt < 3) w.write('failures', { id: 'p', attempt, timeout: false });
-      }
+      runs(w, 'p', 3, 2);
       w.write('dead', { id: 'p', attempt: 3 });
     });
     const counts = countLedger(path, sim(['p']));
