@@ -284,6 +284,12 @@ async function entryOf(file) {
 
 async function runFile(file) {
   const entry = await entryOf(file);
+  // The budget ran out while it was bundled: it never starts, and is named so.
+  if (overTime) {
+    if (entry.made) rmSync(entry.made, { force: true });
+    unbegun.push(file);
+    return;
+  }
   await new Promise((resolve) => {
     const t0 = Date.now();
     const cpuFile = cpuDir && join(cpuDir, `${fileNumber++}`);
@@ -383,6 +389,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 let next = 0;
 let overTime = false;
+const unbegun = [];
 const budget = setTimeout(() => {
   overTime = true;
   for (const pid of running) killGroup(pid);
@@ -414,7 +421,7 @@ console.log(
 for (const [file, text] of details) console.log(`\n=== why ${file} failed\n${text}`);
 if (failed.length > 0) console.log(`\nfailed files:\n${failed.map((f) => `  ${f}`).join('\n')}`);
 if (overTime) {
-  const unstarted = files.slice(next);
+  const unstarted = [...unbegun, ...files.slice(next)];
   console.log(`\nthe run passed its ${totalTimeout / 1000} s budget (TEST_TOTAL_TIMEOUT_MS)`);
   if (unstarted.length > 0) console.log(`never started:\n${unstarted.map((f) => `  ${f}`).join('\n')}`);
   process.exit(1);

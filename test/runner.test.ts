@@ -53,6 +53,13 @@ describe('npm test (scripts/test.mjs)', () => {
     assert.match(r.stdout, /never started:\n {2}test\/fixtures\/runner\/pass\.test\.ts/);
   });
 
+  it('a budget that runs out while a file is bundled: the file never starts, and is named so', async () => {
+    const r = await npmTest({ TEST_TOTAL_TIMEOUT_MS: '1' }, 'test/fixtures/runner/pass.test.ts');
+    assert.equal(r.code, 1);
+    assert.doesNotMatch(r.stdout, /✔/, 'no test ran');
+    assert.match(r.stdout, /never started:\n {2}test\/fixtures\/runner\/pass\.test\.ts/);
+  });
+
   it('runs a suite declared after a top-level await that outlasts the first suite (--test-force-exit skipped it silently)', async () => {
     const r = await npmTest({}, 'test/fixtures/runner/late-suite.test.ts');
     assert.equal(r.code, 0, r.stdout);
