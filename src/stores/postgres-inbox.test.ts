@@ -102,6 +102,35 @@ if (up) {
         }
       });
     }
+    it('postgres.camel on a table whose name ends in `_` (camel throws on that name): the store still reads its rows', async () => {
+      const client = postgres(servers.postgres, { max: 2, onnotice: () => {}, transform: postgres.camel });
+      const t = `${table}_tail_`;
+      try {
+        const store = postgresStore({ client, table: t });
+        const claim = await store.claim('k', { leaseMs: 60_000, fingerprint: 'f'.repeat(64) });
+        assert.equal(claim.status, 'acquired');
+        const receiver = `tail-${randomBytes(4).toString('hex')}`;
+        const accepted = await store.inbox.accept({
+          key: `${receiver}:evt_1`,
+          fingerprint: 'f'.repeat(64),
+          receiver,
+          type: 'thing.done',
+          id: 'evt_1',
+          headers: [],
+          body: Buffer.from('{}'),
+          receivedAt: new Date(),
+        });
+        assert.equal(accepted.status, 'accepted');
+        const jobs = await store.inbox.take({ limit: 5, leaseMs: 60_000, receiver });
+        assert.deepEqual(
+          jobs.map((job) => [job.key, job.lease.attempt]),
+          [[`${receiver}:evt_1`, 1]],
+        );
+      } finally {
+        await client.end();
+        await probe.query(`DROP TABLE IF EXISTS ${t}_inbox, ${t}, ${t}_versions`);
+      }
+    });
   });
 
   describe('postgresStore inbox on a big table', () => {

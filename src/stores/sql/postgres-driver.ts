@@ -59,7 +59,14 @@ function columnNames(client: unknown): ((text: string, rows: Row[]) => Row[]) | 
     if (renames === undefined) {
       renames = [];
       for (const name of new Set(text.toLowerCase().match(/[a-z_][a-z0-9_]*/g))) {
-        const shown = String(from(name));
+        // Every identifier goes through it (keywords and table names too): one it throws on
+        // (postgres.camel on a name ending in `_`) is no column the store reads, and is skipped.
+        let shown: string;
+        try {
+          shown = String(from(name));
+        } catch {
+          continue;
+        }
         if (shown !== name) renames.push([shown, name]);
       }
       // The store's texts are a fixed few (a table's statements); the bound only guards the map.
